@@ -1,0 +1,39 @@
+"""Shared test fixtures. Tests run on CPU, offline, in seconds."""
+import functools
+import http.server
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the core files are flat modules at the top level
+
+torch.set_num_threads(2)  # CI has 2 cores; more threads only contend
+
+
+@pytest.fixture
+def http_server(tmp_path):
+    """Serve a folder over HTTP on 127.0.0.1 (never the internet), for the download code.
+
+    Yields (root, url): put files in `root`, fetch them from `url + "/name"`.
+    The server runs in a daemon thread and is shut down after the test.
+    """
+    root = tmp_path / "served"
+    root.mkdir()
+    handler = functools.partial(_QuietHandler, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield root, f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep pytest output clean
+        pass
