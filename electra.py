@@ -1,0 +1,770 @@
+"""ELECTRA from scratch: the model, masking, sampling and losses of the paper, in plain PyTorch.
+
+Clark, Luong, Le, Manning (2020). "ELECTRA: Pre-training Text Encoders as Discriminators Rather
+Than Generators." arXiv:2003.10555. Section numbers below refer to that paper.
+
+One pre-training step (Section 2, Figure 2), the official code's named steps:
+
+    m        = mask_positions(x)                     positions to mask,      m_i ~ unif{1, n}
+    x_masked = REPLACE(x, m, [MASK])                 mask_tokens()
+    p_G      = generator(x_masked)                   only at the masked positions
+    x_hat    ~ p_G                                   sample(), no gradient
+    x_corrupt= REPLACE(x, m, x_hat)                  replace()
+    D        = discriminator(x_corrupt)              D(x, t) = P(token t is original)
+    L        = L_MLM + lam * L_Disc                  mlm_loss(), disc_loss(), electra_loss()
+
+Conventions: shapes are written [B, T, H] = [batch, sequence, hidden]; K = the number of masked
+slots per sequence (config.max_predictions); V = vocabulary size.
+
+Sign convention: the paper's D(x, t) is the probability that token t is *original*. The official
+TensorFlow code and HuggingFace predict *replaced*. We follow the paper everywhere; the checkpoint
+converters at the bottom flip the sign of the last layer.
+"""
+
+import math
+from dataclasses import dataclass, fields
+from dataclasses import replace as dc_replace
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+# -----------------------------------------------------------------------------
+# Configuration
+
+
+@dataclass
+class ElectraConfig:
+    # --- discriminator architecture (paper Table 6; official configure_pretraining.py) ---
+    vocab_size: int = 30522  # BERT's uncased WordPiece vocab (paper Sec. 3.1); set from the tokenizer
+    embedding_size: int = 128  # Small uses 128 and projects to hidden (Table 6, "Embedding Size")
+    hidden_size: int = 256  # Table 6
+    num_layers: int = 12  # Table 6
+    num_heads: int = 4  # Table 6
+    intermediate_size: int = 1024  # FFN inner size, Table 6
+    max_position: int = 512  # BERT's position table; Small trains at seq 128 but keeps 512 rows
+    type_vocab_size: int = 2  # segments A and B, as BERT
+    dropout: float = 0.1  # hidden dropout, Table 6
+    attention_dropout: float = 0.1  # attention-probability dropout, Table 6
+    layer_norm_eps: float = 1e-12  # official modeling.py (BERT's TF LayerNorm epsilon)
+    init_std: float = 0.02  # N(0, 0.02) init, official modeling.py initializer_range
+    # --- generator (Section 3.2 "Smaller Generators", Table 6 "Generator Size") ---
+    generator_fraction: float = 0.25  # generator hidden = fraction * discriminator hidden (1/4 Small)
+    # --- masking (Section 2; official pretrain_helpers.mask) ---
+    mask_prob: float = 0.15  # k = round(mask_prob * n) positions masked (Sec. 2; 25% for Large, Table 6)
+    max_predictions: int = 19  # cap on k per sequence; official max_predictions_per_seq = 19 at seq 128
+    mask_token_prob: float = 0.85  # masked positions that become [MASK]; the rest keep the token
+    # (official pretrain_helpers.mask: tf.less(uniform, 0.85); the paper never uses random tokens)
+    temperature: float = 1.0  # sampling temperature of p_G (official `temperature`, 1.0)
+    lam: float = 50.0  # lambda in L = L_MLM + lambda * L_Disc (Sec. 2; official disc_weight = 50)
+    # --- objective ---
+    objective: str = "electra"  # "electra" (replaced token detection) or "bert" (masked LM, Table 1)
+    bert_mask_token_prob: float = 0.8  # BERT's 80/10/10 rule (Devlin et al. 2019, Sec. 3.1)
+    bert_random_token_prob: float = 0.1  # BERT: 10% random token (and 10% unchanged)
+    # --- implementation ---
+    fast_attention: bool = True  # F.scaled_dot_product_attention; False = the hand-written reference
+    pad_id: int = 0  # special ids default to BERT's vocab; set them from the tokenizer
+    cls_id: int = 101
+    sep_id: int = 102
+    mask_id: int = 103
+
+    @property
+    def head_size(self) -> int:
+        return self.hidden_size // self.num_heads
+
+
+# Model presets. small/base/large are the paper's (Table 6; official configure_pretraining.py).
+# Training recipes (batch, lr, steps, sequence length) belong to train.py.
+SIZES = {
+    # ours, for CPUs: a step at batch 32, seq 128 takes well under a second on 2 cores. Its vocab
+    # is trained on the corpus at 8192 pieces: sampling from p_G and the MLM softmax cost O(V) per
+    # masked token, and at V = 30522 they alone take most of a CPU step.
+    "tiny": dict(vocab_size=8192, embedding_size=128, hidden_size=128, num_layers=4, num_heads=2, intermediate_size=512,
+                 generator_fraction=0.25),
+    "small": dict(embedding_size=128, hidden_size=256, num_layers=12, num_heads=4, intermediate_size=1024,
+                  generator_fraction=1 / 4),
+    "base": dict(embedding_size=768, hidden_size=768, num_layers=12, num_heads=12, intermediate_size=3072,
+                 generator_fraction=1 / 3),
+    "large": dict(embedding_size=1024, hidden_size=1024, num_layers=24, num_heads=16,
+                  intermediate_size=4096, generator_fraction=1 / 4, mask_prob=0.25),
+}
+
+
+def get_config(size: str, **overrides) -> ElectraConfig:
+    """The paper's config for `size` ("tiny", "small", "base", "large"), with `overrides` applied."""
+    if size not in SIZES:
+        raise ValueError(f"unknown size {size!r}: choose one of {', '.join(SIZES)}")
+    names = {f.name for f in fields(ElectraConfig)}
+    unknown = sorted(set(overrides) - names)
+    if unknown:
+        raise ValueError(f"unknown config field(s) {unknown}: valid fields are {sorted(names)}")
+    return ElectraConfig(**{**SIZES[size], **overrides})
+
+
+def generator_config(config: ElectraConfig) -> ElectraConfig:
+    """The generator's config, derived from the discriminator's as the official code does.
+
+    Official run_pretraining.get_generator_config: hidden = round(fraction * hidden), layers kept,
+    FFN = 4 * hidden, heads = max(1, hidden // 64). For the paper's presets this is the same as
+    scaling hidden, heads and FFN by the fraction: Small 256/4/1024 -> 64/1/256, Base 768/12/3072 ->
+    256/4/1024. The embedding size is kept: the embeddings are shared (Section 3.2).
+    """
+    hidden = int(round(config.hidden_size * config.generator_fraction))
+    return dc_replace(config, hidden_size=hidden, intermediate_size=4 * hidden,
+                      num_heads=max(1, hidden // 64))
+
+
+# -----------------------------------------------------------------------------
+# The Transformer encoder (BERT's, post-LayerNorm)
+
+
+class Embeddings(nn.Module):
+    """Token + position + segment embeddings, LayerNorm, dropout (BERT). Shared by G and D."""
+
+    def __init__(self, config: ElectraConfig):
+        super().__init__()
+        self.word = nn.Embedding(config.vocab_size, config.embedding_size)
+        self.position = nn.Embedding(config.max_position, config.embedding_size)
+        self.segment = nn.Embedding(config.type_vocab_size, config.embedding_size)
+        self.ln = nn.LayerNorm(config.embedding_size, eps=config.layer_norm_eps)
+        self.drop = nn.Dropout(config.dropout)
+
+    def forward(self, input_ids, segment_ids):
+        T = input_ids.shape[1]
+        pos = torch.arange(T, device=input_ids.device)
+        e = self.word(input_ids) + self.position(pos) + self.segment(segment_ids)  # [B, T, E]
+        return self.drop(self.ln(e))
+
+
+class SelfAttention(nn.Module):
+    """Multi-head self-attention, softmax(Q K^T / sqrt(d)) V, with a padding mask."""
+
+    def __init__(self, config: ElectraConfig):
+        super().__init__()
+        self.n_head, self.fast = config.num_heads, config.fast_attention
+        self.qkv = nn.Linear(config.hidden_size, 3 * config.hidden_size)  # Q, K, V in one matmul
+        self.out = nn.Linear(config.hidden_size, config.hidden_size)
+        self.p_drop = config.attention_dropout
+        self.attn_drop = nn.Dropout(config.attention_dropout)
+
+    def forward(self, h, keep):
+        # h: [B, T, H]; keep: [B, 1, 1, T] bool, True where the key is a real (non-padding) token
+        B, T, H = h.shape
+        q, k, v = self.qkv(h).split(H, dim=-1)  # 3 x [B, T, H]
+        # [B, T, H] -> [B, T, heads, d] -> [B, heads, T, d]
+        q, k, v = (t.view(B, T, self.n_head, H // self.n_head).transpose(1, 2) for t in (q, k, v))
+        if self.fast:
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=keep,
+                                               dropout_p=self.p_drop if self.training else 0.0)
+        else:
+            y = attention_reference(q, k, v, keep, self.attn_drop)
+        y = y.transpose(1, 2).reshape(B, T, H)  # [B, heads, T, d] -> [B, T, H]
+        return self.out(y)
+
+
+def attention_reference(q, k, v, keep, dropout: nn.Module):
+    """Scaled dot-product attention written out (Vaswani et al. 2017, eq. 1); the fast path's reference.
+
+    q, k, v: [B, heads, T, d]; keep: [B, 1, 1, T] bool. Padding keys get a score of -inf
+    (the dtype's minimum, as BERT does, so a row never becomes all -inf).
+    """
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # [B, heads, T, T]
+    scores = scores.masked_fill(~keep, torch.finfo(scores.dtype).min)
+    return dropout(scores.softmax(dim=-1)) @ v  # [B, heads, T, d]
+
+
+class Block(nn.Module):
+    """A post-LayerNorm Transformer block (BERT): h = LN(h + Attn(h)); h = LN(h + FFN(h))."""
+
+    def __init__(self, config: ElectraConfig):
+        super().__init__()
+        self.attn = SelfAttention(config)
+        self.ln1 = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.fc1 = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.fc2 = nn.Linear(config.intermediate_size, config.hidden_size)
+        self.ln2 = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.drop = nn.Dropout(config.dropout)
+
+    def forward(self, h, keep):
+        h = self.ln1(h + self.drop(self.attn(h, keep)))
+        # GELU in its exact erf form, as BERT and the official code use
+        return self.ln2(h + self.drop(self.fc2(F.gelu(self.fc1(h)))))
+
+
+class Encoder(nn.Module):
+    """The shared embeddings, this model's projection to its hidden size, and the blocks."""
+
+    def __init__(self, config: ElectraConfig, embeddings: Embeddings | None = None):
+        super().__init__()
+        self.config = config
+        self.embeddings = embeddings if embeddings is not None else Embeddings(config)
+        # G and D have different hidden sizes but one embedding table: each projects it (Sec. 3.2)
+        self.embeddings_project = (nn.Linear(config.embedding_size, config.hidden_size)
+                                   if config.embedding_size != config.hidden_size else None)
+        self.layers = nn.ModuleList(Block(config) for _ in range(config.num_layers))
+
+    def hidden_states(self, input_ids, segment_ids, attention_mask):
+        """input_ids, segment_ids, attention_mask: [B, T] -> the last layer's states [B, T, H]."""
+        h = self.embeddings(input_ids, segment_ids)  # [B, T, E]
+        if self.embeddings_project is not None:
+            h = self.embeddings_project(h)  # [B, T, H]
+        keep = attention_mask.bool()[:, None, None, :]  # [B, T] -> [B, 1, 1, T], broadcast over heads, queries
+        for block in self.layers:
+            h = block(h, keep)
+        return h
+
+
+class Generator(Encoder):
+    """The generator G: a small masked language model (Section 2).
+
+    p_G(x_t | x) = exp(e(x_t)^T h_G(x)_t) / sum_x' exp(e(x')^T h_G(x)_t)        (paper, eq. 1)
+
+    Head as the official code: dense -> GELU -> LayerNorm -> the shared token embedding e (tied)
+    + an output bias. Logits are computed only at the masked positions: a V-way softmax at every
+    position would waste most of the step.
+    """
+
+    def __init__(self, config: ElectraConfig, embeddings: Embeddings | None = None):
+        super().__init__(config, embeddings)
+        self.head = nn.Linear(config.hidden_size, config.embedding_size)
+        self.head_ln = nn.LayerNorm(config.embedding_size, eps=config.layer_norm_eps)
+        self.output_bias = nn.Parameter(torch.zeros(config.vocab_size))
+
+    def logits(self, h, m):
+        """h: [B, T, Hg] states; m: [B, K] positions -> logits [B, K, V] of p_G at those positions."""
+        h_m = h.gather(1, m[..., None].expand(-1, -1, h.shape[-1]))  # [B, K, Hg]
+        z = self.head_ln(F.gelu(self.head(h_m)))  # [B, K, E]
+        return z @ self.embeddings.word.weight.T + self.output_bias  # [B, K, V]
+
+
+class Discriminator(Encoder):
+    """The discriminator D: for each position t, the probability that x_t is original (Section 2).
+
+    D(x, t) = sigmoid(w^T h_D(x)_t)                                              (paper, eq. 2)
+
+    Head as the official code: dense -> GELU -> dense to one logit (the paper writes only w; the
+    extra dense layer is the official code's). forward() returns the logit of *original*.
+    """
+
+    def __init__(self, config: ElectraConfig, embeddings: Embeddings | None = None):
+        super().__init__(config, embeddings)
+        self.head = nn.Linear(config.hidden_size, config.hidden_size)
+        self.head_out = nn.Linear(config.hidden_size, 1)
+
+    def forward(self, input_ids, segment_ids, attention_mask):
+        h = self.hidden_states(input_ids, segment_ids, attention_mask)  # [B, T, H]
+        return self.head_out(F.gelu(self.head(h))).squeeze(-1)  # [B, T, 1] -> [B, T]
+
+
+def init_weights(module: nn.Module, std: float):
+    """N(0, std) for matrices and embeddings, zero biases, LayerNorm = identity (official modeling.py;
+    it uses a truncated normal, we use a plain normal as HuggingFace does)."""
+    for mod in module.modules():
+        if isinstance(mod, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(mod.weight, std=std)
+        if isinstance(mod, nn.Linear) and mod.bias is not None:
+            nn.init.zeros_(mod.bias)
+        if isinstance(mod, nn.LayerNorm):
+            nn.init.ones_(mod.weight)
+            nn.init.zeros_(mod.bias)
+
+
+# -----------------------------------------------------------------------------
+# The steps of pre-training, one function each (Section 2)
+
+
+def mask_positions(x, attention_mask, config: ElectraConfig, rng: torch.Generator | None = None):
+    """Choose the positions to mask: m_i ~ unif{1, n} for i = 1..k                 (paper, Sec. 2)
+
+    Per sequence, k = max(1, min(max_predictions, round(mask_prob * n))) where n counts the
+    non-padding tokens ([CLS] and [SEP] included, as the official pretrain_helpers.mask counts).
+    Candidates are the tokens that are not [CLS], [SEP], [MASK] or padding.
+
+    Deviation: the official code draws the k positions *with* replacement and so sometimes masks
+    fewer than k; we draw k distinct positions (without replacement), which is what the paper says.
+
+    Returns m: [B, K] long, K = min(max_predictions, T): positions in random order, all distinct
+    within a row; m_valid: [B, K] bool, True for the first k slots of each row (the masked ones).
+    The other slots point at unmasked positions and must be ignored.
+
+    Example: n = 10 tokens -> k = round(1.5) = 2 (round half to even, as tf.round and torch.round).
+    """
+    B, T = x.shape
+    K = min(config.max_predictions, T)
+    candidate = attention_mask.bool()
+    for special in (config.cls_id, config.sep_id, config.mask_id, config.pad_id):
+        candidate = candidate & (x != special)
+    n = attention_mask.sum(dim=1).float()  # [B]
+    k = torch.round(n * config.mask_prob).long().clamp(1, K)  # [B]
+    k = torch.minimum(k, candidate.sum(dim=1))  # never more than there are candidates
+    # A uniformly random order of the candidates: sort random keys, candidates first.
+    keys = torch.rand(B, T, device=x.device, generator=rng) + (~candidate).float()  # [B, T], non-candidates > 1
+    m = keys.argsort(dim=1)[:, :K]  # [B, K]
+    m_valid = torch.arange(K, device=x.device)[None, :] < k[:, None]  # [B, K]
+    return m, m_valid
+
+
+def replace(x, m, values):
+    """REPLACE(x, m, values): x with x[b, m[b, i]] := values[b, i]                  (paper, Sec. 2)
+
+    x: [B, T]; m: [B, K] positions (distinct within a row); values: [B, K]. Returns a new tensor.
+    Example: replace([[5, 6, 7]], [[2, 0]], [[9, 8]]) = [[8, 6, 9]].
+    """
+    return x.scatter(1, m, values)
+
+
+def mask_tokens(x, m, m_valid, config: ElectraConfig, rng: torch.Generator | None = None):
+    """x_masked = REPLACE(x, m, [MASK])                                              (paper, Sec. 2)
+
+    As the official code: each masked position becomes [MASK] with probability mask_token_prob
+    (0.85) and keeps its original token otherwise (0.15); ELECTRA never inserts random tokens.
+    """
+    x_m = x.gather(1, m)  # [B, K] the original tokens at the chosen positions
+    to_mask = m_valid & (torch.rand(m.shape, device=x.device, generator=rng) < config.mask_token_prob)
+    return replace(x, m, torch.where(to_mask, torch.full_like(x_m, config.mask_id), x_m))
+
+
+def bert_mask_tokens(x, m, m_valid, config: ElectraConfig, rng: torch.Generator | None = None):
+    """BERT's masking (Devlin et al. 2019, Sec. 3.1): of the chosen positions 80% become [MASK],
+    10% a random token, 10% keep the original. The baseline of the paper's Table 1."""
+    x_m = x.gather(1, m)  # [B, K]
+    u = torch.rand(m.shape, device=x.device, generator=rng)
+    random_ids = torch.randint(0, config.vocab_size, m.shape, device=x.device, generator=rng)
+    values = torch.where(u < config.bert_mask_token_prob, torch.full_like(x_m, config.mask_id),
+                         torch.where(u < config.bert_mask_token_prob + config.bert_random_token_prob,
+                                     random_ids, x_m))
+    return replace(x, m, torch.where(m_valid, values, x_m))
+
+
+@torch.no_grad()
+def sample(logits, temperature: float = 1.0, rng: torch.Generator | None = None):
+    """x_hat_i ~ p_G(x_i | x_masked) for i in m                                      (paper, Sec. 2)
+
+    logits: [..., V] -> token ids [...]. Sampled at `temperature` with the Gumbel-max trick, as the
+    official sample_from_softmax: argmax(logits / temperature + g), g = -log(-log(u)), u ~ U(0, 1).
+    No gradient flows through the sample (the paper: "we do not back-propagate the discriminator
+    loss through the generator", it is not possible through sampling anyway).
+    """
+    u = torch.rand(logits.shape, device=logits.device, generator=rng, dtype=torch.float32)
+    gumbel = -torch.log(-torch.log(u.clamp_min(1e-9)).clamp_min(1e-9))
+    return (logits.float() / temperature + gumbel).argmax(dim=-1)
+
+
+def mlm_loss(logits, targets, m_valid):
+    """L_MLM(x, theta_G) = E[ sum_{i in m} -log p_G(x_i | x_masked) ]               (paper, eq. 1)
+
+    Averaged over the masked positions of the batch, as the official code does.
+    logits: [B, K, V]; targets: [B, K] the original tokens x_i; m_valid: [B, K] bool.
+    """
+    nll = F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), reduction="none")  # [B*K]
+    w = m_valid.flatten().float()
+    return (nll * w).sum() / w.sum().clamp_min(1.0)
+
+
+def disc_loss(logits, is_original, attention_mask):
+    """L_Disc(x, theta_D) = E[ sum_{t=1}^n -1(x_corrupt_t = x_t) log D(x_corrupt, t)
+                                           -1(x_corrupt_t != x_t) log(1 - D(x_corrupt, t)) ]  (paper, eq. 2)
+
+    with D = sigmoid(logits) the probability of *original*. Averaged over every non-padding token
+    ([CLS] and [SEP] included), as the official code does.
+    logits: [B, T]; is_original: [B, T] bool; attention_mask: [B, T].
+    """
+    bce = F.binary_cross_entropy_with_logits(logits.float(), is_original.float(), reduction="none")
+    w = attention_mask.float()
+    return (bce * w).sum() / w.sum().clamp_min(1.0)
+
+
+def electra_loss(l_mlm, l_disc, lam: float):
+    """min_{theta_G, theta_D} sum_x L_MLM(x, theta_G) + lambda L_Disc(x, theta_D)  (paper, Sec. 2)."""
+    return l_mlm + lam * l_disc
+
+
+# -----------------------------------------------------------------------------
+# The whole model
+
+
+@dataclass
+class ElectraOutput:
+    loss: torch.Tensor  # L = L_MLM + lam * L_Disc (ELECTRA) or L_MLM (BERT)
+    mlm_loss: torch.Tensor
+    disc_loss: torch.Tensor  # 0 for the BERT objective
+    gen_acc: torch.Tensor  # generator's top-1 accuracy at the masked positions
+    disc_acc: torch.Tensor  # discriminator's accuracy over non-padding tokens
+    disc_precision: torch.Tensor  # of the tokens D calls replaced, the fraction that were
+    disc_recall: torch.Tensor  # of the replaced tokens, the fraction D finds
+    replaced_frac: torch.Tensor  # replaced tokens / non-padding tokens
+    m: torch.Tensor  # [B, K] masked positions
+    m_valid: torch.Tensor  # [B, K]
+    x_masked: torch.Tensor  # [B, T]
+    x_corrupt: torch.Tensor | None  # [B, T] (None for BERT)
+    p_original: torch.Tensor | None  # [B, T] D(x_corrupt, t) (None for BERT)
+
+    def metrics(self) -> dict:
+        names = ("loss", "mlm_loss", "disc_loss", "gen_acc", "disc_acc", "disc_precision",
+                 "disc_recall", "replaced_frac")
+        return {n: getattr(self, n).item() for n in names}
+
+
+class Electra(nn.Module):
+    """Generator and discriminator trained jointly (objective "electra"), or a BERT masked LM of the
+    discriminator's size trained on the same data and code (objective "bert")."""
+
+    def __init__(self, config: ElectraConfig):
+        super().__init__()
+        if config.objective not in ("electra", "bert"):
+            raise ValueError(f"unknown objective {config.objective!r}: choose 'electra' or 'bert'")
+        self.config = config
+        self.embeddings = Embeddings(config)  # one module, the same Parameters in G and D
+        if config.objective == "electra":
+            self.generator = Generator(generator_config(config), self.embeddings)
+            self.discriminator = Discriminator(config, self.embeddings)
+            self.mlm = None
+        else:
+            self.generator = self.discriminator = None
+            self.mlm = Generator(config, self.embeddings)  # BERT: an MLM head on the full-size encoder
+        init_weights(self, config.init_std)
+
+    def forward(self, input_ids, segment_ids, attention_mask, rng: torch.Generator | None = None):
+        if self.config.objective == "bert":
+            return self._forward_bert(input_ids, segment_ids, attention_mask, rng)
+        cfg, x = self.config, input_ids
+        m, m_valid = mask_positions(x, attention_mask, cfg, rng)  # [B, K]
+        x_masked = mask_tokens(x, m, m_valid, cfg, rng)  # [B, T]
+        h_G = self.generator.hidden_states(x_masked, segment_ids, attention_mask)  # [B, T, Hg]
+        logits_G = self.generator.logits(h_G, m)  # [B, K, V]
+        x_m = x.gather(1, m)  # [B, K] the original tokens at the masked positions
+        l_mlm = mlm_loss(logits_G, x_m, m_valid)
+        x_hat = sample(logits_G, cfg.temperature, rng)  # [B, K]
+        x_corrupt = replace(x, m, torch.where(m_valid, x_hat, x_m))  # [B, T]
+        is_original = x_corrupt == x  # a sample equal to the original counts as original
+        logits_D = self.discriminator(x_corrupt, segment_ids, attention_mask)  # [B, T]
+        l_disc = disc_loss(logits_D, is_original, attention_mask)
+        with torch.no_grad():
+            real = attention_mask.bool()
+            replaced, called_replaced = ~is_original & real, (logits_D < 0) & real
+            n_real = real.sum().clamp_min(1)
+            stats = dict(
+                gen_acc=_masked_accuracy(logits_G, x_m, m_valid),
+                disc_acc=((called_replaced == replaced) & real).sum() / n_real,
+                disc_precision=(called_replaced & replaced).sum() / called_replaced.sum().clamp_min(1),
+                disc_recall=(called_replaced & replaced).sum() / replaced.sum().clamp_min(1),
+                replaced_frac=replaced.sum() / n_real,
+            )
+        return ElectraOutput(loss=electra_loss(l_mlm, l_disc, cfg.lam), mlm_loss=l_mlm, disc_loss=l_disc,
+                             m=m, m_valid=m_valid, x_masked=x_masked, x_corrupt=x_corrupt,
+                             p_original=torch.sigmoid(logits_D.detach().float()), **stats)
+
+    def _forward_bert(self, x, segment_ids, attention_mask, rng):
+        m, m_valid = mask_positions(x, attention_mask, self.config, rng)
+        x_masked = bert_mask_tokens(x, m, m_valid, self.config, rng)
+        logits = self.mlm.logits(self.mlm.hidden_states(x_masked, segment_ids, attention_mask), m)
+        x_m = x.gather(1, m)
+        l_mlm = mlm_loss(logits, x_m, m_valid)
+        zero = torch.zeros((), device=x.device)
+        return ElectraOutput(loss=l_mlm, mlm_loss=l_mlm, disc_loss=zero,
+                             gen_acc=_masked_accuracy(logits, x_m, m_valid), disc_acc=zero,
+                             disc_precision=zero, disc_recall=zero, replaced_frac=zero, m=m,
+                             m_valid=m_valid, x_masked=x_masked, x_corrupt=None, p_original=None)
+
+    @torch.no_grad()
+    def p_original(self, input_ids, segment_ids, attention_mask):
+        """D(x, t) for every token: [B, T] probabilities that each token is original."""
+        return torch.sigmoid(self.discriminator(input_ids, segment_ids, attention_mask).float())
+
+    def fine_tuning_encoder(self) -> "Discriminator":
+        """The encoder that fine-tuning starts from: the discriminator (ELECTRA), or for the BERT
+        objective a Discriminator holding the MLM model's embeddings and encoder (its head unused)."""
+        if self.discriminator is not None:
+            return self.discriminator
+        disc = Discriminator(self.config)
+        missing, _ = disc.load_state_dict(self.mlm.state_dict(), strict=False)
+        assert all(k.startswith("head") for k in missing), missing
+        return disc
+
+
+def _masked_accuracy(logits, targets, m_valid):
+    correct = (logits.argmax(-1) == targets) & m_valid
+    return correct.sum() / m_valid.sum().clamp_min(1)
+
+
+def count_params(module: nn.Module) -> int:
+    """Number of distinct parameters (a shared tensor counts once)."""
+    return sum(p.numel() for p in module.parameters())
+
+
+# -----------------------------------------------------------------------------
+# Compute: FLOPs of one training step
+
+
+def _encoder_forward_flops(c: ElectraConfig, seq: int) -> float:
+    """Matmul FLOPs (2mn per matrix-vector product) of one sequence through an encoder."""
+    H, F_, T = c.hidden_size, c.intermediate_size, seq
+    per_token_layer = 2 * H * 3 * H + 2 * H * H + 2 * 2 * H * F_  # QKV, attention output, FFN
+    per_token_layer += 2 * 2 * T * H  # Q K^T and (attention weights) V
+    proj = 2 * c.embedding_size * H if c.embedding_size != H else 0
+    return T * (c.num_layers * per_token_layer + proj)
+
+
+def flops_per_step(config: ElectraConfig, batch: int, seq: int) -> float:
+    """Training FLOPs of one step (forward + backward), our convention.
+
+    Matmuls count 2mn; embedding lookups count 0 (they are gathers); backward = 2 x forward
+    (gradients w.r.t. activations and w.r.t. weights), so a step is 3 x forward. The generator's
+    output layer runs only at the k = min(max_predictions, round(mask_prob * seq)) masked positions.
+    ELECTRA: D encoder + D head at every token, G encoder + G head at the masked ones.
+    BERT objective: the full-size encoder + its MLM head at the masked positions.
+
+    The official flops_computation.py (flops_per_step_official) counts differently: embedding
+    lookups as dense one-hot matmuls (2 E V per token, large for small models), the MLM output at
+    a fixed 15.625% of positions, a few FLOPs for softmax/LayerNorm/dropout, and backward =
+    forward (2 x forward per step). Its ELECTRA-Small total, 1.4e18 for 1M steps, is the paper's
+    Table 1 figure.
+    """
+    k = min(config.max_predictions, round(config.mask_prob * seq))
+    E, V = config.embedding_size, config.vocab_size
+
+    def mlm_head(c):  # dense hidden -> E, then the tied E -> V output, at k positions
+        return k * (2 * c.hidden_size * E + 2 * E * V)
+
+    if config.objective == "bert":
+        fwd = _encoder_forward_flops(config, seq) + mlm_head(config)
+    else:
+        g = generator_config(config)
+        H = config.hidden_size
+        d_head = seq * (2 * H * H + 2 * H)
+        fwd = (_encoder_forward_flops(config, seq) + d_head +
+               _encoder_forward_flops(g, seq) + mlm_head(g))
+    return 3.0 * batch * fwd
+
+
+def flops_per_step_official(config: ElectraConfig, batch: int, seq: int,
+                            output_frac: float = 0.15625) -> float:
+    """Training FLOPs of one step counted as the official flops_computation.py does (see
+    flops_per_step for the differences). Matmuls 2mn; dense embedding lookups; elementwise ops
+    counted (dropout 4, LayerNorm 5, GELU 8, softmax 5 per element); backward = forward;
+    the MLM output softmax at output_frac = 20/128 of positions; heads = hidden // 64.
+    """
+    DROP, LN, ACT, SOFT = 4, 5, 8, 5
+
+    def block(h, i, s):
+        heads = max(h // 64, 1)
+        attn = 2 * 3 * h * h + 3 * h + 2 * h * s + (SOFT + DROP + 1) * s * heads + 2 * h * s
+        attn += 2 * h * h + h + DROP * h + h + LN  # output dense, bias, dropout, residual, LayerNorm
+        ffn = 2 * h * i + ACT * i + i + 2 * h * i + h + DROP * h + h + LN * h
+        return s * (attn + ffn)
+
+    def inputs(h, e, v, s):  # dense lookup + positions/segments + LN + dropout (+ projection)
+        f = 2 * e * v + 2 * e * (s + 2) + 2 * e + LN * e + DROP * e
+        if e != h:
+            f += 2 * h * e + h
+        return s * f
+
+    def mlm_output(h, e, v, s):
+        f = 2 * e * v + 2 * h * e + e + ACT * e + LN * e + SOFT * v + 2 * v
+        return output_frac * s * f
+
+    def classifier(h, s):
+        return s * (2 * h * h + h + ACT * h + 2 * h)
+
+    c, E, V = config, config.embedding_size, config.vocab_size
+    if c.objective == "bert":
+        fwd = (c.num_layers * block(c.hidden_size, c.intermediate_size, seq) +
+               inputs(c.hidden_size, E, V, seq) + mlm_output(c.hidden_size, E, V, seq))
+    else:
+        g = generator_config(c)
+        fwd = (c.num_layers * block(c.hidden_size, c.intermediate_size, seq) +
+               inputs(c.hidden_size, E, V, seq) + classifier(c.hidden_size, seq) +
+               g.num_layers * block(g.hidden_size, g.intermediate_size, seq) +
+               inputs(g.hidden_size, E, V, seq) + mlm_output(g.hidden_size, E, V, seq))
+    return 2.0 * batch * fwd
+
+
+# -----------------------------------------------------------------------------
+# HuggingFace checkpoints: plain key mapping, torch only (no import of transformers)
+
+
+def _encoder_keys(enc: Encoder, prefix: str) -> list[tuple[str, str]]:
+    """(our name, HF name) pairs for the embeddings, projection and blocks of an encoder.
+    The fused qkv is handled separately (HF stores query, key, value apart)."""
+    pairs = [("embeddings.word.weight", "embeddings.word_embeddings.weight"),
+             ("embeddings.position.weight", "embeddings.position_embeddings.weight"),
+             ("embeddings.segment.weight", "embeddings.token_type_embeddings.weight"),
+             ("embeddings.ln.weight", "embeddings.LayerNorm.weight"),
+             ("embeddings.ln.bias", "embeddings.LayerNorm.bias")]
+    if enc.embeddings_project is not None:
+        pairs += [("embeddings_project.weight", "embeddings_project.weight"),
+                  ("embeddings_project.bias", "embeddings_project.bias")]
+    for i in range(len(enc.layers)):
+        ours, hf = f"layers.{i}.", f"encoder.layer.{i}."
+        for p in ("weight", "bias"):
+            pairs += [(ours + "attn.out." + p, hf + "attention.output.dense." + p),
+                      (ours + "ln1." + p, hf + "attention.output.LayerNorm." + p),
+                      (ours + "fc1." + p, hf + "intermediate.dense." + p),
+                      (ours + "fc2." + p, hf + "output.dense." + p),
+                      (ours + "ln2." + p, hf + "output.LayerNorm." + p)]
+    return [(o, prefix + h) for o, h in pairs]
+
+
+_QKV = ("query", "key", "value")
+
+
+def _load(module: nn.Module, pairs, sd: dict, what: str, qkv_layers: int = 0, qkv_prefix: str = "",
+          transform=None):
+    """Copy sd[hf] into module's `ours` for each pair; gather every problem into one clear error."""
+    own = module.state_dict()
+    missing, mismatched, new = [], [], {}
+    for ours, hf in pairs:
+        if hf not in sd:
+            missing.append(hf)
+            continue
+        t = sd[hf] if transform is None else transform(ours, sd[hf])
+        if tuple(t.shape) != tuple(own[ours].shape):
+            mismatched.append(f"{hf}: checkpoint {tuple(t.shape)} vs config {tuple(own[ours].shape)}")
+        else:
+            new[ours] = t
+    for i in range(qkv_layers):
+        for p in ("weight", "bias"):
+            names = [f"{qkv_prefix}encoder.layer.{i}.attention.self.{n}.{p}" for n in _QKV]
+            if any(n not in sd for n in names):
+                missing += [n for n in names if n not in sd]
+                continue
+            t = torch.cat([sd[n] for n in names], dim=0)  # [3H, H] or [3H]
+            ours = f"layers.{i}.attn.qkv.{p}"
+            if tuple(t.shape) != tuple(own[ours].shape):
+                mismatched.append(f"{names[0]} (+key, value): checkpoint {tuple(t.shape)} vs config "
+                                  f"{tuple(own[ours].shape)}")
+            else:
+                new[ours] = t
+    if missing or mismatched:
+        lines = [f"the {what} state dict does not fit the config:"]
+        if missing:
+            lines.append(f"  missing keys ({len(missing)}): " + ", ".join(missing[:8]) +
+                         (" ..." if len(missing) > 8 else ""))
+        if mismatched:
+            lines.append("  shape mismatches: " + "; ".join(mismatched[:8]) + (" ..." if len(mismatched) > 8 else ""))
+        lines.append("  check that the config (size, vocab_size, embedding_size, layers) matches the checkpoint")
+        raise ValueError("\n".join(lines))
+    with torch.no_grad():
+        for ours, t in new.items():
+            own[ours].copy_(t)
+
+
+def load_hf_encoder(encoder: Encoder, state_dict: dict, prefix: str = "electra."):
+    """Load embeddings (+ projection) and blocks from a HuggingFace ELECTRA or BERT state dict.
+
+    `prefix` is "electra." for ElectraForPreTraining / ElectraForMaskedLM, "bert." for
+    BertForMaskedLM/BertForPreTraining, "" for a bare ElectraModel/BertModel. BERT's extra pooler
+    and its position_ids buffer are ignored. Raises ValueError naming missing or mismatched keys.
+    """
+    if prefix == "" and any(k.startswith("bert.") for k in state_dict):
+        prefix = "bert."
+    # The encoder's own state dict names embeddings as embeddings.*, projection and layers at the top.
+    _load(encoder, _encoder_keys(encoder, prefix), state_dict, "encoder",
+          qkv_layers=len(encoder.layers), qkv_prefix=prefix)
+
+
+def _flip_sign(name, t):
+    """HF's last discriminator layer scores *replaced*; ours scores *original*: negate it."""
+    return -t
+
+
+def from_hf_state_dicts(config: ElectraConfig, disc_sd: dict, gen_sd: dict | None = None) -> Electra:
+    """Build an Electra from HuggingFace ElectraForPreTraining (D) and ElectraForMaskedLM (G) state dicts.
+
+    HF's discriminator predicts *replaced*; ours predicts *original* (the paper's D), so the sign of
+    the last layer is flipped: logit_original = -logit_replaced. The embeddings come from D (G's copy
+    in an HF generator checkpoint is the same table: ELECTRA ties them). Without gen_sd the generator
+    keeps its random initialisation (enough for fine-tuning, which uses D alone).
+    """
+    model = Electra(dc_replace(config, objective="electra"))
+    D, G = model.discriminator, model.generator
+    load_hf_encoder(D, disc_sd, "electra.")
+    _load(D, [("head.weight", "discriminator_predictions.dense.weight"),
+              ("head.bias", "discriminator_predictions.dense.bias")], disc_sd, "discriminator")
+    _load(D, [("head_out.weight", "discriminator_predictions.dense_prediction.weight"),
+              ("head_out.bias", "discriminator_predictions.dense_prediction.bias")], disc_sd,
+          "discriminator", transform=_flip_sign)
+    if gen_sd is not None:
+        pairs = [p for p in _encoder_keys(G, "electra.") if not p[0].startswith("embeddings.")]
+        pairs += [("head.weight", "generator_predictions.dense.weight"),
+                  ("head.bias", "generator_predictions.dense.bias"),
+                  ("head_ln.weight", "generator_predictions.LayerNorm.weight"),
+                  ("head_ln.bias", "generator_predictions.LayerNorm.bias"),
+                  ("output_bias", "generator_lm_head.bias")]
+        _load(G, pairs, gen_sd, "generator", qkv_layers=len(G.layers), qkv_prefix="electra.")
+    return model
+
+
+def to_hf_state_dicts(model: Electra) -> tuple[dict, dict]:
+    """(disc_sd, gen_sd) in HuggingFace's ElectraForPreTraining / ElectraForMaskedLM layout."""
+
+    def encoder_sd(enc: Encoder) -> dict:
+        own, out = enc.state_dict(), {}
+        for ours, hf in _encoder_keys(enc, "electra."):
+            out[hf] = own[ours].detach().clone()
+        for i in range(len(enc.layers)):
+            for p in ("weight", "bias"):
+                q, k, v = own[f"layers.{i}.attn.qkv.{p}"].detach().clone().chunk(3, dim=0)
+                for name, t in zip(_QKV, (q, k, v)):
+                    out[f"electra.encoder.layer.{i}.attention.self.{name}.{p}"] = t.contiguous()
+        return out
+
+    D, G = model.discriminator, model.generator
+    disc = encoder_sd(D)
+    disc["discriminator_predictions.dense.weight"] = D.head.weight.detach().clone()
+    disc["discriminator_predictions.dense.bias"] = D.head.bias.detach().clone()
+    disc["discriminator_predictions.dense_prediction.weight"] = -D.head_out.weight.detach().clone()
+    disc["discriminator_predictions.dense_prediction.bias"] = -D.head_out.bias.detach().clone()
+    gen = encoder_sd(G)
+    gen["generator_predictions.dense.weight"] = G.head.weight.detach().clone()
+    gen["generator_predictions.dense.bias"] = G.head.bias.detach().clone()
+    gen["generator_predictions.LayerNorm.weight"] = G.head_ln.weight.detach().clone()
+    gen["generator_predictions.LayerNorm.bias"] = G.head_ln.bias.detach().clone()
+    gen["generator_lm_head.weight"] = G.embeddings.word.weight.detach().clone()  # tied
+    gen["generator_lm_head.bias"] = G.output_bias.detach().clone()
+    return disc, gen
+
+
+def hf_config_dict(config: ElectraConfig, generator: bool = False) -> dict:
+    """A HuggingFace ElectraConfig (config.json) for the discriminator or the generator."""
+    c = generator_config(config) if generator else config
+    return {
+        "architectures": ["ElectraForMaskedLM" if generator else "ElectraForPreTraining"],
+        "model_type": "electra", "vocab_size": c.vocab_size, "embedding_size": c.embedding_size,
+        "hidden_size": c.hidden_size, "num_hidden_layers": c.num_layers,
+        "num_attention_heads": c.num_heads, "intermediate_size": c.intermediate_size,
+        "hidden_act": "gelu", "hidden_dropout_prob": c.dropout,
+        "attention_probs_dropout_prob": c.attention_dropout,
+        "max_position_embeddings": c.max_position, "type_vocab_size": c.type_vocab_size,
+        "initializer_range": c.init_std, "layer_norm_eps": c.layer_norm_eps, "pad_token_id": c.pad_id,
+    }
+
+
+def config_from_hf(d: dict, **overrides) -> ElectraConfig:
+    """Our config from a HuggingFace ELECTRA or BERT config.json dict (BERT: embedding = hidden)."""
+    act = d.get("hidden_act", "gelu")
+    if act != "gelu":
+        raise ValueError(f"hidden_act {act!r} is not supported: this implementation uses exact GELU")
+    return ElectraConfig(**{
+        "vocab_size": d["vocab_size"], "embedding_size": d.get("embedding_size", d["hidden_size"]),
+        "hidden_size": d["hidden_size"], "num_layers": d["num_hidden_layers"],
+        "num_heads": d["num_attention_heads"], "intermediate_size": d["intermediate_size"],
+        "max_position": d.get("max_position_embeddings", 512), "type_vocab_size": d.get("type_vocab_size", 2),
+        "dropout": d.get("hidden_dropout_prob", 0.1),
+        "attention_dropout": d.get("attention_probs_dropout_prob", 0.1),
+        "layer_norm_eps": d.get("layer_norm_eps", 1e-12), "init_std": d.get("initializer_range", 0.02),
+        "pad_id": d.get("pad_token_id", 0) or 0, **overrides})
+
+
+if __name__ == "__main__":
+    # python electra.py: parameter counts and FLOPs of every preset
+    print(f"{'size':6} {'D params':>12} {'G params':>12} {'FLOPs/step ours':>16} {'official':>12}")
+    for name in SIZES:
+        cfg = get_config(name)
+        model = Electra(cfg)
+        seq, batch = (128, 128) if name in ("tiny", "small") else (512, 256 if name == "base" else 2048)
+        print(f"{name:6} {count_params(model.discriminator):12,d} {count_params(model.generator):12,d} "
+              f"{flops_per_step(cfg, batch, seq):16.3e} {flops_per_step_official(cfg, batch, seq):12.3e}")
+    small = get_config("small")
+    print(f"ELECTRA-Small, 1M steps at batch 128, seq 128: ours {flops_per_step(small, 128, 128) * 1e6:.2e}, "
+          f"official convention {flops_per_step_official(small, 128, 128) * 1e6:.2e} (paper Table 1: 1.4e18)")
