@@ -1,0 +1,844 @@
+"""BERT's WordPiece tokenizer, written out step by step (stdlib + numpy only).
+
+ELECTRA (Clark et al. 2020, Sec. 3.1 and Appendix A) uses BERT's uncased WordPiece vocabulary
+(Devlin et al. 2019, Sec. 3; the vocab comes from Wu et al. 2016 / Schuster and Nakajima 2012).
+Turning text into ids takes two stages, as in the official BERT code (tokenization.py):
+
+1. BasicTokenizer: normalise and split into words.
+       clean_text      drop NUL, U+FFFD and control characters; whitespace -> " "
+       space_cjk       put spaces around CJK ideographs, so each becomes its own word
+       (per word)      lowercase, then strip_accents (NFD, drop Mn marks)   [uncased vocab only]
+       split_on_punctuation   every punctuation character becomes its own word
+2. WordpieceTokenizer: split each word greedily into the longest pieces found in the vocab,
+   continuation pieces carrying the "##" prefix; a word that cannot be split becomes [UNK].
+
+    >>> tok = Tokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##aff", "##able", "!"])
+    >>> tok.tokenize("Unaffable!")
+    ['un', '##aff', '##able', '!']
+    >>> tok.encode("Unaffable!")
+    [5, 6, 7, 8]
+
+`basic_tokenize` below is the readable reference of stage 1; `Tokenizer` runs the same steps through
+a per-character table (built from the same functions) because that is several times faster, and a
+test checks the two agree. `train` learns a vocabulary with WordPiece's likelihood criterion;
+`read_corpus` and `encode_corpus` read and tokenise whole corpora (cached as numpy arrays).
+"""
+from __future__ import annotations
+
+import hashlib
+import heapq
+import multiprocessing
+import os
+import re
+import sys
+import tempfile
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from itertools import chain
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+
+@dataclass(frozen=True)
+class WordPieceConfig:
+    """Constants of BERT's tokenizer and of our trainer, with where they come from."""
+
+    pad: str = "[PAD]"  # BERT vocab.txt line 0; padding token
+    unk: str = "[UNK]"  # BERT vocab.txt line 100; a word WordPiece cannot split
+    cls: str = "[CLS]"  # BERT vocab.txt line 101; starts every input (Devlin et al. 2019, Sec. 3)
+    sep: str = "[SEP]"  # BERT vocab.txt line 102; ends each segment
+    mask: str = "[MASK]"  # BERT vocab.txt line 103; the masked-LM input token (ELECTRA's generator input)
+    prefix: str = "##"  # BERT's continuation prefix: "##able" continues a word, "able" starts one
+    max_input_chars_per_word: int = 100  # BERT WordpieceTokenizer default: longer words become [UNK]
+    word_cache_size: int = 1 << 20  # our speed-up: remember the pieces of up to ~1M distinct words
+    min_frequency: int = 2  # trainer: a pair seen fewer times is never merged (HF BertWordPieceTokenizer.train default)
+    limit_alphabet: int = 1000  # trainer: keep the most frequent characters (HF BertWordPieceTokenizer.train default)
+    vocab_size: int = 30522  # trainer default: the size of BERT's and ELECTRA's uncased vocab.txt
+    corpus_chunk_chars: int = 1 << 20  # encode_corpus: ~1 MB of text per task sent to a worker process
+    cache_format: str = "electra-wordpiece-corpus-v1"  # part of the cache key; bump when the ids would change
+
+    @property
+    def specials(self) -> tuple[str, ...]:
+        """Special tokens in the order the trainer writes them (as HF's trainer does)."""
+        return (self.pad, self.unk, self.cls, self.sep, self.mask)
+
+
+CONFIG = WordPieceConfig()
+
+
+# ---------------------------------------------------------------------------------------------
+# Stage 1: BasicTokenizer, one named function a step.
+# ---------------------------------------------------------------------------------------------
+
+# The CJK Unified Ideographs blocks BERT splits into single characters (official tokenization.py,
+# _is_chinese_char). Hangul, Hiragana and Katakana are not in them: those scripts use spaces.
+CJK_RANGES = (
+    (0x4E00, 0x9FFF),  # CJK Unified Ideographs
+    (0x3400, 0x4DBF),  # Extension A
+    (0x20000, 0x2A6DF),  # Extension B
+    (0x2A700, 0x2B73F),  # Extension C
+    (0x2B740, 0x2B81F),  # Extension D
+    (0x2B820, 0x2CEAF),  # Extension E
+    (0xF900, 0xFAFF),  # CJK Compatibility Ideographs
+    (0x2F800, 0x2FA1F),  # CJK Compatibility Ideographs Supplement
+)
+
+# BERT counts every ASCII character that is neither a letter, a digit nor whitespace as punctuation
+# ("^", "$", "`" are Unicode symbols, not punctuation, but BERT splits them too).
+ASCII_PUNCTUATION = frozenset(chr(c) for c in range(33, 127) if not chr(c).isalnum())
+
+
+def is_whitespace(ch: str) -> bool:
+    """Space, tab, newline, CR or any Unicode space separator (Zs).
+
+    >>> [is_whitespace(c) for c in " \\t\\u00a0x"]
+    [True, True, True, False]
+    """
+    return ch in " \t\n\r" or unicodedata.category(ch) == "Zs"
+
+
+def is_control(ch: str) -> bool:
+    """Any Unicode "other" character (Cc, Cf, Co, Cs, Cn), except tab/newline/CR which are whitespace.
+
+    Zero-width space U+200B and the byte-order mark U+FEFF are Cf, so they are controls and vanish.
+
+    >>> [is_control(c) for c in "\\x07\\u200b\\n a"]
+    [True, True, False, False, False]
+    """
+    return ch not in "\t\n\r" and unicodedata.category(ch).startswith("C")
+
+
+def is_punctuation(ch: str) -> bool:
+    """Unicode punctuation (P*) or an ASCII non-alphanumeric symbol.
+
+    >>> [is_punctuation(c) for c in "-$¿a€"]
+    [True, True, True, False, False]
+    """
+    return ch in ASCII_PUNCTUATION or unicodedata.category(ch).startswith("P")
+
+
+def is_cjk(ch: str) -> bool:
+    """True for a CJK ideograph (the blocks in CJK_RANGES).
+
+    >>> [is_cjk(c) for c in "中ひa"]
+    [True, False, False]
+    """
+    cp = ord(ch)
+    return any(lo <= cp <= hi for lo, hi in CJK_RANGES)
+
+
+def clean_text(text: str) -> str:
+    """Drop NUL, U+FFFD (the replacement character) and controls; turn whitespace into " ".
+
+    >>> clean_text("a\\x00b\\tc\\u200bd\\ufffd")
+    'ab cd'
+    """
+    out = []
+    for ch in text:
+        if ch == "\x00" or ch == "\ufffd" or is_control(ch):
+            continue
+        out.append(" " if is_whitespace(ch) else ch)
+    return "".join(out)
+
+
+def space_cjk(text: str) -> str:
+    """Put a space on both sides of every CJK ideograph, so each is a word of its own.
+
+    >>> space_cjk("中文ab")
+    ' 中  文 ab'
+    """
+    return "".join(f" {ch} " if is_cjk(ch) else ch for ch in text)
+
+
+def strip_accents(text: str) -> str:
+    """Decompose (NFD) and drop the nonspacing marks (category Mn), i.e. the accents.
+
+    >>> strip_accents("Café naïve")
+    'Cafe naive'
+    """
+    return "".join(ch for ch in unicodedata.normalize("NFD", text) if unicodedata.category(ch) != "Mn")
+
+
+def split_on_punctuation(word: str) -> list[str]:
+    """Split a word so that every punctuation character stands alone.
+
+    >>> split_on_punctuation("don't!!")
+    ['don', "'", 't', '!', '!']
+    """
+    pieces: list[str] = []
+    start_new = True
+    for ch in word:
+        if is_punctuation(ch):
+            pieces.append(ch)
+            start_new = True
+        else:
+            if start_new:
+                pieces.append("")
+            pieces[-1] += ch
+            start_new = False
+    return pieces
+
+
+def basic_tokenize(text: str, lowercase: bool = True) -> list[str]:
+    """BERT's BasicTokenizer: the steps above in order, returning words for WordPiece.
+
+    Lowercasing and accent stripping act on whole whitespace-separated words (as in BERT: Python's
+    lower() turns a word-final "Σ" into "ς"), then punctuation is split off.
+
+    >>> basic_tokenize("Héllo, WORLD!! 中文")
+    ['hello', ',', 'world', '!', '!', '中', '文']
+    >>> basic_tokenize("Héllo, WORLD!!", lowercase=False)
+    ['Héllo', ',', 'WORLD', '!', '!']
+    """
+    words = []
+    for word in space_cjk(clean_text(text)).split():
+        if lowercase:
+            word = strip_accents(word.lower())
+        words.extend(split_on_punctuation(word))
+    # Deviation from HuggingFace's slow (Python) BasicTokenizer: it applies NFC to the text first.
+    # The official BERT code and HF's Rust tokenizer do not, so the models never saw it. For an
+    # uncased vocab the NFD in strip_accents makes it a no-op; it matters for cased vocabs only.
+    return " ".join(words).split()  # a word that was only accents (now empty) disappears, as in BERT
+
+
+def _normalize_char(ch: str, lowercase: bool) -> str:
+    """What stage 1 turns one character into, as a string to split on whitespace afterwards.
+
+    This is basic_tokenize applied to a single character: table entries of Tokenizer.
+
+    >>> [_normalize_char(c, True) for c in ("É", "!", "中", "\\u200b", "\\t")]
+    ['e', ' ! ', ' 中 ', '', ' ']
+    """
+    if ch == "\x00" or ch == "\ufffd" or is_control(ch):
+        return ""
+    if is_whitespace(ch):
+        return " "
+    out = strip_accents(ch.lower()) if lowercase else ch
+    out = "".join(f" {c} " if is_punctuation(c) else c for c in out)
+    return f" {out} " if is_cjk(ch) else out
+
+
+class _CharTable(dict):
+    """A str.translate table (code point -> string) filled the first time a character is seen.
+
+    Per-character translation equals basic_tokenize except where lowercasing or NFD looks beyond
+    one character: Python's lower() of "Σ" depends on the letters around it (final sigma), and NFD
+    re-orders combining marks by class, which can swap the few non-Mn marks that survive accent
+    stripping. Texts containing such a character go through basic_tokenize; `hard` finds them.
+    """
+
+    def __init__(self, lowercase: bool):
+        super().__init__()
+        self.lowercase = lowercase
+        self.hard_chars = {"\u03a3"} if lowercase else set()  # capital sigma: context-dependent lower()
+        self.hard = re.compile("[\u03a3]") if lowercase else None
+
+    def __missing__(self, code: int) -> str:
+        ch = chr(code)
+        out = _normalize_char(ch, self.lowercase)
+        if self.lowercase and any(unicodedata.combining(c) for c in out):
+            # a non-Mn combining mark (e.g. a Mc vowel sign) that NFD re-ordering could move
+            self.hard_chars.add(ch)
+            self.hard = re.compile("[" + "".join(re.escape(c) for c in sorted(self.hard_chars)) + "]")
+        self[code] = out
+        return out
+
+
+_TABLES = {True: _CharTable(True), False: _CharTable(False)}
+
+
+class BasicTokenizer:
+    """Stage 1, fast: basic_tokenize through a per-character str.translate table.
+
+    Special tokens written in the text (case-sensitive, e.g. "[SEP]") are cut out first and kept
+    whole, as HuggingFace does; the official BERT code would split "[SEP]" into "[", "sep", "]".
+
+    >>> BasicTokenizer().words("Héllo, WORLD!![MASK]")
+    ['hello', ',', 'world', '!', '!', '[MASK]']
+    """
+
+    def __init__(self, lowercase: bool = True, specials: Iterable[str] = CONFIG.specials):
+        self.lowercase = lowercase
+        self.table = _TABLES[lowercase]
+        specials = sorted(specials, key=len, reverse=True)  # longest first, as HF's trie matches
+        self.special_split = re.compile("(" + "|".join(re.escape(t) for t in specials) + ")") if specials else None
+        self.special_chars = "".join(sorted({t[0] for t in specials}))
+
+    def words(self, text: str) -> list[str]:
+        if self.special_split is not None and any(c in text for c in self.special_chars):
+            parts = self.special_split.split(text)
+            if len(parts) > 1:  # odd positions are the special tokens the split captured
+                out = []
+                for i, part in enumerate(parts):
+                    out.extend([part] if i % 2 else self.plain_words(part))
+                return out
+        return self.plain_words(text)
+
+    def plain_words(self, text: str) -> list[str]:
+        table = self.table
+        normalized = text.translate(table)
+        if table.hard is not None and not text.isascii() and table.hard.search(text):
+            return basic_tokenize(text, self.lowercase)
+        return normalized.split()
+
+
+# ---------------------------------------------------------------------------------------------
+# Stage 2 and the Tokenizer: vocab.txt, WordPiece, special tokens, ids.
+# ---------------------------------------------------------------------------------------------
+
+
+def wordpiece(word: str, vocab: dict[str, int] | set[str], config: WordPieceConfig = CONFIG) -> list[str]:
+    """Greedy longest-match-first WordPiece (BERT's WordpieceTokenizer.tokenize) on one word.
+
+    From the start of the word take the longest prefix in the vocab; the rest continues with
+    "##"-prefixed pieces the same way. If some position has no match, or the word is longer than
+    100 characters, the whole word is [UNK].
+
+    >>> v = {"un", "##aff", "##able", "a", "##b"}
+    >>> wordpiece("unaffable", v), wordpiece("ab", v), wordpiece("abc", v)
+    (['un', '##aff', '##able'], ['a', '##b'], ['[UNK]'])
+    """
+    if len(word) > config.max_input_chars_per_word:
+        return [config.unk]
+    pieces = []
+    start = 0
+    while start < len(word):
+        end = len(word)
+        while end > start:
+            piece = word[start:end] if start == 0 else config.prefix + word[start:end]
+            if piece in vocab:
+                break
+            end -= 1
+        if end == start:
+            return [config.unk]
+        pieces.append(piece)
+        start = end
+    return pieces
+
+
+class _WordCache(dict):
+    """word -> tuple of ids, computed by WordPiece on first sight (words follow Zipf's law)."""
+
+    def __init__(self, tokenizer: Tokenizer):
+        super().__init__()
+        self.tokenizer = tokenizer
+
+    def __missing__(self, word: str) -> tuple[int, ...]:
+        if len(self) >= self.tokenizer.config.word_cache_size:
+            self.clear()  # bounded memory on huge corpora; the frequent words come back at once
+        ids = self.tokenizer._wordpiece_ids(word)
+        self[word] = ids
+        return ids
+
+
+class Tokenizer:
+    """A BERT WordPiece tokenizer over a vocab (one token a line in vocab.txt, id = line number).
+
+    Special token ids come from the vocab (BERT's: [PAD]=0, [UNK]=100, [CLS]=101, [SEP]=102,
+    [MASK]=103). `lowercase=True` is BERT/ELECTRA uncased (lowercase and strip accents).
+    Special tokens written in the text ("[SEP]", case-sensitive) stay whole, as in HuggingFace.
+
+    >>> tok = Tokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "##s", "."])
+    >>> tok.encode("The cats.[SEP]")
+    [5, 6, 7, 8, 3]
+    >>> tok.encode_pair("the cat", "cats", max_len=8)
+    ([2, 5, 6, 3, 6, 7, 3], [0, 0, 0, 0, 1, 1, 1])
+    >>> tok.decode([5, 6, 7, 8])
+    'the cats .'
+    """
+
+    def __init__(self, tokens: list[str], lowercase: bool = True, config: WordPieceConfig = CONFIG):
+        self.config = config
+        self.lowercase = lowercase
+        self.id_to_token = list(tokens)
+        self.vocab = {t: i for i, t in enumerate(self.id_to_token)}  # a repeated line: the last wins, as in HF
+        missing = [t for t in config.specials if t not in self.vocab]
+        if missing:
+            raise ValueError(
+                f"the vocab has no {', '.join(missing)} line(s); a BERT vocab.txt needs all of "
+                f"{', '.join(config.specials)} (train one with tokenizer.train or use a BERT/ELECTRA vocab.txt)"
+            )
+        self.pad_id = self.vocab[config.pad]
+        self.unk_id = self.vocab[config.unk]
+        self.cls_id = self.vocab[config.cls]
+        self.sep_id = self.vocab[config.sep]
+        self.mask_id = self.vocab[config.mask]
+        self.special_ids = {self.vocab[t] for t in config.specials}
+        # Greedy longest match only needs to try pieces up to the longest vocab entry.
+        starts = [len(t) for t in self.vocab if not t.startswith(config.prefix)]
+        conts = [len(t) - len(config.prefix) for t in self.vocab if t.startswith(config.prefix)]
+        self._max_start = max(starts, default=0)
+        self._max_cont = max(conts, default=0)
+        self.basic = BasicTokenizer(lowercase, config.specials)
+        self._words = _WordCache(self)
+
+    # --- vocab.txt --------------------------------------------------------------------------
+    @classmethod
+    def load(cls, path: str | os.PathLike, lowercase: bool = True) -> Tokenizer:
+        """Read a vocab.txt (UTF-8, one token a line; id = line number, from 0)."""
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"no vocab file at {path}: pass the vocab.txt of a BERT/ELECTRA checkpoint")
+        text = path.read_text(encoding="utf-8")
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()  # the newline that ends the last line
+        return cls([line.rstrip("\r") for line in lines], lowercase=lowercase)
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write vocab.txt (one token a line); written to a temp file first, then renamed."""
+        _atomic_write_bytes(Path(path), self._vocab_bytes())
+
+    def _vocab_bytes(self) -> bytes:
+        return "".join(t + "\n" for t in self.id_to_token).encode("utf-8")
+
+    def hash(self) -> str:
+        """sha256 of the vocab contents: equals `sha256sum vocab.txt` of the file `save` writes."""
+        return hashlib.sha256(self._vocab_bytes()).hexdigest()
+
+    def __len__(self) -> int:
+        return len(self.id_to_token)
+
+    def __getstate__(self):  # for worker processes: the word cache is rebuilt there
+        return {"tokens": self.id_to_token, "lowercase": self.lowercase, "config": self.config}
+
+    def __setstate__(self, state):
+        self.__init__(state["tokens"], state["lowercase"], state["config"])
+
+    # --- stage 1: words ---------------------------------------------------------------------
+    def words(self, text: str) -> list[str]:
+        """Stage 1 (basic_tokenize, fast), special tokens kept whole: the words WordPiece splits.
+
+        >>> Tokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]).words("Hi,[SEP]Zoë [sep]")
+        ['hi', ',', '[SEP]', 'zoe', '[', 'sep', ']']
+        """
+        return self.basic.words(text)
+
+    # --- stage 2: pieces and ids -------------------------------------------------------------
+    def _wordpiece_ids(self, word: str) -> tuple[int, ...]:
+        """wordpiece() as ids, trying no piece longer than the longest in the vocab."""
+        n = len(word)
+        if n > self.config.max_input_chars_per_word:
+            return (self.unk_id,)
+        vocab, prefix = self.vocab, self.config.prefix
+        ids = []
+        start = 0
+        while start < n:
+            end = min(n, start + (self._max_cont if start else self._max_start))
+            while end > start:
+                piece = word[start:end] if start == 0 else prefix + word[start:end]
+                i = vocab.get(piece)
+                if i is not None:
+                    ids.append(i)
+                    break
+                end -= 1
+            if end == start:
+                return (self.unk_id,)
+            start = end
+        return tuple(ids)
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of `text`, without [CLS]/[SEP]."""
+        return list(chain.from_iterable(map(self._words.__getitem__, self.words(text))))
+
+    def tokenize(self, text: str) -> list[str]:
+        """WordPiece pieces of `text` (no [CLS]/[SEP]).
+
+        >>> Tokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##aff", "##able"]).tokenize("UNAFFABLE xyz")
+        ['un', '##aff', '##able', '[UNK]']
+        """
+        return [self.id_to_token[i] for i in self.encode(text)]
+
+    def encode_pair(self, a: str, b: str | None = None, max_len: int = 128) -> tuple[list[int], list[int]]:
+        """[CLS] A [SEP] (B [SEP]) ids and segment ids (0 for A's part, 1 for B's), at most max_len long.
+
+        Truncation is BERT's _truncate_seq_pair: drop the last token of the longer side (B on a tie)
+        until it fits. Example with max_len=7, A = 4 tokens, B = 3 tokens: room for 7 - 3 = 4 tokens,
+        so A loses 2 (4 > 3), then B loses 1 (2 < 3): [CLS] a1 a2 [SEP] b1 b2 [SEP].
+        """
+        ids_a = self.encode(a)
+        ids_b = self.encode(b) if b is not None else None
+        return self.build_inputs(ids_a, ids_b, max_len)
+
+    def build_inputs(self, ids_a: list[int], ids_b: list[int] | None, max_len: int) -> tuple[list[int], list[int]]:
+        """encode_pair on ids already encoded (e.g. from encode_corpus)."""
+        room = max_len - (3 if ids_b is not None else 2)
+        if room < 0:
+            raise ValueError(f"max_len={max_len} leaves no room for [CLS] and [SEP]; use max_len >= 3")
+        ids_a = list(ids_a)
+        if ids_b is None:
+            del ids_a[room:]
+            return [self.cls_id, *ids_a, self.sep_id], [0] * (len(ids_a) + 2)
+        ids_b = list(ids_b)
+        while len(ids_a) + len(ids_b) > room:
+            (ids_a if len(ids_a) > len(ids_b) else ids_b).pop()
+        ids = [self.cls_id, *ids_a, self.sep_id, *ids_b, self.sep_id]
+        return ids, [0] * (len(ids_a) + 2) + [1] * (len(ids_b) + 1)
+
+    def decode(self, ids: Iterable[int], skip_special: bool = False) -> str:
+        """Join the pieces with spaces and glue "##" pieces to the one before (as BERT/HF do).
+
+        decode(encode(x)) == " ".join(basic_tokenize(x)) when no word became [UNK].
+        """
+        tokens = [self.id_to_token[i] for i in ids if not (skip_special and i in self.special_ids)]
+        return " ".join(tokens).replace(" " + self.config.prefix, "").strip()
+
+
+# ---------------------------------------------------------------------------------------------
+# Trainer: WordPiece's likelihood criterion with incremental pair counts.
+# ---------------------------------------------------------------------------------------------
+
+
+def count_words(texts: Iterable[str], lowercase: bool = True, config: WordPieceConfig = CONFIG) -> Counter:
+    """How often each word (BasicTokenizer output, special tokens left out) occurs.
+
+    >>> count_words(["The cat, the hat."])
+    Counter({'the': 2, 'cat': 1, ',': 1, 'hat': 1, '.': 1})
+    """
+    basic = BasicTokenizer(lowercase, config.specials)
+    counts: Counter = Counter()
+    for text in texts:
+        counts.update(basic.words(text))
+    for t in config.specials:
+        counts.pop(t, None)
+    return counts
+
+
+def pair_score(count_ab: int, count_a: int, count_b: int) -> float:
+    """WordPiece's merge criterion (Schuster and Nakajima 2012, Sec. 3.3; HF course, ch. 6.6):
+
+        score(a, b) = count(ab) / (count(a) * count(b))
+
+    Merging a and b into one unit raises the corpus likelihood under a unigram model most when the
+    pair is frequent relative to its parts. Example: "##u" follows "q" 10 times, q occurs 10 times,
+    ##u 100 times: 10 / (10 * 100) = 0.01.
+    """
+    return count_ab / (count_a * count_b)
+
+
+def learn_vocab(
+    word_counts: dict[str, int],
+    vocab_size: int,
+    min_frequency: int = CONFIG.min_frequency,
+    limit_alphabet: int = CONFIG.limit_alphabet,
+    config: WordPieceConfig = CONFIG,
+    progress: bool = False,
+) -> list[str]:
+    """The vocab (list of tokens) WordPiece learns from word counts.
+
+    1. Start: the special tokens, the alphabet (the `limit_alphabet` most frequent characters,
+       each as a word start "c"), then "##c" for each character seen inside a word. Words with a
+       character outside the alphabet, or over 100 characters, would be [UNK] anyway: left out.
+    2. Each word is a list of units: "hugs" -> ["h", "##u", "##g", "##s"].
+    3. Repeat until vocab_size: merge the adjacent pair with the highest pair_score (ties: the more
+       frequent pair, then the alphabetically first) among pairs seen >= min_frequency times;
+       the merged unit "h" + "##u" -> "hu" is a new token (if not one already).
+
+    Counts are kept incrementally: a merge of (a, b) re-counts only the words containing the pair
+    (found through an index pair -> words), and only the pairs whose score changed (those with a
+    changed pair count, or containing a, b or ab, whose unit counts changed) get a new entry in
+    the priority queue; stale entries are recognised and dropped when they come out.
+
+    How this differs from other trainers: HuggingFace's WordPieceTrainer (tokenizers) runs plain
+    BPE (merge the most frequent pair, count(ab) alone) and keeps the resulting units as the vocab.
+    TF Text's bert_vocab_from_dataset works top-down: it starts from whole words and keeps
+    candidate subwords whose counts clear a threshold, binary-searching the threshold to hit the
+    vocab size. Google's original WordPiece tool is not public; this bottom-up likelihood merge is
+    the algorithm as published (Schuster and Nakajima 2012) and taught (HF course, ch. 6.6).
+    """
+    prefix = config.prefix
+    char_counts: Counter = Counter()
+    for word, n in word_counts.items():
+        for ch in word:
+            char_counts[ch] += n
+    alphabet = {ch for ch, _ in sorted(char_counts.items(), key=lambda kv: (-kv[1], kv[0]))[:limit_alphabet]}
+    words, freqs = [], []
+    for word, n in sorted(word_counts.items()):
+        if len(word) <= config.max_input_chars_per_word and all(ch in alphabet for ch in word):
+            words.append([word[0]] + [prefix + ch for ch in word[1:]])
+            freqs.append(n)
+    vocab = list(dict.fromkeys(config.specials))
+    vocab += sorted(alphabet)
+    vocab += sorted({unit for units in words for unit in units[1:]})
+    if vocab_size < len(vocab):
+        raise ValueError(
+            f"vocab_size={vocab_size} is smaller than the special tokens plus the alphabet ({len(vocab)} "
+            f"tokens); raise vocab_size or lower limit_alphabet"
+        )
+    in_vocab = set(vocab)
+
+    unit_count: Counter = Counter()
+    pair_count: Counter = Counter()
+    pair_words: dict[tuple[str, str], set[int]] = {}  # pair -> words that contain (or once contained) it
+    unit_pairs: dict[str, set[tuple[str, str]]] = {}  # unit -> pairs with a positive count it is part of
+    for w, (units, n) in enumerate(zip(words, freqs)):
+        for u in units:
+            unit_count[u] += n
+        for pair in zip(units, units[1:]):
+            pair_count[pair] += n
+            pair_words.setdefault(pair, set()).add(w)
+    for a, b in pair_count:
+        unit_pairs.setdefault(a, set()).add((a, b))
+        unit_pairs.setdefault(b, set()).add((a, b))
+
+    def entry(pair):
+        c = pair_count[pair]
+        return (-pair_score(c, unit_count[pair[0]], unit_count[pair[1]]), -c, pair)
+
+    heap = [entry(p) for p, c in pair_count.items() if c >= min_frequency]
+    heapq.heapify(heap)
+    bar = tqdm(total=vocab_size, initial=len(vocab), desc="wordpiece merges", unit="tok", disable=not progress)
+    while len(vocab) < vocab_size and heap:
+        neg_score, neg_count, pair = heapq.heappop(heap)
+        if pair_count.get(pair, 0) < min_frequency or entry(pair) != (neg_score, neg_count, pair):
+            continue  # stale: the pair's score changed since, and a fresh entry was pushed then
+        a, b = pair
+        merged = a + b[len(prefix):]
+        if merged not in in_vocab:
+            in_vocab.add(merged)
+            vocab.append(merged)
+            bar.update(1)
+        changed_pairs = set()
+        for w in pair_words.pop(pair):
+            units, n = words[w], freqs[w]
+            if len(units) < 2:
+                continue
+            new_units, i = [], 0
+            while i < len(units):
+                if i + 1 < len(units) and units[i] == a and units[i + 1] == b:
+                    new_units.append(merged)
+                    i += 2
+                else:
+                    new_units.append(units[i])
+                    i += 1
+            if len(new_units) == len(units):
+                continue  # the pair left this word in an earlier merge
+            for u in units:
+                unit_count[u] -= n
+            for u in new_units:
+                unit_count[u] += n
+            for p in zip(units, units[1:]):
+                pair_count[p] -= n
+                changed_pairs.add(p)
+            for p in zip(new_units, new_units[1:]):
+                pair_count[p] += n
+                changed_pairs.add(p)
+                pair_words.setdefault(p, set()).add(w)
+            words[w] = new_units
+        for p in changed_pairs:
+            if pair_count[p] > 0:
+                unit_pairs.setdefault(p[0], set()).add(p)
+                unit_pairs.setdefault(p[1], set()).add(p)
+            else:
+                del pair_count[p]
+                pair_words.pop(p, None)
+                unit_pairs.get(p[0], set()).discard(p)
+                unit_pairs.get(p[1], set()).discard(p)
+        for u in (a, b):
+            if unit_count[u] == 0:
+                del unit_count[u]
+        rescore = changed_pairs | unit_pairs.get(a, set()) | unit_pairs.get(b, set()) | unit_pairs.get(merged, set())
+        for p in rescore:
+            if pair_count.get(p, 0) >= min_frequency:
+                heapq.heappush(heap, entry(p))
+        if len(heap) > 4 * len(pair_count) + 1024:  # drop the stale entries now and then
+            heap = [entry(p) for p, c in pair_count.items() if c >= min_frequency]
+            heapq.heapify(heap)
+    bar.close()
+    return vocab
+
+
+def train(
+    texts: Iterable[str],
+    vocab_size: int = CONFIG.vocab_size,
+    lowercase: bool = True,
+    min_frequency: int = CONFIG.min_frequency,
+    limit_alphabet: int = CONFIG.limit_alphabet,
+    progress: bool = True,
+    config: WordPieceConfig = CONFIG,
+) -> Tokenizer:
+    """Learn a WordPiece vocab from texts (see learn_vocab) and return its Tokenizer.
+
+    The vocab can end smaller than vocab_size when no pair is left with min_frequency occurrences.
+
+    >>> tok = train(["low lower lowest"] * 3, vocab_size=24, progress=False)
+    >>> tok.id_to_token[18:]  # merges in order: ##s+##t, ##e+##r, ##e+##st, ##o+##w, l+##ow, low+##er
+    ['##st', '##er', '##est', '##ow', 'low', 'lower']
+    >>> tok.tokenize("lowest")
+    ['low', '##est']
+    """
+    counts = count_words(texts, lowercase, config)
+    if not counts:
+        raise ValueError("no words to train on: the texts are empty (or only whitespace/control characters)")
+    tokens = learn_vocab(counts, vocab_size, min_frequency, limit_alphabet, config, progress)
+    return Tokenizer(tokens, lowercase=lowercase, config=config)
+
+
+# ---------------------------------------------------------------------------------------------
+# Corpora: reading files, tokenising them once, caching the ids.
+# ---------------------------------------------------------------------------------------------
+
+
+def _atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write to a temp file beside `path`, then rename: a crash never leaves half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def corpus_files(path: str | os.PathLike) -> list[Path]:
+    """The .txt files of a corpus: the file itself, or every .txt under a folder, sorted."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"corpus {path} does not exist: pass a .txt file or a folder of .txt files")
+    if path.is_file():
+        return [path]
+    files = sorted(p for p in path.rglob("*.txt") if p.is_file())
+    if not files:
+        raise ValueError(f"corpus folder {path} has no .txt files: put the text in files ending in .txt")
+    return files
+
+
+def decode_text(data: bytes, name: str | os.PathLike) -> str:
+    """Bytes to text: UTF-8 (a leading BOM dropped), else Latin-1 with a one-line warning.
+
+    Latin-1 maps every byte to a character, so no text is ever dropped. Line endings CRLF and CR
+    become LF.
+
+    >>> decode_text(b"caf\\xc3\\xa9\\r\\nnext\\rlast", "a.txt")
+    'café\\nnext\\nlast'
+    """
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        print(f"warning: {name} is not UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start}); read as Latin-1",
+              file=sys.stderr)
+        text = data.decode("latin-1")
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def read_corpus(path: str | os.PathLike) -> Iterator[tuple[str, str]]:
+    """(filename, text) for each .txt file of a corpus (a file or a folder), in sorted order.
+
+    Raises FileNotFoundError for a missing path and ValueError for a folder with no .txt files
+    (both at the call) or a corpus whose files hold no text (once they have all been read).
+    """
+    files = corpus_files(path)
+
+    def generate():
+        any_text = False
+        for f in files:
+            text = decode_text(f.read_bytes(), f)
+            any_text = any_text or bool(text.strip())
+            yield str(f), text
+        if not any_text:
+            raise ValueError(f"corpus {path} has no text: its {len(files)} .txt file(s) are empty")
+
+    return generate()
+
+
+_WORKER_TOKENIZER: Tokenizer | None = None
+
+
+def _init_worker(tok: Tokenizer) -> None:
+    global _WORKER_TOKENIZER
+    _WORKER_TOKENIZER = tok
+
+
+def _encode_lines(lines: list[str], tok: Tokenizer | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Ids of lines concatenated (uint32) and the number of ids of each line (int64)."""
+    tok = tok or _WORKER_TOKENIZER
+    encoded = [tok.encode(line) for line in lines]
+    lengths = np.fromiter((len(e) for e in encoded), dtype=np.int64, count=len(encoded))
+    ids = np.fromiter(chain.from_iterable(encoded), dtype=np.uint32, count=int(lengths.sum()))
+    return ids, lengths
+
+
+def _corpus_chunks(texts: list[str], chunk_chars: int) -> Iterator[list[str]]:
+    """Lines of all files in groups of about chunk_chars characters; every file ends with one "" line."""
+    chunk, size = [], 0
+    for text in texts:
+        lines = text.split("\n")
+        if lines[-1] != "":
+            lines.append("")  # the file's end is a document boundary, like a blank line
+        for line in lines:
+            chunk.append(line)
+            size += len(line) + 1
+            if size >= chunk_chars:
+                yield chunk
+                chunk, size = [], 0
+    if chunk:
+        yield chunk
+
+
+def encode_corpus(
+    path: str | os.PathLike,
+    tok: Tokenizer,
+    cache_dir: str | os.PathLike,
+    workers: int | None = None,
+    progress: bool = True,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Tokenise every line of a corpus once; cache the ids; a second call loads them at once.
+
+    Returns (ids, line_offsets): the ids of all lines of all files concatenated, no special tokens
+    (uint16 when the vocab has <= 65536 tokens, else uint32), and int64 offsets of length
+    num_lines + 1, so line i is ids[line_offsets[i]:line_offsets[i + 1]]. Blank lines are kept
+    (length 0) to mark document boundaries, and each file ends with one blank line.
+
+    The cache file is named by a sha256 of the corpus file names and contents, the vocab contents
+    and the lowercase flag, so a change to any of them re-tokenises. Work is spread over `workers`
+    processes (default: all CPUs) with a progress bar in MB/s.
+    """
+    named_texts = list(read_corpus(path))
+    key = hashlib.sha256(f"{tok.config.cache_format}\n{tok.hash()}\nlowercase={tok.lowercase}\n".encode())
+    for name, text in named_texts:
+        key.update(f"{Path(name).name}\n{len(text)}\n".encode())
+        key.update(text.encode("utf-8"))
+    cache_file = Path(cache_dir) / f"corpus-{key.hexdigest()[:24]}.npz"
+    if cache_file.is_file():
+        with np.load(cache_file) as cached:
+            return cached["ids"], cached["line_offsets"]
+
+    texts = [text for _, text in named_texts]
+    total_bytes = sum(len(t.encode("utf-8")) for t in texts)
+    chunks = list(_corpus_chunks(texts, tok.config.corpus_chunk_chars))
+    workers = min(workers or os.cpu_count() or 1, len(chunks))
+    bar = tqdm(total=total_bytes, unit="B", unit_scale=True, desc=f"tokenising {path}", disable=not progress)
+    parts = []
+    if workers <= 1:
+        results = (_encode_lines(c, tok) for c in chunks)
+        for chunk, part in zip(chunks, results):
+            parts.append(part)
+            bar.update(sum(len(line.encode("utf-8")) + 1 for line in chunk))
+    else:
+        with multiprocessing.get_context().Pool(workers, initializer=_init_worker, initargs=(tok,)) as pool:
+            for chunk, part in zip(chunks, pool.imap(_encode_lines, chunks)):
+                parts.append(part)
+                bar.update(sum(len(line.encode("utf-8")) + 1 for line in chunk))
+    bar.close()
+    dtype = np.uint16 if len(tok) <= np.iinfo(np.uint16).max + 1 else np.uint32
+    ids = np.concatenate([p[0] for p in parts]).astype(dtype)
+    lengths = np.concatenate([p[1] for p in parts])
+    line_offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=line_offsets[1:])
+
+    cache_file.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=cache_file.parent, suffix=".npz")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, ids=ids, line_offsets=line_offsets)
+        os.replace(tmp, cache_file)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return ids, line_offsets
