@@ -346,7 +346,7 @@ def sample(logits, temperature: float = 1.0, rng: torch.Generator | None = None)
     loss through the generator", it is not possible through sampling anyway).
     """
     u = torch.rand(logits.shape, device=logits.device, generator=rng, dtype=torch.float32)
-    gumbel = -torch.log(-torch.log(u.clamp_min(1e-9)).clamp_min(1e-9))
+    gumbel = -torch.log((-torch.log(u.clamp_min(1e-9))).clamp_min(1e-9))  # clamps keep both logs finite
     return (logits.float() / temperature + gumbel).argmax(dim=-1)
 
 
