@@ -9,17 +9,44 @@ notebooks reuse `download`, `extract_zip`, ...).
 """
 from __future__ import annotations
 
+import argparse
+import contextlib
 import http.client
+import json
+import math
 import os
+import random
+import re
 import shutil
+import signal
 import tempfile
+import time
 import urllib.error
 import urllib.request
 import zipfile
 import zlib
+from dataclasses import asdict, dataclass, field, fields
+from dataclasses import replace as dc_replace
 from pathlib import Path
 
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.nn as nn
 from tqdm import tqdm
+
+from electra import (
+    Electra,
+    ElectraConfig,
+    count_params,
+    flops_per_step,
+    flops_per_step_official,
+    get_config,
+    hf_config_dict,
+    to_hf_state_dicts,
+)
+from tokenizer import Tokenizer, encode_corpus, read_corpus
+from tokenizer import train as train_vocab
 
 # -----------------------------------------------------------------------------
 # Downloads: streamed to a ".part" file, size-checked, renamed only when complete,
@@ -125,3 +152,995 @@ def extract_zip(zip_path: Path, dest_dir: Path) -> Path:
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, zlib.error) as e:
         raise DownloadError(f"{zip_path} is not a valid zip archive or is corrupt ({e}){corrupt}") from e
     return dest_dir
+
+
+# -----------------------------------------------------------------------------
+# Corpora. `--data` is a .txt file, a folder of them, or one of these names.
+#
+# WikiText (Merity et al. 2016, CC BY-SA 3.0): the original S3 bucket is gone; its author re-hosts
+# the archives at wikitext.smerity.com. The base URL can be overridden (--data-url or the
+# ELECTRA_DATA_URL environment variable), e.g. for a mirror or, in the tests, a local server.
+DATA_URL = os.environ.get("ELECTRA_DATA_URL", "https://wikitext.smerity.com")
+KNOWN_CORPORA = {
+    # name: (archive, its size in bytes, the folder inside it, the training split)
+    "wikitext-103": ("wikitext-103-raw-v1.zip", 191_984_949, "wikitext-103-raw", "wiki.train.raw"),
+    "wikitext-2": ("wikitext-2-raw-v1.zip", 4_721_645, "wikitext-2-raw", "wiki.train.raw"),
+}
+WIKI_TITLE = re.compile(r"^ = [^=].* = $")  # " = Title = ": a new article (sections are " = = S = = ")
+WIKI_HEADING = re.compile(r"^ =.* = $")  # any heading line, article or section
+WIKI_SENTENCE_END = re.compile(r"(?<= [.!?]) (?=\S)")  # WikiText is tokenised: " . " ends a sentence
+
+
+def wikitext_documents(raw_path: Path, out_path: Path) -> Path:
+    """Rewrite a WikiText .raw split as one sentence per line, a blank line between articles.
+
+    How a WikiText document is delimited: the raw files put a blank line between *every*
+    paragraph and heading, so "a blank line ends a document" would make each paragraph a
+    document. An article starts at a top-level heading " = Title = "; section headings
+    " = = Section = = " stay inside it. The official pipeline (BERT's Wikipedia dump) has one
+    sentence per line and no headings, so we drop heading lines and split each paragraph into
+    sentences at WikiText's tokenised sentence ends (" . ", " ? ", " ! "). The result goes to
+    `out_path` through a temporary file and os.replace; a second call returns at once.
+
+    Example: " = A = \\n\\n x . y .\\n\\n = = S = = \\n z .\\n = B = \\n w .\\n" becomes
+    "x .\\ny .\\nz .\\n\\nw .\\n".
+    """
+    if out_path.is_file():
+        return out_path
+    tmp = out_path.with_name(out_path.name + ".tmp")
+    with open(raw_path, encoding="utf-8") as f, open(tmp, "w", encoding="utf-8") as out:
+        started = False
+        for line in f:
+            line = line.rstrip("\n")
+            if WIKI_TITLE.match(line):
+                if started:
+                    out.write("\n")  # a blank line: the previous article ends here
+                continue
+            if not line.strip() or WIKI_HEADING.match(line):
+                continue
+            for sentence in WIKI_SENTENCE_END.split(line.strip()):
+                out.write(sentence + "\n")
+                started = True
+    os.replace(tmp, out_path)
+    return out_path
+
+
+def resolve_corpus(data: str, cache_dir: Path, data_url: str = DATA_URL) -> Path:
+    """The local .txt file or folder to train on: `data` itself, or a known corpus fetched once.
+
+    Known names download `{data_url}/{archive}` into `cache_dir`, check its size and CRCs,
+    extract it atomically and rewrite the training split with `wikitext_documents`.
+    Raises SystemExit with one clear message for a path that does not exist.
+    """
+    if data in KNOWN_CORPORA:
+        archive, size, folder, split = KNOWN_CORPORA[data]
+        zip_path = download(f"{data_url.rstrip('/')}/{archive}", cache_dir / archive, size, desc=data)
+        try:
+            raw = extract_zip(zip_path, cache_dir / Path(archive).stem)
+        except DownloadError:
+            zip_path.unlink(missing_ok=True)  # ours, in the cache: the next run downloads it afresh
+            raise
+        out = cache_dir / f"{data}-documents"
+        out.mkdir(exist_ok=True)
+        wikitext_documents(raw / folder / split, out / "train.txt")
+        return out
+    path = Path(data).expanduser()
+    if not path.exists():
+        raise SystemExit(f"--data {data}: no such file or folder. Pass a .txt file, a folder of .txt "
+                         f"files, or one of the known corpora: {', '.join(KNOWN_CORPORA)}.")
+    return path
+
+
+# -----------------------------------------------------------------------------
+# Examples, as the official build_pretraining_dataset.py builds them (its ExampleBuilder).
+# We work on token-id ranges of the cached corpus (tokenizer.encode_corpus): the lines of a
+# document are consecutive in the ids array, so an example is four numbers
+# (a_start, a_len, b_start, b_len) and batches are gathered from the one array on the fly.
+
+SINGLE_SEGMENT_PROB = 0.1  # official _create_example: random() < 0.1 -> only one segment ("as in classification tasks")
+SHORT_SEQ_PROB = 0.05  # official: random() < 0.05 -> the next example's target length is randint(5, max_len)
+SHORT_SEQ_MIN = 5  # official: random.randint(5, max_length)
+SPLIT_COIN = 0.5  # official: the sentence that would overflow segment A goes to A 50% of the time
+
+
+class ExampleBuilder:
+    """Packs the sentences of one stream of documents into pre-training examples.
+
+    As the official ExampleBuilder: sentences (lines) are appended until their length reaches the
+    target length (max_len; 5% of the time a random length in [5, max_len]); the end of a
+    document ends the current example early. Each example is then cut into two segments
+    [CLS] A [SEP] B [SEP] at a sentence boundary near the middle, except 10% of them, which keep
+    one segment [CLS] A [SEP]. Tokens past max_len are dropped, as in the official code.
+
+    Deviation: the official loop may put a short sentence back into A after a longer one went to
+    B (A's length test is re-checked for every sentence), which reorders the text. Here, once B
+    has started, the remaining sentences go to B, so A and B are each contiguous and in order.
+
+    `add_sentence(start, length)` and `end_document()` return an example (a_start, a_len,
+    b_start, b_len) when one is complete, else None.
+
+    >>> b = ExampleBuilder(max_len=16, rng=random.Random(0))
+    >>> b.add_sentence(0, 6), b.add_sentence(6, 5), b.add_sentence(11, 7)
+    (None, None, (0, 6, 6, 7))
+    """
+
+    def __init__(self, max_len: int, rng: random.Random):
+        self.max_len, self.rng = max_len, rng
+        self.target_len = max_len
+        self.start, self.lengths = 0, []  # the sentences gathered so far, consecutive from `start`
+
+    def add_sentence(self, start: int, length: int):
+        if length == 0:
+            return None  # a line with no tokens adds nothing (blank lines go to end_document)
+        if not self.lengths:
+            self.start = start
+        self.lengths.append(length)
+        if sum(self.lengths) >= self.target_len:
+            return self._create_example()
+        return None
+
+    def end_document(self):
+        return self._create_example() if self.lengths else None
+
+    def _create_example(self):
+        if self.rng.random() < SINGLE_SEGMENT_PROB:
+            first_target = math.inf  # official: 100000, i.e. every sentence goes to A
+        else:
+            first_target = (self.target_len - 3) // 2  # -3: room for [CLS], [SEP], [SEP]
+        a_len = b_len = 0
+        for n in self.lengths:
+            # A takes the sentence if A is empty, if it fits, or (50%) if it is the one that
+            # overflows A; after that everything goes to B (see the deviation above).
+            if b_len == 0 and (a_len == 0 or a_len + n < first_target or
+                               (a_len < first_target and self.rng.random() < SPLIT_COIN)):
+                a_len += n
+            else:
+                b_len += n
+        example = (self.start, min(a_len, self.max_len - 2), self.start + a_len, 0)
+        example = example[:3] + (min(b_len, max(0, self.max_len - example[1] - 3)),)
+        self.lengths = []
+        if self.rng.random() < SHORT_SEQ_PROB:
+            self.target_len = self.rng.randint(SHORT_SEQ_MIN, self.max_len)
+        else:
+            self.target_len = self.max_len
+        return example
+
+
+def documents(line_offsets: np.ndarray) -> list[tuple[int, int]]:
+    """Split the corpus's lines into documents: (first_line, end_line) runs of non-empty lines.
+
+    A blank line ends a document (official build_pretraining_dataset.py, blanks_separate_docs);
+    tokenizer.encode_corpus also puts an empty line at the end of every file.
+    Example: line lengths [3, 2, 0, 0, 4] -> [(0, 2), (4, 5)].
+    """
+    lengths = np.diff(line_offsets)  # [num_lines]
+    docs, first = [], None
+    for i, n in enumerate(lengths.tolist()):
+        if n and first is None:
+            first = i
+        elif not n and first is not None:
+            docs.append((first, i))
+            first = None
+    if first is not None:
+        docs.append((first, len(lengths)))
+    return docs
+
+
+def build_examples(line_offsets: np.ndarray, max_len: int, seed: int, eval_fraction: float):
+    """All pre-training examples of the corpus, split by document into training and held-out sets.
+
+    Every round(1 / eval_fraction)-th document (0, k, 2k, ...) is held out for evaluation, so the
+    held-out text is spread over the corpus and never shares a document with training text.
+    Returns (train, held_out): int64 arrays [N, 4] of (a_start, a_len, b_start, b_len).
+    """
+    docs = documents(line_offsets)
+    every = max(2, round(1 / eval_fraction)) if eval_fraction > 0 else 0
+    rng = random.Random(seed)
+    builders = {True: ExampleBuilder(max_len, rng), False: ExampleBuilder(max_len, rng)}
+    out = {True: [], False: []}
+    for d, (first, end) in enumerate(tqdm(docs, desc="examples", unit="doc", dynamic_ncols=True,
+                                          mininterval=1.0, disable=len(docs) < 10_000)):
+        held_out = every > 0 and d % every == 0
+        builder, examples = builders[held_out], out[held_out]
+        for line in range(first, end):
+            start = int(line_offsets[line])
+            example = builder.add_sentence(start, int(line_offsets[line + 1]) - start)
+            if example is not None:
+                examples.append(example)
+        example = builder.end_document()
+        if example is not None:
+            examples.append(example)
+    return (np.array(out[False], dtype=np.int64).reshape(-1, 4),
+            np.array(out[True], dtype=np.int64).reshape(-1, 4))
+
+
+def collate(ids: np.ndarray, examples: np.ndarray, max_len: int, cls_id: int, sep_id: int, pad_id: int):
+    """Lay examples out as [CLS] A [SEP] B [SEP] + padding, as the official _make_tf_example.
+
+    ids: the corpus token ids; examples: [B, 4] (a_start, a_len, b_start, b_len).
+    Returns numpy arrays input_ids [B, T] int64, segment_ids [B, T] int64 (1 on B and its
+    [SEP]), attention_mask [B, T] bool (False on padding), with T = max_len.
+
+    Example (max_len 8): ids = [7, 8, 9], example (0, 2, 2, 1) ->
+    input_ids [CLS 7 8 SEP 9 SEP PAD PAD], segment_ids [0 0 0 0 1 1 0 0], mask [1 1 1 1 1 1 0 0].
+    """
+    t = np.arange(max_len)[None, :]  # [1, T] positions
+    a, la, b, lb = (examples[:, i:i + 1] for i in range(4))  # each [B, 1]
+    b0 = la + 2  # first position of segment B
+    in_a = (t >= 1) & (t <= la)  # [B, T]
+    in_b = (t >= b0) & (t < b0 + lb)
+    src = np.where(in_a, a + t - 1, np.where(in_b, b + t - b0, 0))  # [B, T] index into ids
+    x = np.where(in_a | in_b, ids[src].astype(np.int64), pad_id)
+    x = np.where(t == 0, cls_id, x)
+    x = np.where((t == la + 1) | ((lb > 0) & (t == b0 + lb)), sep_id, x)
+    length = np.where(lb > 0, la + lb + 3, la + 2)  # [B, 1]
+    segment = ((lb > 0) & (t >= b0) & (t <= b0 + lb)).astype(np.int64)
+    return x, segment, t < length
+
+
+class Batches:
+    """The stream of training batches, a pure function of the step (so --resume and DDP are exact).
+
+    The examples are shuffled once per epoch with a generator seeded by (seed, epoch) and read
+    in order; update `step` consumes global positions [step * batch, (step + 1) * batch). Under
+    DDP with gradient accumulation the global batch splits into world * accum micro-batches;
+    rank r's micro-batch j is slice (j * world + r) of it.
+    """
+
+    def __init__(self, ids, examples, batch_size: int, micro_batch: int, rank: int, world: int,
+                 max_len: int, special: tuple[int, int, int], seed: int):
+        self.ids, self.examples = ids, examples
+        self.batch_size, self.micro_batch, self.rank, self.world = batch_size, micro_batch, rank, world
+        self.max_len, self.special, self.seed = max_len, special, seed
+        self._perms = {}
+
+    def _perm(self, epoch: int) -> np.ndarray:
+        if epoch not in self._perms:
+            self._perms = {epoch: np.random.default_rng((self.seed, epoch)).permutation(len(self.examples))}
+        return self._perms[epoch]
+
+    def epoch(self, step: int) -> float:
+        return step * self.batch_size / len(self.examples)
+
+    def get(self, step: int, micro: int):
+        first = step * self.batch_size + (micro * self.world + self.rank) * self.micro_batch
+        pos = np.arange(first, first + self.micro_batch)  # [b] positions in the endless stream
+        N = len(self.examples)
+        rows = np.concatenate([self._perm(e)[pos[pos // N == e] % N] for e in np.unique(pos // N)])
+        return collate(self.ids, self.examples[rows], self.max_len, *self.special)
+
+
+# -----------------------------------------------------------------------------
+# The recipe: presets per size (paper Table 6, official configure_pretraining.py), every value a flag.
+
+
+@dataclass(frozen=True)
+class Recipe:
+    batch_size: int  # sequences per update, all GPUs and accumulation steps together
+    lr: float  # peak learning rate
+    steps: int  # updates for objective "electra"
+    bert_steps: int  # updates for objective "bert" (Table 6 "Train Steps (BERT/ELECTRA)")
+    seq_len: int  # tokens per example
+    warmup: int  # linear warm-up updates
+    vocab_size: int  # WordPiece vocabulary trained when --vocab is not given
+
+
+RECIPES = {
+    # ours, for a laptop CPU: ELECTRA-Small's seq 128 (same example builder), a quarter of its
+    # batch so a step stays well under a second, twice its peak lr because a 4-layer 128-wide
+    # model trains stably at 1e-3 and a short run needs it, warm-up scaled with the short run,
+    # and an 8k vocab so the embedding table (V x 128) does not dwarf a 4-layer encoder.
+    "tiny": Recipe(batch_size=32, lr=1e-3, steps=10_000, bert_steps=10_000, seq_len=128, warmup=500,
+                   vocab_size=8192),
+    "small": Recipe(batch_size=128, lr=5e-4, steps=1_000_000, bert_steps=1_450_000, seq_len=128,
+                    warmup=10_000, vocab_size=30522),
+    "base": Recipe(batch_size=256, lr=2e-4, steps=766_000, bert_steps=1_000_000, seq_len=512,
+                   warmup=10_000, vocab_size=30522),
+    "large": Recipe(batch_size=2048, lr=2e-4, steps=400_000, bert_steps=464_000, seq_len=512,
+                    warmup=10_000, vocab_size=30522),
+}
+ADAM_BETAS = (0.9, 0.999)  # Table 6 "Adam beta1, beta2"
+ADAM_EPS = 1e-6  # Table 6 "Adam epsilon"
+WEIGHT_DECAY = 0.01  # Table 6 "Weight Decay"; official excludes LayerNorm and bias
+CLIP_NORM = 1.0  # official optimization.py: clip_by_global_norm(grads, 1.0)
+MASK_SLACK = 0.005  # official: max_predictions_per_seq = int((mask_prob + 0.005) * max_seq_length)
+VOCAB_TRAIN_CHARS = 50_000_000  # ours: the WordPiece trainer sees at most this much text (WikiText-103 has ~540M)
+
+# Peak dense bf16 tensor-core FLOP/s per GPU, from the vendors' data sheets, for MFU. The first
+# name found in torch.cuda.get_device_name() wins; --peak-tflops overrides.
+GPU_PEAK_TFLOPS = {"H100 PCIe": 756, "H100": 989, "H200": 989, "GH200": 989, "B200": 2250, "A100": 312,
+                   "L40S": 362, "L40": 181, "L4": 121, "A10": 125, "RTX 4090": 165, "RTX 3090": 71,
+                   "V100": 125, "T4": 65}
+
+
+@dataclass
+class TrainConfig:
+    size: str = "small"  # model preset in electra.SIZES and recipe in RECIPES
+    objective: str = "electra"  # "electra" (replaced token detection) or "bert" (MLM baseline, Table 1)
+    data: str = "wikitext-103"  # .txt file, folder of them, or a name in KNOWN_CORPORA
+    data_url: str = DATA_URL  # where known corpora are downloaded from
+    cache_dir: str = "cache"  # downloads and the tokenised corpus, shared between runs
+    out_dir: str = "out"  # checkpoint, vocab.txt, metrics.jsonl, curves.png of this run
+    vocab: str | None = None  # a BERT-format vocab.txt; None: train one on the corpus
+    vocab_size: int = 30522  # size of the trained vocabulary (preset)
+    seq_len: int = 128  # tokens per example (preset)
+    batch_size: int = 128  # sequences per update, all ranks and accumulation steps (preset)
+    grad_accum: int = 1  # micro-batches per update: the paper's batch on a small GPU
+    lr: float = 5e-4  # peak learning rate (preset)
+    steps: int = 1_000_000  # updates (preset)
+    warmup: int = 10_000  # linear warm-up updates (preset)
+    weight_decay: float = WEIGHT_DECAY
+    clip_norm: float = CLIP_NORM
+    eval_fraction: float = 0.01  # share of documents held out for evaluation (ours)
+    eval_batches: int = 10  # micro-batches per evaluation (ours: a few thousand sequences on a GPU)
+    log_interval: int = 100  # updates between metrics.jsonl lines
+    eval_interval: int = 2000  # updates between held-out evaluations (and curves.png redraws)
+    ckpt_interval: int = 2000  # updates between checkpoints
+    stop_at: int | None = None  # stop (with a checkpoint) after this update; the schedule still runs to `steps`
+    seed: int = 0  # data order, masks, dropout, initialisation
+    device: str = "auto"  # "auto": cuda if available, else cpu
+    compile: bool = False  # torch.compile the model (CUDA; first steps are slow while it compiles)
+    peak_tflops: float | None = None  # the accelerator's peak, for MFU; None: look it up
+    overrides: dict = field(default_factory=dict)  # ElectraConfig fields, e.g. {"num_layers": 2}
+
+
+# The fields a --resume must keep as the checkpoint has them; the others control the session.
+RUN_FIELDS = ("size", "objective", "data", "vocab_size", "seq_len",
+              "batch_size", "lr", "steps", "warmup", "weight_decay", "clip_norm", "eval_fraction",
+              "seed", "overrides")
+
+
+def learning_rate(step: int, cfg: TrainConfig) -> float:
+    """Learning rate of update `step` (0-based): linear warm-up, then linear decay to zero.
+
+    Official optimization.py: lr * min(1, step / warmup) * (1 - step / steps) (polynomial decay,
+    power 1). Deviation: warm-up uses step + 1 so that update 0 is not a no-op with lr 0.
+    Example: lr 1e-3, warmup 10, steps 100: step 0 -> 1e-4, step 9 -> 9.1e-4, step 50 -> 5e-4.
+    """
+    warm = min(1.0, (step + 1) / cfg.warmup) if cfg.warmup > 0 else 1.0
+    return cfg.lr * warm * max(0.0, 1.0 - step / cfg.steps)
+
+
+def model_config(cfg: TrainConfig, tok: Tokenizer) -> ElectraConfig:
+    """The model preset for cfg.size with the tokenizer's vocabulary and the recipe's lengths."""
+    mc = get_config(cfg.size, **cfg.overrides)
+    mc = dc_replace(mc, vocab_size=len(tok), pad_id=tok.pad_id, cls_id=tok.cls_id, sep_id=tok.sep_id,
+                    mask_id=tok.mask_id, objective=cfg.objective,
+                    max_position=max(mc.max_position, cfg.seq_len))
+    if "max_predictions" not in cfg.overrides:
+        mc = dc_replace(mc, max_predictions=int((mc.mask_prob + MASK_SLACK) * cfg.seq_len))
+    return mc
+
+
+def build_model(mc: ElectraConfig, device) -> Electra:
+    """A freshly initialised Electra (or the BERT baseline for objective "bert") on `device`."""
+    return Electra(mc).to(device)
+
+
+def build_optimizer(model: nn.Module, cfg: TrainConfig, fused: bool = False) -> torch.optim.AdamW:
+    """AdamW with the paper's settings; weight decay on matrices only, not LayerNorm or biases.
+
+    Official optimization.py excludes "LayerNorm", "layer_norm" and "bias" by name; here that is
+    every parameter with fewer than 2 dimensions (biases, LayerNorm gains and offsets).
+    Deviation: the official AdamWeightDecayOptimizer has no bias correction; torch's AdamW has.
+    With 10k warm-up steps the two differ only in the first few hundred updates, where the lr
+    is tiny anyway, and torch's fused kernel is much faster on a GPU.
+    """
+    params = [p for p in model.parameters() if p.requires_grad]
+    groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": cfg.weight_decay},
+              {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=ADAM_BETAS, eps=ADAM_EPS, fused=fused)
+
+
+# -----------------------------------------------------------------------------
+# Vocabulary, checkpoints, export
+
+
+def load_or_train_vocab(cfg: TrainConfig, corpus: Path, out_dir: Path) -> Tokenizer:
+    """The run's tokenizer: --vocab, else out_dir/vocab.txt from an earlier run, else trained.
+
+    A trained vocab (tokenizer.train, WordPiece, cfg.vocab_size tokens, on at most
+    VOCAB_TRAIN_CHARS characters of the corpus) is saved as out_dir/vocab.txt beside the
+    checkpoints; a given one is copied there, so the run folder is self-contained.
+    """
+    saved = out_dir / "vocab.txt"
+    if cfg.vocab:
+        tok = Tokenizer.load(cfg.vocab)
+    elif saved.is_file():
+        tok = Tokenizer.load(saved)
+    else:
+        def texts():
+            budget = VOCAB_TRAIN_CHARS
+            for _, text in read_corpus(corpus):
+                yield text[:budget]
+                budget -= min(budget, len(text))
+                if budget == 0:
+                    return
+        print(f"training a {cfg.vocab_size:,}-token WordPiece vocabulary on {corpus} (once; saved to {saved})")
+        tok = train_vocab(texts(), vocab_size=cfg.vocab_size)
+    if not saved.is_file() or Tokenizer.load(saved).hash() != tok.hash():
+        tok.save(saved)
+    return tok
+
+
+def rng_state() -> dict:
+    """This process's torch RNG states (masks, samples and dropout all draw from them)."""
+    return {"torch": torch.get_rng_state(),
+            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []}
+
+
+def set_rng_state(state: dict) -> None:
+    torch.set_rng_state(state["torch"])
+    if torch.cuda.is_available() and len(state["cuda"]) == torch.cuda.device_count():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def save_checkpoint(path: Path, model: Electra, optimizer, step: int, cfg: TrainConfig,
+                    mc: ElectraConfig, vocab_hash: str, rng: list[dict]) -> None:
+    """Everything --resume needs, written to a temporary file and renamed (never half a file).
+
+    The learning-rate schedule is a pure function of the step (learning_rate), and so is the
+    data order (Batches), so `step` is their whole state. `rng` holds every rank's RNG states.
+    """
+    state = {
+        "model": model.state_dict(),  # generator, discriminator and their shared embeddings
+        "optimizer": optimizer.state_dict(),
+        "step": step,
+        "train_config": asdict(cfg),
+        "model_config": asdict(mc),
+        "vocab_hash": vocab_hash,
+        "rng": rng,
+    }
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(state, tmp)
+    os.replace(tmp, path)
+
+
+def load_checkpoint(path: Path, flag: str = "--resume") -> dict:
+    if not path.is_file():
+        raise SystemExit(f"{flag}: no checkpoint at {path}; point --out at the run folder that has "
+                         f"ckpt.pt (or start a new run without {flag})")
+    return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def export_hf(model: Electra, vocab_path: Path, out: Path) -> list[Path]:
+    """Write the discriminator and generator in HuggingFace's ELECTRA layout.
+
+    out/discriminator/ (ElectraForPreTraining) and out/generator/ (ElectraForMaskedLM), each
+    with config.json, vocab.txt and the weights: model.safetensors when the safetensors package
+    is installed (HF's default format), else pytorch_model.bin (torch.save). Uses electra.py's
+    converter, which flips the discriminator's sign (HF scores "replaced", we score "original").
+    """
+    if model.discriminator is None:
+        raise SystemExit("--export-hf: the BERT baseline (--objective bert) has no ELECTRA "
+                         "discriminator/generator to export; export works for --objective electra")
+    disc_sd, gen_sd = to_hf_state_dicts(model)
+    written = []
+    for name, sd, is_gen in (("discriminator", disc_sd, False), ("generator", gen_sd, True)):
+        d = out / name
+        d.mkdir(parents=True, exist_ok=True)
+        sd = {k: v.detach().cpu().contiguous().clone() for k, v in sd.items()}  # no shared storage
+        try:
+            from safetensors.torch import save_file  # optional; HF reads either format
+            weights = d / "model.safetensors"
+            _atomic(weights, lambda p, sd=sd: save_file(sd, str(p), metadata={"format": "pt"}))
+        except ImportError:
+            weights = d / "pytorch_model.bin"
+            _atomic(weights, lambda p, sd=sd: torch.save(sd, p))
+        config = json.dumps(hf_config_dict(model.config, generator=is_gen), indent=2)
+        _atomic(d / "config.json", lambda p, c=config: p.write_text(c + "\n"))
+        _atomic(d / "vocab.txt", lambda p: shutil.copyfile(vocab_path, p))
+        written += [d / "config.json", weights, d / "vocab.txt"]
+    return written
+
+
+def _atomic(path: Path, write) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    write(tmp)
+    os.replace(tmp, path)
+
+
+# -----------------------------------------------------------------------------
+# Metrics: what a user sees
+
+METRICS = ("loss", "mlm_loss", "disc_loss", "gen_acc", "disc_acc", "disc_precision", "disc_recall",
+           "replaced_frac")
+
+
+def step_stats(out) -> torch.Tensor:
+    """The ElectraOutput scalars as one detached tensor [len(METRICS)] (no host sync)."""
+    return torch.stack([getattr(out, n).detach().float() for n in METRICS])
+
+
+def stats_dict(t: torch.Tensor) -> dict:
+    d = dict(zip(METRICS, t.tolist()))
+    d["all_original_acc"] = 1.0 - d["replaced_frac"]  # the accuracy of a D that calls every token original
+    return d
+
+
+@torch.no_grad()
+def evaluate(model: nn.Module, ids: np.ndarray, examples: np.ndarray, cfg: TrainConfig, micro_batch: int,
+             special: tuple[int, int, int], device: torch.device, autocast) -> dict:
+    """Held-out metrics: the same quantities as training, dropout off, the same masks every time.
+
+    Runs on the first cfg.eval_batches micro-batches of held-out examples with the torch RNG
+    forked and seeded, so evaluations at different steps see the same corrupted inputs and the
+    training RNG stream is not disturbed.
+    """
+    model.eval()
+    total, n = torch.zeros(len(METRICS), device=device), 0
+    devices = [device.index or 0] if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(cfg.seed)
+        for i in range(cfg.eval_batches):
+            rows = examples[i * micro_batch:(i + 1) * micro_batch]
+            if len(rows) == 0:
+                break
+            x, s, m = (torch.from_numpy(a).to(device) for a in collate(ids, rows, cfg.seq_len, *special))
+            with autocast:
+                total += step_stats(model(x, s, m))
+            n += 1
+    model.train()
+    return stats_dict(total / max(n, 1))
+
+
+def plot_curves(metrics_path: Path, png_path: Path) -> None:
+    """Redraw curves.png from metrics.jsonl: losses, accuracies (with D's all-original baseline), lr."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [json.loads(line) for line in metrics_path.read_text().splitlines() if line.strip()]
+    train = [r for r in rows if r["split"] == "train"]
+    held = [r for r in rows if r["split"] == "eval"]
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
+    panels = [
+        (axes[0, 0], "L_MLM (generator)", [("mlm_loss", "")]),
+        (axes[0, 1], "L_Disc (discriminator)", [("disc_loss", "")]),
+        (axes[1, 0], "accuracy", [("gen_acc", "G top-1 on masked"), ("disc_acc", "D, all tokens"),
+                                  ("all_original_acc", "D baseline: all original"),
+                                  ("disc_precision", "D precision (replaced)"),
+                                  ("disc_recall", "D recall (replaced)")]),
+    ]
+    for ax, title, keys in panels:
+        for i, (key, label) in enumerate(keys):  # one colour per quantity: train solid, held-out dashed
+            for split, style in ((train, "-"), (held, "o--")):
+                if split:
+                    ax.plot([r["step"] for r in split], [r[key] for r in split], style, color=f"C{i}",
+                            ms=3, label=f"{label or key} ({split[0]['split']})")
+        ax.set_title(title)
+        ax.set_xlabel("step")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    ax = axes[1, 1]
+    ax.plot([r["step"] for r in train], [r["lr"] for r in train])
+    ax.set_title("learning rate")
+    ax.set_xlabel("step")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    tmp = png_path.with_name(png_path.name + ".tmp.png")
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    os.replace(tmp, png_path)
+
+
+def peak_flops(device: torch.device, override_tflops: float | None) -> float | None:
+    """The accelerator's peak FLOP/s for MFU, or None (CPU, or an unknown GPU without --peak-tflops)."""
+    if override_tflops:
+        return override_tflops * 1e12
+    if device.type != "cuda":
+        return None
+    name = torch.cuda.get_device_name(device)
+    return next((tf * 1e12 for key, tf in GPU_PEAK_TFLOPS.items() if key in name), None)
+
+
+# -----------------------------------------------------------------------------
+# Devices and processes
+
+
+def setup_distributed(device_arg: str) -> tuple[int, int, int, torch.device]:
+    """(rank, local_rank, world_size, device). Under torchrun (WORLD_SIZE > 1) this joins the
+    process group: NCCL on GPUs, gloo on CPUs. Otherwise a single process."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank, local_rank = int(os.environ.get("RANK", "0")), int(os.environ.get("LOCAL_RANK", "0"))
+    if device_arg == "auto":
+        device_arg = "cuda" if torch.cuda.is_available() else "cpu"
+    if device_arg.startswith("cuda") and not torch.cuda.is_available():
+        raise SystemExit(f"--device {device_arg}: no CUDA GPU is visible to PyTorch; use --device cpu")
+    device = torch.device(device_arg)
+    if device.type == "cuda":
+        device = torch.device("cuda", local_rank if world > 1 else (device.index or 0))
+        torch.cuda.set_device(device)
+    if world > 1:
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    return rank, local_rank, world, device
+
+
+def barrier(world: int) -> None:
+    if world > 1:
+        dist.barrier()
+
+
+class StopOnSignal:
+    """Ctrl-C (SIGINT) or SIGTERM sets `.requested`; the loop then saves a checkpoint and exits.
+    A second Ctrl-C quits at once (the last checkpoint on disk stays intact)."""
+
+    def __init__(self):
+        self.requested = False
+
+    def _handle(self, signum, frame):
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        tqdm.write(f"\n{signal.Signals(signum).name}: finishing this step and saving a checkpoint "
+                   f"(press Ctrl-C again to quit at once)")
+
+    def __enter__(self):
+        self._previous = {s: signal.signal(s, self._handle) for s in (signal.SIGINT, signal.SIGTERM)}
+        return self
+
+    def __exit__(self, *exc):
+        for s, h in self._previous.items():
+            signal.signal(s, h)
+
+
+def check_writable(out_dir: Path) -> None:
+    """Fail at once, with one message, when the output folder cannot be created or written."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out_dir, prefix=".write-test-"):
+            pass
+    except OSError as e:
+        raise SystemExit(f"--out {out_dir}: cannot write there ({e.strerror or e}); choose a folder you "
+                         f"can write to with --out DIR") from e
+
+
+# -----------------------------------------------------------------------------
+# The command line
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        description="Pre-train ELECTRA (Clark et al. 2020). Presets per --size follow the paper's "
+                    "Table 6; every value can be overridden.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    d = TrainConfig()
+    p.add_argument("--size", choices=list(RECIPES), default=None, help="model and recipe preset (default small)")
+    p.add_argument("--objective", choices=["electra", "bert"], default=None,
+                   help="electra: replaced token detection; bert: the masked-LM baseline (default electra)")
+    p.add_argument("--data", default=None, help=f".txt file, folder of .txt files, or one of {list(KNOWN_CORPORA)} "
+                                                f"(default {d.data})")
+    p.add_argument("--data-url", default=d.data_url, help="base URL of the known corpora (or $ELECTRA_DATA_URL)")
+    p.add_argument("--cache-dir", default=d.cache_dir, help="downloads and tokenised corpora")
+    p.add_argument("--out", default=d.out_dir, help="run folder: ckpt.pt, vocab.txt, metrics.jsonl, curves.png")
+    p.add_argument("--vocab", default=None, help="a BERT-format vocab.txt (default: train one on the corpus)")
+    p.add_argument("--vocab-size", type=int, default=None, help="size of the trained vocab (preset)")
+    p.add_argument("--seq-len", type=int, default=None, help="tokens per example (preset)")
+    p.add_argument("--batch-size", type=int, default=None, help="sequences per update, all GPUs together (preset)")
+    p.add_argument("--grad-accum", type=int, default=d.grad_accum, help="micro-batches per update")
+    p.add_argument("--lr", type=float, default=None, help="peak learning rate (preset)")
+    p.add_argument("--steps", type=int, default=None, help="updates (preset)")
+    p.add_argument("--warmup", type=int, default=None, help="warm-up updates (preset)")
+    p.add_argument("--weight-decay", type=float, default=None, help=f"AdamW weight decay (default {d.weight_decay})")
+    p.add_argument("--clip-norm", type=float, default=None, help=f"gradient-norm clip (default {d.clip_norm})")
+    p.add_argument("--eval-fraction", type=float, default=None,
+                   help=f"share of documents held out (default {d.eval_fraction})")
+    p.add_argument("--eval-batches", type=int, default=d.eval_batches, help="micro-batches per evaluation")
+    p.add_argument("--log-interval", type=int, default=d.log_interval, help="updates between metrics.jsonl lines")
+    p.add_argument("--eval-interval", type=int, default=d.eval_interval, help="updates between evaluations")
+    p.add_argument("--ckpt-interval", type=int, default=d.ckpt_interval, help="updates between checkpoints")
+    p.add_argument("--stop-at", type=int, default=None,
+                   help="stop with a checkpoint after this update (the schedule still runs to --steps)")
+    p.add_argument("--seed", type=int, default=None, help=f"random seed (default {d.seed})")
+    p.add_argument("--device", default=d.device, help="auto, cpu, cuda or cuda:N")
+    p.add_argument("--compile", action="store_true", help="torch.compile the model")
+    p.add_argument("--peak-tflops", type=float, default=None, help="accelerator peak TFLOP/s for MFU")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
+                   help="override an ElectraConfig field, e.g. --set num_layers=2 (repeatable)")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out from its ckpt.pt")
+    p.add_argument("--export-hf", default=None, metavar="DIR",
+                   help="write the checkpoint in --out in HuggingFace's ELECTRA layout to DIR, then exit")
+    return p.parse_args(argv)
+
+
+def parse_overrides(items: list[str]) -> dict:
+    """["num_layers=2", "dropout=0"] -> {"num_layers": 2, "dropout": 0.0}, typed by ElectraConfig."""
+    types = {f.name: f.type for f in fields(ElectraConfig)}
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or key not in types:
+            raise SystemExit(f"--set {item}: expected FIELD=VALUE with FIELD one of {sorted(types)}")
+        kind = types[key] if isinstance(types[key], str) else types[key].__name__
+        try:
+            out[key] = {"int": int, "float": float, "str": str}.get(kind, str)(value) if kind != "bool" \
+                else value.lower() in ("1", "true", "yes")
+        except ValueError as e:
+            raise SystemExit(f"--set {item}: {key} must be a {kind}") from e
+    return out
+
+
+def resolve_config(args: argparse.Namespace, saved: dict | None) -> TrainConfig:
+    """The run's TrainConfig: preset, then flags; on --resume the checkpoint's, which flags may
+    not contradict (a run changed half-way is not the run that was started)."""
+    overrides = parse_overrides(args.overrides)
+    given = {"size": args.size, "objective": args.objective, "data": args.data, "vocab_size": args.vocab_size,
+             "seq_len": args.seq_len, "batch_size": args.batch_size, "lr": args.lr, "steps": args.steps,
+             "warmup": args.warmup, "weight_decay": args.weight_decay, "clip_norm": args.clip_norm,
+             "eval_fraction": args.eval_fraction, "seed": args.seed}
+    given = {k: v for k, v in given.items() if v is not None}
+    if overrides:
+        given["overrides"] = overrides
+    session = dict(data_url=args.data_url, cache_dir=args.cache_dir, out_dir=args.out, vocab=args.vocab,
+                   grad_accum=args.grad_accum, eval_batches=args.eval_batches, log_interval=args.log_interval,
+                   eval_interval=args.eval_interval, ckpt_interval=args.ckpt_interval, stop_at=args.stop_at,
+                   device=args.device, compile=args.compile, peak_tflops=args.peak_tflops)
+    if saved is not None:
+        run = {k: saved[k] for k in RUN_FIELDS}
+        changed = {k: (run[k], v) for k, v in given.items() if run[k] != v}
+        if changed:
+            what = "; ".join(f"--{k.replace('_', '-')} {new} (checkpoint: {old})" for k, (old, new) in changed.items())
+            raise SystemExit(f"--resume: the checkpoint in {args.out} was trained with different settings: {what}. "
+                             f"Resume with the checkpoint's settings (drop those flags), or start a new run "
+                             f"with another --out.")
+        return TrainConfig(**run, **session)
+    size = given.get("size", TrainConfig.size)
+    if size not in RECIPES:
+        raise SystemExit(f"unknown size {size!r}: choose one of {', '.join(RECIPES)}")
+    r = RECIPES[size]
+    objective = given.get("objective", TrainConfig.objective)
+    preset = dict(vocab_size=r.vocab_size, seq_len=r.seq_len, batch_size=r.batch_size, lr=r.lr,
+                  steps=r.bert_steps if objective == "bert" else r.steps, warmup=r.warmup)
+    return TrainConfig(**{**preset, **given, **session})
+
+
+def main(argv=None) -> dict:
+    """python train.py [flags]; returns what the run produced (for tests and notebooks):
+    {"model", "step", "config", "model_config", "tokenizer", "train", "eval", "interrupted"}."""
+    args = parse_args(argv)
+    out_dir = Path(args.out)
+    ckpt_path = out_dir / "ckpt.pt"
+    if args.export_hf:
+        saved = load_checkpoint(ckpt_path, "--export-hf")
+        model = Electra(ElectraConfig(**saved["model_config"]))
+        model.load_state_dict(saved["model"])
+        files = export_hf(model, out_dir / "vocab.txt", Path(args.export_hf))
+        print(f"exported step {saved['step']:,} of {out_dir} in HuggingFace's ELECTRA layout:")
+        for f in files:
+            print(f"  {f}")
+        return {"model": model, "step": saved["step"], "files": files}
+    saved = load_checkpoint(ckpt_path) if args.resume else None
+    cfg = resolve_config(args, saved["train_config"] if saved else None)
+    if saved is None and ckpt_path.exists():
+        raise SystemExit(f"{ckpt_path} exists: continue that run with --resume, or start a new one with "
+                         f"another --out (nothing was overwritten)")
+    check_writable(out_dir)
+    rank, _, world, device = setup_distributed(cfg.device)
+    try:
+        return train(cfg, saved, rank, world, device)
+    finally:
+        if world > 1:
+            dist.destroy_process_group()
+
+
+def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device: torch.device) -> dict:
+    """The training run: data, model, optimizer, then the loop (see main for the arguments)."""
+    master = rank == 0
+    say = print if master else (lambda *a, **k: None)
+    out_dir, cache_dir = Path(cfg.out_dir), Path(cfg.cache_dir)
+    metrics_path, ckpt_path = out_dir / "metrics.jsonl", out_dir / "ckpt.pt"
+
+    # --- data: rank 0 downloads, trains the vocab and tokenises first; the others read its caches
+    for turn in (0, 1):
+        if (rank == 0) == (turn == 0):
+            try:
+                corpus = resolve_corpus(cfg.data, cache_dir, cfg.data_url)
+                tok = load_or_train_vocab(cfg, corpus, out_dir)
+                ids, line_offsets = encode_corpus(corpus, tok, cache_dir, progress=master)
+            except (DownloadError, FileNotFoundError, ValueError) as e:
+                raise SystemExit(str(e)) from e
+        barrier(world)
+    if saved is not None and saved["vocab_hash"] != tok.hash():
+        raise SystemExit(f"the vocabulary ({cfg.vocab or out_dir / 'vocab.txt'}, sha256 {tok.hash()[:12]}) does not "
+                         f"match the checkpoint's (sha256 {saved['vocab_hash'][:12]}): resume with the run's own "
+                         f"{out_dir / 'vocab.txt'} (drop --vocab), or start a new run with another --out")
+    train_ex, eval_ex = build_examples(line_offsets, cfg.seq_len, cfg.seed, cfg.eval_fraction)
+    if len(train_ex) == 0:
+        raise SystemExit(f"--data {cfg.data}: no training examples could be built ({len(ids):,} tokens in "
+                         f"{len(eval_ex)} held-out example(s)); give it more text")
+    if cfg.batch_size % (cfg.grad_accum * world):
+        raise SystemExit(f"--batch-size {cfg.batch_size} must be a multiple of --grad-accum {cfg.grad_accum} x "
+                         f"{world} process(es)")
+    micro_batch = cfg.batch_size // (cfg.grad_accum * world)
+    special = (tok.cls_id, tok.sep_id, tok.pad_id)
+    batches = Batches(ids, train_ex, cfg.batch_size, micro_batch, rank, world, cfg.seq_len, special, cfg.seed)
+
+    # --- model and optimizer
+    try:
+        mc = model_config(cfg, tok)
+    except ValueError as e:
+        raise SystemExit(str(e)) from e
+    torch.manual_seed(cfg.seed)  # the same initial weights on every rank
+    raw = build_model(mc, device)
+    optimizer = build_optimizer(raw, cfg, fused=device.type == "cuda")
+    step = 0
+    if saved is not None:
+        raw.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        step = saved["step"]
+        set_rng_state(saved["rng"][rank])
+        rows = [r for r in metrics_path.read_text().splitlines() if json.loads(r)["step"] <= step] \
+            if metrics_path.is_file() else []
+        _atomic(metrics_path, lambda p: p.write_text("".join(r + "\n" for r in rows)))
+    else:
+        torch.manual_seed(cfg.seed + rank)  # different masks and dropout on each rank
+        metrics_path.unlink(missing_ok=True)
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True  # TF32 for any fp32 matmul left outside autocast
+        torch.backends.cudnn.allow_tf32 = True
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else contextlib.nullcontext()
+    # On CPU we stay in fp32: bf16 autocast is slower than fp32 on most CPUs and changes the numbers.
+    model = raw
+    if cfg.compile:
+        raw.compile()  # in place: the state_dict keys stay the same
+    if world > 1:
+        model = nn.parallel.DistributedDataParallel(raw, device_ids=[device.index] if device.type == "cuda" else None)
+
+    flops = flops_per_step(mc, cfg.batch_size, cfg.seq_len)
+    peak = peak_flops(device, cfg.peak_tflops)
+    end = min(cfg.steps, cfg.stop_at or cfg.steps)
+    say(startup_report(cfg, mc, raw, tok, corpus, ids, train_ex, eval_ex, micro_batch, world, device, flops, peak,
+                       step, end))
+
+    # --- the loop
+    def write_row(row: dict) -> None:
+        if master:
+            with open(metrics_path, "a") as f:
+                f.write(json.dumps(row) + "\n")
+
+    def to_device(arrays):
+        ts = [torch.from_numpy(a) for a in arrays]
+        if device.type == "cuda":
+            return [t.pin_memory().to(device, non_blocking=True) for t in ts]
+        return ts
+
+    acc, n_acc = torch.zeros(len(METRICS) + 1, device=device), 0  # summed stats + grad norm since the last log
+    last_train = last_eval = None
+    interrupted = False
+    bar = tqdm(total=cfg.steps, initial=step, unit="step", dynamic_ncols=True, disable=not master,
+               desc=f"{cfg.objective}-{cfg.size}")
+    t_last = time.perf_counter()
+    with StopOnSignal() as stop:
+        while step < end:
+            lr = learning_rate(step, cfg)
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+            try:
+                stats = torch.zeros(len(METRICS), device=device)
+                for micro in range(cfg.grad_accum):
+                    x, s, m = to_device(batches.get(step, micro))  # [b, T] each
+                    sync = model.no_sync() if world > 1 and micro < cfg.grad_accum - 1 else contextlib.nullcontext()
+                    with sync:
+                        with autocast:
+                            out = model(x, s, m)  # masks and samples are drawn inside, fresh each call
+                        (out.loss / cfg.grad_accum).backward()
+                    stats += step_stats(out) / cfg.grad_accum
+                grad_norm = torch.nn.utils.clip_grad_norm_(raw.parameters(), cfg.clip_norm)
+                optimizer.step()
+                optimizer.zero_grad(set_to_none=True)
+            except torch.OutOfMemoryError as e:
+                raise SystemExit(
+                    f"out of GPU memory at micro-batch {micro_batch} x seq {cfg.seq_len}: add --grad-accum "
+                    f"{cfg.grad_accum * 2} (same batch {cfg.batch_size} per update, half the memory per step) or "
+                    f"lower --batch-size. The last checkpoint ({ckpt_path}) is intact; continue with --resume."
+                ) from e
+            step += 1
+            acc += torch.cat([stats, grad_norm.detach().float().reshape(1)])
+            n_acc += 1
+            bar.update(1)
+
+            if step % cfg.log_interval == 0 or step == end:
+                if world > 1:
+                    dist.all_reduce(acc)
+                    acc /= world
+                now = time.perf_counter()
+                steps_per_s = n_acc / max(now - t_last, 1e-9)
+                mean = (acc / n_acc).tolist()
+                last_train = {"step": step, "split": "train", **stats_dict(acc[:-1] / n_acc), "grad_norm": mean[-1],
+                              "lr": lr, "epoch": round(batches.epoch(step), 4), "steps_per_s": steps_per_s,
+                              "tokens_per_s": steps_per_s * cfg.batch_size * cfg.seq_len}
+                if peak:
+                    last_train["mfu"] = flops * steps_per_s / (peak * world)
+                write_row(last_train)
+                bar.set_postfix_str(progress_line(last_train, cfg.objective), refresh=False)
+                acc.zero_()
+                n_acc = 0
+                t_last = now
+
+            if master and len(eval_ex) and (step % cfg.eval_interval == 0 or step == end):
+                last_eval = {"step": step, "split": "eval",
+                             **evaluate(raw, ids, eval_ex, cfg, micro_batch, special, device, autocast)}
+                write_row(last_eval)
+                plot_curves(metrics_path, out_dir / "curves.png")
+                bar.write(f"step {step:,} held-out: {progress_line(last_eval, cfg.objective)}")
+
+            requested = stop.requested
+            if world > 1:
+                flag = torch.tensor([float(requested)], device=device)
+                dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+                requested = bool(flag.item())
+            if step % cfg.ckpt_interval == 0 or step == end or requested:
+                states = [rng_state()]
+                if world > 1:
+                    states = [None] * world
+                    dist.all_gather_object(states, rng_state())
+                if master:
+                    save_checkpoint(ckpt_path, raw, optimizer, step, cfg, mc, tok.hash(), states)
+                    plot_curves(metrics_path, out_dir / "curves.png")
+            if requested:
+                interrupted = True
+                break
+            if step % cfg.log_interval == 0:
+                t_last = time.perf_counter()  # evaluation and checkpoint time is not training speed
+    bar.close()
+    if interrupted:
+        say(f"stopped at step {step:,}: checkpoint saved to {ckpt_path}. Continue with the same command "
+            f"plus --resume.")
+    else:
+        say(f"{'reached --stop-at' if end < cfg.steps else 'done'}: step {step:,}, checkpoint {ckpt_path}, "
+            f"curves {out_dir / 'curves.png'}, metrics {metrics_path}")
+    return {"model": raw, "step": step, "config": cfg, "model_config": mc, "tokenizer": tok, "train": last_train,
+            "eval": last_eval, "interrupted": interrupted}
+
+
+def progress_line(row: dict, objective: str) -> str:
+    """The few numbers shown on the progress bar and after each evaluation."""
+    if objective == "bert":
+        text = f"L_MLM {row['mlm_loss']:.3f} MLM_acc {row['gen_acc']:.3f}"
+    else:
+        text = (f"L_MLM {row['mlm_loss']:.3f} L_Disc {row['disc_loss']:.4f} G_acc {row['gen_acc']:.3f} "
+                f"D_acc {row['disc_acc']:.4f} (all-original {row['all_original_acc']:.4f}) "
+                f"D_P/R {row['disc_precision']:.2f}/{row['disc_recall']:.2f}")
+    if "tokens_per_s" in row:
+        text += f" | {row['tokens_per_s']:,.0f} tok/s"
+    if "mfu" in row:
+        text += f" MFU {row['mfu']:.1%}"
+    return text
+
+
+def startup_report(cfg, mc, model, tok, corpus, ids, train_ex, eval_ex, micro_batch, world, device, flops, peak,
+                   step, end) -> str:
+    """What the run is: config, data, parameter counts and the FLOPs estimate."""
+    if mc.objective == "electra":
+        params = (f"discriminator {count_params(model.discriminator) / 1e6:.2f}M, generator "
+                  f"{count_params(model.generator) / 1e6:.2f}M (each with the shared embeddings "
+                  f"{count_params(model.embeddings) / 1e6:.2f}M), total {count_params(model) / 1e6:.2f}M")
+    else:
+        params = f"BERT masked LM {count_params(model) / 1e6:.2f}M"
+    total = flops * cfg.steps
+    lines = [
+        f"ELECTRA pre-training: size {cfg.size}, objective {cfg.objective}, on {device}"
+        f"{f' x {world} processes' if world > 1 else ''}, {'resuming at step ' + format(step, ',') if step else 'new run'}",
+        f"config   {json.dumps({k: v for k, v in asdict(cfg).items() if k not in ('data_url',)})}",
+        f"model    {json.dumps({k: v for k, v in asdict(mc).items()})}",
+        f"data     {corpus}: {len(ids):,} tokens, {len(train_ex):,} training examples, {len(eval_ex):,} held-out "
+        f"(every {max(2, round(1 / cfg.eval_fraction)) if cfg.eval_fraction > 0 else 0}th document)",
+        f"vocab    {len(tok):,} tokens, {Path(cfg.out_dir) / 'vocab.txt'} (sha256 {tok.hash()[:12]})",
+        f"params   {params}",
+        f"batch    {cfg.batch_size} = {micro_batch} x {cfg.grad_accum} accumulation x {world} process(es), "
+        f"seq {cfg.seq_len}, {cfg.batch_size * cfg.seq_len:,} tokens per update, "
+        f"{cfg.steps * cfg.batch_size / max(len(train_ex), 1):.1f} epochs",
+        f"optim    AdamW lr {cfg.lr:g}, betas {ADAM_BETAS}, eps {ADAM_EPS:g}, weight decay {cfg.weight_decay}, "
+        f"warm-up {cfg.warmup:,} then linear decay to 0 at {cfg.steps:,}, clip {cfg.clip_norm}",
+        f"compute  {flops:.3g} FLOPs per update (fwd+bwd), {total:.3g} for {cfg.steps:,} updates "
+        f"(official counting: {flops_per_step_official(mc, cfg.batch_size, cfg.seq_len) * cfg.steps:.3g}; "
+        f"paper Table 1: ELECTRA-Small 1.4e18)"
+        + (f"; peak {peak / 1e12:.0f} TFLOP/s per GPU for MFU" if peak else ""),
+        f"run      steps {step:,} -> {end:,}; out {cfg.out_dir}; log every {cfg.log_interval}, eval every "
+        f"{cfg.eval_interval}, checkpoint every {cfg.ckpt_interval}",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
