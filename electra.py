@@ -58,7 +58,7 @@ class ElectraConfig:
     temperature: float = 1.0  # sampling temperature of p_G (official `temperature`, 1.0)
     lam: float = 50.0  # lambda in L = L_MLM + lambda * L_Disc (Sec. 2; official disc_weight = 50)
     # --- objective ---
-    objective: str = "electra"  # "electra" (replaced token detection) or "bert" (masked LM, Table 1)
+    objective: str = "electra"  # one of OBJECTIVES: ELECTRA, BERT (Table 1) or a Sec. 3.5 ablation
     bert_mask_token_prob: float = 0.8  # BERT's 80/10/10 rule (Devlin et al. 2019, Sec. 3.1)
     bert_random_token_prob: float = 0.1  # BERT: 10% random token (and 10% unchanged)
     # --- implementation ---
@@ -72,6 +72,10 @@ class ElectraConfig:
     def head_size(self) -> int:
         return self.hidden_size // self.num_heads
 
+
+# Pre-training objectives. "electra" and "bert" are the paper's main comparison (Table 1); the other
+# three are Section 3.5's efficiency ablations (Table 5), each defined where Electra.forward runs it.
+OBJECTIVES = ("electra", "bert", "electra_15", "replace_mlm", "all_tokens_mlm")
 
 # Model presets. small/base/large are the paper's (Table 6; official configure_pretraining.py).
 # Training recipes (batch, lr, steps, sequence length) belong to train.py.
@@ -217,7 +221,7 @@ class Encoder(nn.Module):
 class Generator(Encoder):
     """The generator G: a small masked language model (Section 2).
 
-    p_G(x_t | x) = exp(e(x_t)^T h_G(x)_t) / sum_x' exp(e(x')^T h_G(x)_t)        (paper, eq. 1)
+    p_G(x_t | x) = exp(e(x_t)^T h_G(x)_t) / sum_x' exp(e(x')^T h_G(x)_t)        (paper, Sec. 2)
 
     Head as the official code: dense -> GELU -> LayerNorm -> the shared token embedding e (tied)
     + an output bias. Logits are computed only at the masked positions: a V-way softmax at every
@@ -240,7 +244,7 @@ class Generator(Encoder):
 class Discriminator(Encoder):
     """The discriminator D: for each position t, the probability that x_t is original (Section 2).
 
-    D(x, t) = sigmoid(w^T h_D(x)_t)                                              (paper, eq. 2)
+    D(x, t) = sigmoid(w^T h_D(x)_t)                                              (paper, Sec. 2)
 
     Head as the official code: dense -> GELU -> dense to one logit (the paper writes only w; the
     extra dense layer is the official code's). forward() returns the logit of *original*.
@@ -351,7 +355,7 @@ def sample(logits, temperature: float = 1.0, rng: torch.Generator | None = None)
 
 
 def mlm_loss(logits, targets, m_valid):
-    """L_MLM(x, theta_G) = E[ sum_{i in m} -log p_G(x_i | x_masked) ]               (paper, eq. 1)
+    """L_MLM(x, theta_G) = E[ sum_{i in m} -log p_G(x_i | x_masked) ]               (paper, Sec. 2)
 
     Averaged over the masked positions of the batch, as the official code does.
     logits: [B, K, V]; targets: [B, K] the original tokens x_i; m_valid: [B, K] bool.
@@ -361,17 +365,37 @@ def mlm_loss(logits, targets, m_valid):
     return (nll * w).sum() / w.sum().clamp_min(1.0)
 
 
-def disc_loss(logits, is_original, attention_mask):
+def disc_loss(logits, is_original, weights):
     """L_Disc(x, theta_D) = E[ sum_{t=1}^n -1(x_corrupt_t = x_t) log D(x_corrupt, t)
-                                           -1(x_corrupt_t != x_t) log(1 - D(x_corrupt, t)) ]  (paper, eq. 2)
+                                           -1(x_corrupt_t != x_t) log(1 - D(x_corrupt, t)) ]  (paper, Sec. 2)
 
-    with D = sigmoid(logits) the probability of *original*. Averaged over every non-padding token
-    ([CLS] and [SEP] included), as the official code does.
-    logits: [B, T]; is_original: [B, T] bool; attention_mask: [B, T].
+    with D = sigmoid(logits) the probability of *original*. Averaged over the tokens where
+    `weights` is 1: for ELECTRA the attention mask, every non-padding token ([CLS] and [SEP]
+    included) as the official code does; for the "ELECTRA 15%" ablation only the masked positions.
+    logits: [B, T]; is_original: [B, T] bool; weights: [B, T].
     """
     bce = F.binary_cross_entropy_with_logits(logits.float(), is_original.float(), reduction="none")
-    w = attention_mask.float()
+    w = weights.float()
     return (bce * w).sum() / w.sum().clamp_min(1.0)
+
+
+def all_tokens_mlm_loss(logits, copy_logits, x_corrupt, x, attention_mask):
+    """The All-Tokens MLM ablation's loss (Section 3.5, Table 5).
+
+    The model predicts the identity of *every* token of x_corrupt, not only the masked ones, with
+    the paper's explicit copy mechanism: a sigmoid layer gives a copy probability D_t, and
+        p(x_t | x_corrupt) = D_t * 1(x_corrupt_t = x_t) + (1 - D_t) * p_MLM(x_t | x_corrupt)
+    Loss: the mean of -log p(x_t | x_corrupt) over the non-padding tokens. Computed in log space:
+    log p = logaddexp(log D_t, log(1 - D_t) + log p_MLM) where the token is unchanged, and
+    log(1 - D_t) + log p_MLM where it was replaced.
+    logits: [B, T, V]; copy_logits: [B, T]; x_corrupt, x, attention_mask: [B, T].
+    """
+    log_p_mlm = logits.float().log_softmax(-1).gather(-1, x[..., None]).squeeze(-1)  # [B, T]
+    log_copy, log_no_copy = F.logsigmoid(copy_logits.float()), F.logsigmoid(-copy_logits.float())
+    log_p = torch.where(x_corrupt == x, torch.logaddexp(log_copy, log_no_copy + log_p_mlm),
+                        log_no_copy + log_p_mlm)
+    w = attention_mask.float()
+    return -(log_p * w).sum() / w.sum().clamp_min(1.0)
 
 
 def electra_loss(l_mlm, l_disc, lam: float):
@@ -387,12 +411,13 @@ def electra_loss(l_mlm, l_disc, lam: float):
 class ElectraOutput:
     loss: torch.Tensor  # L = L_MLM + lam * L_Disc (ELECTRA) or L_MLM (BERT)
     mlm_loss: torch.Tensor
-    disc_loss: torch.Tensor  # 0 for the BERT objective
+    disc_loss: torch.Tensor  # L_Disc; 0 for the objectives without a discriminator
     gen_acc: torch.Tensor  # generator's top-1 accuracy at the masked positions
     disc_acc: torch.Tensor  # discriminator's accuracy over non-padding tokens
     disc_precision: torch.Tensor  # of the tokens D calls replaced, the fraction that were
     disc_recall: torch.Tensor  # of the replaced tokens, the fraction D finds
     replaced_frac: torch.Tensor  # replaced tokens / non-padding tokens
+    main_mlm_loss: torch.Tensor  # Replace MLM / All-Tokens MLM: the main model's loss (else 0)
     m: torch.Tensor  # [B, K] masked positions
     m_valid: torch.Tensor  # [B, K]
     x_masked: torch.Tensor  # [B, T]
@@ -401,32 +426,40 @@ class ElectraOutput:
 
     def metrics(self) -> dict:
         names = ("loss", "mlm_loss", "disc_loss", "gen_acc", "disc_acc", "disc_precision",
-                 "disc_recall", "replaced_frac")
+                 "disc_recall", "replaced_frac", "main_mlm_loss")
         return {n: getattr(self, n).item() for n in names}
 
 
 class Electra(nn.Module):
-    """Generator and discriminator trained jointly (objective "electra"), or a BERT masked LM of the
-    discriminator's size trained on the same data and code (objective "bert")."""
+    """Generator and discriminator trained jointly (objective "electra"), or one of the baselines the
+    paper compares with through the same data and code: a BERT masked LM of the discriminator's size
+    ("bert"), and the Section 3.5 ablations ("electra_15", "replace_mlm", "all_tokens_mlm").
+
+    Modules: .embeddings (shared); .generator (the small G, all but "bert"); .discriminator
+    ("electra", "electra_15"); .mlm, a full-size masked LM ("bert", "replace_mlm", "all_tokens_mlm");
+    .copy_head ("all_tokens_mlm"). Absent modules are None.
+    """
 
     def __init__(self, config: ElectraConfig):
         super().__init__()
-        if config.objective not in ("electra", "bert"):
-            raise ValueError(f"unknown objective {config.objective!r}: choose 'electra' or 'bert'")
+        if config.objective not in OBJECTIVES:
+            raise ValueError(f"unknown objective {config.objective!r}: choose one of {', '.join(OBJECTIVES)}")
         self.config = config
+        obj = config.objective
         self.embeddings = Embeddings(config)  # one module, the same Parameters in G and D
-        if config.objective == "electra":
-            self.generator = Generator(generator_config(config), self.embeddings)
-            self.discriminator = Discriminator(config, self.embeddings)
-            self.mlm = None
-        else:
-            self.generator = self.discriminator = None
-            self.mlm = Generator(config, self.embeddings)  # BERT: an MLM head on the full-size encoder
+        self.generator = (Generator(generator_config(config), self.embeddings) if obj != "bert" else None)
+        self.discriminator = (Discriminator(config, self.embeddings) if obj in ("electra", "electra_15")
+                              else None)
+        self.mlm = (Generator(config, self.embeddings) if obj in ("bert", "replace_mlm", "all_tokens_mlm")
+                    else None)
+        self.copy_head = nn.Linear(config.hidden_size, 1) if obj == "all_tokens_mlm" else None
         init_weights(self, config.init_std)
 
     def forward(self, input_ids, segment_ids, attention_mask, rng: torch.Generator | None = None):
         if self.config.objective == "bert":
             return self._forward_bert(input_ids, segment_ids, attention_mask, rng)
+        if self.config.objective in ("replace_mlm", "all_tokens_mlm"):
+            return self._forward_mlm_ablation(input_ids, segment_ids, attention_mask, rng)
         cfg, x = self.config, input_ids
         m, m_valid = mask_positions(x, attention_mask, cfg, rng)  # [B, K]
         x_masked = mask_tokens(x, m, m_valid, cfg, rng)  # [B, T]
@@ -438,7 +471,13 @@ class Electra(nn.Module):
         x_corrupt = replace(x, m, torch.where(m_valid, x_hat, x_m))  # [B, T]
         is_original = x_corrupt == x  # a sample equal to the original counts as original
         logits_D = self.discriminator(x_corrupt, segment_ids, attention_mask)  # [B, T]
-        l_disc = disc_loss(logits_D, is_original, attention_mask)
+        if cfg.objective == "electra_15":
+            # ELECTRA 15% (Sec. 3.5): "identical to ELECTRA except the discriminator loss only comes
+            # from the 15% of the tokens that were masked out of the input"
+            weights = torch.zeros_like(attention_mask).scatter(1, m, m_valid.to(attention_mask.dtype))
+        else:
+            weights = attention_mask
+        l_disc = disc_loss(logits_D, is_original, weights)
         with torch.no_grad():
             real = attention_mask.bool()
             replaced, called_replaced = ~is_original & real, (logits_D < 0) & real
@@ -451,8 +490,44 @@ class Electra(nn.Module):
                 replaced_frac=replaced.sum() / n_real,
             )
         return ElectraOutput(loss=electra_loss(l_mlm, l_disc, cfg.lam), mlm_loss=l_mlm, disc_loss=l_disc,
-                             m=m, m_valid=m_valid, x_masked=x_masked, x_corrupt=x_corrupt,
+                             main_mlm_loss=torch.zeros((), device=x.device), m=m, m_valid=m_valid,
+                             x_masked=x_masked, x_corrupt=x_corrupt,
                              p_original=torch.sigmoid(logits_D.detach().float()), **stats)
+
+    def _forward_mlm_ablation(self, x, segment_ids, attention_mask, rng):
+        """Replace MLM and All-Tokens MLM (Section 3.5, Table 5). The generator runs as in ELECTRA
+        (same masking, same L_MLM, same samples); the main model is a full-size masked LM that reads
+        x_corrupt instead of x_masked, so it never sees [MASK]:
+        - replace_mlm: "the same as masked language modeling except instead of replacing masked-out
+          tokens with [MASK], they are replaced with tokens from a generator model"; it predicts the
+          original tokens at the masked positions (mlm_loss).
+        - all_tokens_mlm: as Replace MLM, but predicts the identity of every token, with a copy
+          mechanism (all_tokens_mlm_loss).
+        The total loss is the generator's L_MLM plus the main model's loss (no lambda: both are
+        log-likelihoods over a vocabulary).
+        """
+        cfg = self.config
+        m, m_valid = mask_positions(x, attention_mask, cfg, rng)  # [B, K]
+        x_masked = mask_tokens(x, m, m_valid, cfg, rng)
+        logits_G = self.generator.logits(self.generator.hidden_states(x_masked, segment_ids, attention_mask), m)
+        x_m = x.gather(1, m)  # [B, K]
+        l_gen = mlm_loss(logits_G, x_m, m_valid)
+        x_hat = sample(logits_G, cfg.temperature, rng)
+        x_corrupt = replace(x, m, torch.where(m_valid, x_hat, x_m))  # [B, T]
+        h = self.mlm.hidden_states(x_corrupt, segment_ids, attention_mask)  # [B, T, H]
+        if cfg.objective == "replace_mlm":
+            l_main = mlm_loss(self.mlm.logits(h, m), x_m, m_valid)
+        else:
+            every = torch.arange(x.shape[1], device=x.device).expand(x.shape[0], -1)  # [B, T] all positions
+            l_main = all_tokens_mlm_loss(self.mlm.logits(h, every), self.copy_head(h).squeeze(-1),
+                                         x_corrupt, x, attention_mask)
+        real = attention_mask.bool()
+        zero = torch.zeros((), device=x.device)
+        return ElectraOutput(loss=l_gen + l_main, mlm_loss=l_gen, disc_loss=zero, main_mlm_loss=l_main,
+                             gen_acc=_masked_accuracy(logits_G, x_m, m_valid), disc_acc=zero,
+                             disc_precision=zero, disc_recall=zero,
+                             replaced_frac=((x_corrupt != x) & real).sum() / real.sum().clamp_min(1),
+                             m=m, m_valid=m_valid, x_masked=x_masked, x_corrupt=x_corrupt, p_original=None)
 
     def _forward_bert(self, x, segment_ids, attention_mask, rng):
         m, m_valid = mask_positions(x, attention_mask, self.config, rng)
@@ -461,7 +536,7 @@ class Electra(nn.Module):
         x_m = x.gather(1, m)
         l_mlm = mlm_loss(logits, x_m, m_valid)
         zero = torch.zeros((), device=x.device)
-        return ElectraOutput(loss=l_mlm, mlm_loss=l_mlm, disc_loss=zero,
+        return ElectraOutput(loss=l_mlm, mlm_loss=l_mlm, disc_loss=zero, main_mlm_loss=zero,
                              gen_acc=_masked_accuracy(logits, x_m, m_valid), disc_acc=zero,
                              disc_precision=zero, disc_recall=zero, replaced_frac=zero, m=m,
                              m_valid=m_valid, x_masked=x_masked, x_corrupt=None, p_original=None)
@@ -472,8 +547,9 @@ class Electra(nn.Module):
         return torch.sigmoid(self.discriminator(input_ids, segment_ids, attention_mask).float())
 
     def fine_tuning_encoder(self) -> "Discriminator":
-        """The encoder that fine-tuning starts from: the discriminator (ELECTRA), or for the BERT
-        objective a Discriminator holding the MLM model's embeddings and encoder (its head unused)."""
+        """The encoder that fine-tuning starts from: the discriminator (ELECTRA, ELECTRA 15%), or for
+        the MLM objectives a Discriminator holding the full-size MLM's embeddings and encoder (its
+        head is unused by fine-tuning)."""
         if self.discriminator is not None:
             return self.discriminator
         disc = Discriminator(self.config)
@@ -511,29 +587,35 @@ def flops_per_step(config: ElectraConfig, batch: int, seq: int) -> float:
     Matmuls count 2mn; embedding lookups count 0 (they are gathers); backward = 2 x forward
     (gradients w.r.t. activations and w.r.t. weights), so a step is 3 x forward. The generator's
     output layer runs only at the k = min(max_predictions, round(mask_prob * seq)) masked positions.
-    ELECTRA: D encoder + D head at every token, G encoder + G head at the masked ones.
-    BERT objective: the full-size encoder + its MLM head at the masked positions.
+    ELECTRA (and ELECTRA 15%): D encoder + D head at every token, G encoder + G head at the
+    masked ones. BERT: the full-size encoder + its MLM head at the masked positions. Replace MLM:
+    G + the full-size MLM at the masked positions. All-Tokens MLM: G + the full-size MLM at every
+    position + the copy head.
 
     The official flops_computation.py (flops_per_step_official) counts differently: embedding
     lookups as dense one-hot matmuls (2 E V per token, large for small models), the MLM output at
     a fixed 15.625% of positions, a few FLOPs for softmax/LayerNorm/dropout, and backward =
-    forward (2 x forward per step). Its ELECTRA-Small total, 1.4e18 for 1M steps, is the paper's
-    Table 1 figure.
+    forward (2 x forward per step). For ELECTRA-Small over 1M steps that script gives 1.29e18;
+    the paper's Table 1 reports 1.4e18; our convention gives 1.15e18.
     """
     k = min(config.max_predictions, round(config.mask_prob * seq))
     E, V = config.embedding_size, config.vocab_size
 
-    def mlm_head(c):  # dense hidden -> E, then the tied E -> V output, at k positions
-        return k * (2 * c.hidden_size * E + 2 * E * V)
+    def mlm_head(c, positions):  # dense hidden -> E, then the tied E -> V output
+        return positions * (2 * c.hidden_size * E + 2 * E * V)
 
-    if config.objective == "bert":
-        fwd = _encoder_forward_flops(config, seq) + mlm_head(config)
-    else:
-        g = generator_config(config)
-        H = config.hidden_size
-        d_head = seq * (2 * H * H + 2 * H)
-        fwd = (_encoder_forward_flops(config, seq) + d_head +
-               _encoder_forward_flops(g, seq) + mlm_head(g))
+    obj, H = config.objective, config.hidden_size
+    main = _encoder_forward_flops(config, seq)
+    if obj == "bert":
+        return 3.0 * batch * (main + mlm_head(config, k))
+    g = generator_config(config)
+    fwd = _encoder_forward_flops(g, seq) + mlm_head(g, k)
+    if obj in ("electra", "electra_15"):
+        fwd += main + seq * (2 * H * H + 2 * H)  # D and its dense -> GELU -> logit head
+    elif obj == "replace_mlm":
+        fwd += main + mlm_head(config, k)
+    else:  # all_tokens_mlm
+        fwd += main + mlm_head(config, seq) + seq * 2 * H
     return 3.0 * batch * fwd
 
 

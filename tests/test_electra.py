@@ -359,6 +359,68 @@ def test_tiny_step_is_fast_on_cpu():
     x[:, 0], x[:, -1] = cfg.cls_id, cfg.sep_id
     seg, am = torch.zeros_like(x), torch.ones_like(x)
     model(x, seg, am).loss.backward()  # warm-up
-    t = time.perf_counter()
-    model(x, seg, am).loss.backward()
-    assert time.perf_counter() - t < 2.5
+    times = []
+    for _ in range(3):  # the best of 3, so one stall of a shared machine does not decide it
+        t = time.perf_counter()
+        model(x, seg, am).loss.backward()
+        times.append(time.perf_counter() - t)
+    assert min(times) < 2.0, times
+
+
+# ----------------------------------------------------------------------------- Section 3.5 ablations
+
+
+def test_all_tokens_mlm_loss_by_hand():
+    # Copy logit 0 -> D = 1/2 at both tokens. V = 2.
+    # token 1 unchanged (x_corrupt = x = 1), logits [0, 0] -> p_MLM(1) = 1/2:
+    #   p = D + (1 - D) p_MLM = 1/2 + 1/4 = 3/4            -> -log(3/4) = ln(4/3)
+    # token 2 replaced (x = 0, x_corrupt = 1), logits [ln 3, 0] -> p_MLM(0) = 3/4:
+    #   p = (1 - D) p_MLM = 3/8 (copying the wrong token earns nothing) -> ln(8/3)
+    logits = torch.tensor([[[0.0, 0.0], [math.log(3), 0.0], [5.0, 5.0]]])
+    copy_logits = torch.zeros(1, 3)
+    x, x_corrupt, am = torch.tensor([[1, 0, 0]]), torch.tensor([[1, 1, 0]]), torch.tensor([[1, 1, 0]])
+    expected = (math.log(4 / 3) + math.log(8 / 3)) / 2
+    got = electra.all_tokens_mlm_loss(logits, copy_logits, x_corrupt, x, am)
+    assert got.item() == pytest.approx(expected, abs=1e-6)
+
+
+def test_electra_15_takes_l_disc_from_the_masked_positions_only():
+    torch.manual_seed(0)
+    full = Electra(micro_config()).eval()
+    only15 = Electra(micro_config(objective="electra_15")).eval()
+    only15.load_state_dict(full.state_dict())  # same modules, same weights
+    x, seg, am = batch()
+    with torch.no_grad():
+        a = full(x, seg, am, torch.Generator().manual_seed(5))
+        b = only15(x, seg, am, torch.Generator().manual_seed(5))
+    assert torch.equal(a.x_corrupt, b.x_corrupt)
+    p, is_orig = a.p_original.double(), (a.x_corrupt == x)
+    bce = -torch.where(is_orig, p.log(), (1 - p).log())  # [B, T]
+    in_m = torch.zeros_like(am).scatter(1, a.m, a.m_valid.long()).bool()
+    assert a.disc_loss.item() == pytest.approx(bce[am.bool()].mean().item(), abs=1e-5)
+    assert b.disc_loss.item() == pytest.approx(bce[in_m].mean().item(), abs=1e-5)
+
+
+@pytest.mark.parametrize("objective", ["replace_mlm", "all_tokens_mlm"])
+def test_mlm_ablations_read_generator_samples_not_mask(objective):
+    model = Electra(micro_config(objective=objective))
+    assert model.discriminator is None and model.generator is not None and model.mlm is not None
+    x, seg, am = batch()
+    out = model(x, seg, am)
+    assert not (out.x_corrupt == model.config.mask_id).any()  # the main model never sees [MASK]
+    assert out.loss.item() == pytest.approx(out.mlm_loss.item() + out.main_mlm_loss.item(), rel=1e-6)
+    out.loss.backward()
+    assert model.mlm.layers[0].fc1.weight.grad.abs().max() > 0
+    assert model.generator.layers[0].fc1.weight.grad.abs().max() > 0
+    enc = model.fine_tuning_encoder()
+    assert enc.embeddings is model.embeddings or torch.equal(enc.embeddings.word.weight, model.embeddings.word.weight)
+
+
+def test_every_objective_has_a_flops_count_and_unknown_is_refused():
+    cfg = get_config("small")
+    f = {o: flops_per_step(electra.ElectraConfig(**{**cfg.__dict__, "objective": o}), 128, 128)
+         for o in electra.OBJECTIVES}
+    assert f["electra"] == f["electra_15"]
+    assert f["all_tokens_mlm"] > f["replace_mlm"] > f["bert"]  # the main MLM plus a generator
+    with pytest.raises(ValueError, match="unknown objective 'gan'"):
+        Electra(micro_config(objective="gan"))
