@@ -15,11 +15,25 @@ is the whole pipeline in the order a reader meets it:
     python finetune.py --task sst2 --init ckpt.pt --data_dir ../shared/data/glue/SST-2
     python finetune.py --task mrpc,stsb --init path/to/hf-electra-small-discriminator --seeds 10
 """
+import argparse
+import json
 import math
-from dataclasses import dataclass
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from electra import Electra, ElectraConfig, Encoder, config_from_hf, load_hf_encoder
+from tokenizer import Tokenizer
+from train import DownloadError, download, extract_zip
 
 # ---------------------------------------------------------------------------------------------------------
 # Metrics. Each returns a plain float on the raw scale (accuracy in [0, 1], correlations in [-1, 1]);
@@ -319,3 +333,637 @@ def add_swapped(task: Task, examples: list[Example]) -> list[Example]:
     if not task.symmetric:
         return examples
     return examples + [Example(e.index, e.text_b, e.text_a, e.label) for e in examples]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Download: GLUE's public files into a cache, once. train.py's download() writes to a ".part" file and
+# renames it when complete; extract_zip() checks every CRC and renames a complete folder into place.
+# ---------------------------------------------------------------------------------------------------------
+
+# The URLs of GLUE's own download script (download_glue_data.py, W4ngatang's gist, the version after the
+# move from Firebase in 2020). MRPC is not redistributed as a zip (licence): like that script we take
+# SentEval's copy of the Microsoft files and split off GLUE's dev set by its list of sentence-id pairs.
+GLUE_BASE_URL = "https://dl.fbaipublicfiles.com/glue/data"          # {zip_name}, mrpc_dev_ids.tsv
+MRPC_BASE_URL = "https://dl.fbaipublicfiles.com/senteval/senteval_data"  # msr_paraphrase_{train,test}.txt
+DEFAULT_CACHE = Path("cache") / "glue"
+
+
+def download_task(task: Task, cache_dir=DEFAULT_CACHE, base_url: str = GLUE_BASE_URL,
+                  mrpc_base_url: str = MRPC_BASE_URL) -> Path:
+    """Download and unpack `task` under `cache_dir` once; return the folder holding its TSVs.
+
+    A second call finds the finished folder and returns at once; an interrupted call leaves only
+    ".part" files or temporary folders behind, never a folder a later run would trust.
+    """
+    cache_dir = Path(cache_dir)
+    if task.name == "mrpc":
+        return _download_mrpc(cache_dir, base_url, mrpc_base_url)
+    zip_name = task.zip_name or f"{task.folder}.zip"
+    unpacked = extract_zip(download(f"{base_url}/{zip_name}", cache_dir / zip_name, desc=f"GLUE {task.folder}"),
+                           cache_dir / Path(zip_name).stem)
+    folder = unpacked / task.folder  # GLUE's zips hold one top folder named after the task
+    if not (folder / "train.tsv").is_file():
+        raise FileNotFoundError(f"{cache_dir / zip_name} has no {task.folder}/train.tsv: it is not GLUE's "
+                                f"{task.folder} archive; delete {unpacked} and the zip and try again")
+    return folder
+
+
+def _download_mrpc(cache_dir: Path, base_url: str, mrpc_base_url: str) -> Path:
+    """GLUE's MRPC folder built as download_glue_data.py's format_mrpc builds it:
+
+    train.tsv / dev.tsv = the rows of msr_paraphrase_train.txt whose (#1 ID, #2 ID) pair is / is not in
+    mrpc_dev_ids.tsv, under the original header (with its byte-order mark); test.tsv = the rows of
+    msr_paraphrase_test.txt without their label, numbered from 0 in a new first column "index".
+    """
+    folder = cache_dir / "MRPC"
+    if (folder / "train.tsv").is_file():
+        return folder
+    raw = cache_dir / "MRPC-raw"
+    files = {name: download(f"{url}/{name}", raw / name, desc=f"GLUE MRPC {name}")
+             for url, name in [(mrpc_base_url, "msr_paraphrase_train.txt"),
+                               (mrpc_base_url, "msr_paraphrase_test.txt"), (base_url, "mrpc_dev_ids.tsv")]}
+
+    def lines(name):
+        with open(files[name], encoding="utf-8", newline="\n") as f:
+            return [line.rstrip("\n").rstrip("\r") for line in f]
+
+    dev_ids = {tuple(line.split("\t")) for line in lines("mrpc_dev_ids.tsv") if line}
+    header, *rows = lines("msr_paraphrase_train.txt")
+    train, dev = [header], [header]
+    for row in filter(None, rows):
+        (dev if tuple(row.split("\t")[1:3]) in dev_ids else train).append(row)
+    _, *test_rows = lines("msr_paraphrase_test.txt")
+    test = ["index\t#1 ID\t#2 ID\t#1 String\t#2 String"]
+    test += [f"{i}\t" + "\t".join(row.split("\t")[1:]) for i, row in enumerate(filter(None, test_rows))]
+    tmp = Path(tempfile.mkdtemp(prefix="MRPC.", suffix=".tmp", dir=cache_dir))
+    try:
+        for name, out in [("train.tsv", train), ("dev.tsv", dev), ("test.tsv", test)]:
+            (tmp / name).write_text("".join(line + "\n" for line in out), encoding="utf-8")
+        os.replace(tmp, folder)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return folder
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The recipe (paper Appendix A, Table 7) and the optimizer's learning rates.
+# ---------------------------------------------------------------------------------------------------------
+
+# Table 7, "Learning Rate": 3e-4 Small, 1e-4 Base, 5e-5 Large; "Layerwise LR decay": 0.8, 0.8, 0.9.
+# Our "tiny" preset (hidden 128, not in the paper) takes Small's values.
+RECIPE_BY_SIZE = {"small": dict(lr=3e-4, layer_decay=0.8), "base": dict(lr=1e-4, layer_decay=0.8),
+                  "large": dict(lr=5e-5, layer_decay=0.9)}
+SIZE_BY_HIDDEN = ((1024, "large"), (768, "base"), (0, "small"))  # hidden size >= threshold -> recipe
+
+
+@dataclass
+class FinetuneConfig:
+    """Fine-tuning hyperparameters; None means "the paper's value for this model size or task"."""
+    lr: float | None = None             # peak learning rate; None: by model size (RECIPE_BY_SIZE)
+    layer_decay: float | None = None    # layer-wise lr decay; None: by model size (RECIPE_BY_SIZE)
+    official_layer_decay: bool = True   # reproduce the official code's depths (see layer_lr_scales)
+    weight_decay: float = 0.0           # Table 7 "Weight Decay 0" (the official config's default is 0.01)
+    warmup_fraction: float = 0.1        # Table 7 "Warmup fraction 0.1"
+    batch_size: int = 32                # Table 7 "Batch Size 32"
+    epochs: int | None = None           # None: the task's, Table 7 "10 for RTE and STS, 3 for other tasks"
+    max_seq_len: int = 128              # official configure_finetuning.py max_seq_length (GLUE)
+    head_dropout: float = 0.1           # Table 7 "Dropout 0.1"; the official head: dropout(keep_prob=0.9)
+    adam_betas: tuple[float, float] = (0.9, 0.999)  # Table 7 "Adam beta1, beta2"
+    adam_eps: float = 1e-6              # Table 7 "Adam epsilon 1e-6"
+    grad_clip: float = 1.0              # official optimization.py: clip_by_global_norm(grads, 1.0)
+    double_unordered: bool = True       # official: train MRPC and STS-B on both sentence orders
+    eval_batch_size: int = 128          # evaluation only: no effect on results, larger is faster
+    max_train_examples: int | None = None  # a prefix of train.tsv, for quick runs on a CPU (not the paper)
+
+
+def recipe_for(model_config, ft: FinetuneConfig) -> FinetuneConfig:
+    """`ft` with lr and layer_decay filled in from the model's size (by its hidden size).
+
+    >>> from electra import get_config
+    >>> r = recipe_for(get_config("base"), FinetuneConfig()); (r.lr, r.layer_decay)
+    (0.0001, 0.8)
+    """
+    size = next(name for threshold, name in SIZE_BY_HIDDEN if model_config.hidden_size >= threshold)
+    preset = RECIPE_BY_SIZE[size]
+    return replace(ft, lr=preset["lr"] if ft.lr is None else ft.lr,
+                   layer_decay=preset["layer_decay"] if ft.layer_decay is None else ft.layer_decay)
+
+
+def layer_depth(name: str, num_layers: int) -> int:
+    """Depth of a fine-tuning parameter: embeddings (and their projection) 0, block i -> i + 1, the
+    task head num_layers + 1. Parameter names are the Classifier's.
+
+    >>> [layer_depth(n, 12) for n in ("encoder.embeddings.word.weight", "encoder.layers.11.fc1.bias", "classifier.weight")]
+    [0, 12, 13]
+    """
+    if name.startswith(("encoder.embeddings.", "encoder.embeddings_project.")):
+        return 0
+    if name.startswith("encoder.layers."):
+        return int(name.split(".")[2]) + 1
+    if name.startswith("classifier."):
+        return num_layers + 1
+    raise ValueError(f"no layer-wise learning rate for parameter {name!r}")
+
+
+def layer_lr_scales(num_layers: int, decay: float, official: bool = True) -> list[float]:
+    """Multiplier of the peak lr at each depth 0..num_layers+1 (embeddings .. task head).
+
+    Layer-wise lr decay (paper Appendix A): lr_depth = lr * decay^(top - depth), lower layers learning
+    more slowly. The official code (model/optimization.py, _get_layer_lrs) puts the embeddings at depth 0,
+    layer i at i + 1, but the task head at num_layers + 2, skipping num_layers + 1; every encoder layer
+    thus gets one extra factor of decay (its top layer decay^2, not decay^1). official=True reproduces that,
+    since it is what produced the paper's numbers; official=False is the schedule as described, head lr,
+    top layer lr * decay.
+
+    >>> [round(s, 4) for s in layer_lr_scales(2, 0.5)]                  # emb, layer 0, layer 1, head
+    [0.0625, 0.125, 0.25, 1.0]
+    >>> [round(s, 4) for s in layer_lr_scales(2, 0.5, official=False)]
+    [0.125, 0.25, 0.5, 1.0]
+    """
+    top = num_layers + 2 if official else num_layers + 1
+    return [decay ** (top - depth) for depth in range(num_layers + 1)] + [1.0]
+
+
+def param_groups(model, num_layers: int, lr: float, decay: float, weight_decay: float, official: bool = True):
+    """Optimizer groups, one per (depth, with or without weight decay), each with its own lr.
+
+    Weight decay (zero in Table 7) never touches biases and LayerNorm, as the official optimizer's
+    exclude_from_weight_decay=["LayerNorm", "layer_norm", "bias"]: here, every tensor of fewer than 2 dims.
+    """
+    scales = layer_lr_scales(num_layers, decay, official)
+    groups: dict[tuple[int, bool], dict] = {}
+    for name, p in model.named_parameters():
+        depth, decays = layer_depth(name, num_layers), p.ndim >= 2
+        group = groups.setdefault((depth, decays), {"params": [], "names": [], "lr": lr * scales[depth],
+                                                    "weight_decay": weight_decay if decays else 0.0})
+        group["params"].append(p)
+        group["names"].append(name)
+    return [groups[k] for k in sorted(groups)]
+
+
+def lr_factor(step: int, total_steps: int, warmup_steps: int) -> float:
+    """Multiplier of each group's lr at optimizer step `step` (0-based): linear warmup, linear decay to 0.
+
+    As the official optimization.py: factor = (1 - step/total) * min(1, step/warmup), the product of a
+    linear ("polynomial, power 1") decay and a warmup ramp (Table 7: "Learning Rate Decay Linear",
+    "Warmup fraction 0.1"). Deviation: we count the warmup from step + 1, so the first update is not
+    made with lr 0 (the official first step is).
+
+    >>> [round(lr_factor(s, 10, 2), 2) for s in range(10)]
+    [0.5, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1]
+    """
+    return max(0.0, 1 - step / total_steps) * min(1.0, (step + 1) / max(1, warmup_steps))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The model: a pre-trained encoder with the official code's head, and where its weights come from.
+# ---------------------------------------------------------------------------------------------------------
+
+
+class Classifier(nn.Module):
+    """The pre-trained encoder plus a task head on the [CLS] state: logits = W dropout(h_[CLS]) + b.
+
+    This is the official code's head (classification_tasks.py: get_pooled_output() is the first token's
+    state, then dropout(keep_prob=0.9) and one dense layer; the weights Glorot-uniform, tf.layers.dense's
+    default). HuggingFace's ElectraForSequenceClassification differs: dropout -> dense(H, H) -> GELU ->
+    dropout -> dense(H, C), one more layer. STS-B has one output (regression), the others one per class.
+    """
+
+    def __init__(self, config: ElectraConfig, num_outputs: int, dropout: float):
+        super().__init__()
+        self.encoder = Encoder(config)
+        self.dropout = nn.Dropout(dropout)
+        self.classifier = nn.Linear(config.hidden_size, num_outputs)
+        nn.init.xavier_uniform_(self.classifier.weight)
+        nn.init.zeros_(self.classifier.bias)
+
+    def forward(self, input_ids, segment_ids, attention_mask):
+        h = self.encoder.hidden_states(input_ids, segment_ids, attention_mask)  # [B, T, H]
+        return self.classifier(self.dropout(h[:, 0]))  # [CLS] state [B, H] -> [B, C]
+
+
+@dataclass
+class Pretrained:
+    """A pre-trained encoder ready to fine-tune: its config, weights and the tokenizer it was trained with."""
+    config: ElectraConfig
+    encoder_state: dict     # state dict of an electra.Encoder (embeddings, projection, layers)
+    tokenizer: Tokenizer
+    source: str             # what was loaded, for results.json
+
+
+def _vocab_for(init: Path, vocab) -> Path:
+    path = Path(vocab) if vocab is not None else (init if init.is_dir() else init.parent) / "vocab.txt"
+    if not path.is_file():
+        raise FileNotFoundError(f"no vocab.txt for {init}: expected {path}. Put the vocab.txt the model was "
+                                f"pre-trained with beside it, or pass --vocab PATH")
+    return path
+
+
+def _check_vocab(tok: Tokenizer, config: ElectraConfig, vocab_path: Path, init: Path):
+    if len(tok) != config.vocab_size:
+        raise ValueError(f"{vocab_path} has {len(tok):,} tokens but the model at {init} has "
+                         f"{config.vocab_size:,} token embeddings: use the vocab.txt it was pre-trained with (--vocab)")
+
+
+def load_hf_folder(folder: Path, vocab=None) -> Pretrained:
+    """An HF ELECTRA or BERT folder: config.json, model.safetensors or pytorch_model.bin, vocab.txt.
+
+    ELECTRA (ElectraForPreTraining / ElectraModel) and BERT (BertForMaskedLM / BertForPreTraining /
+    BertModel) share the encoder layout; BERT has no embedding projection (embedding size = hidden size).
+    Their weights go through electra.py's converter (load_hf_encoder); heads and BERT's pooler are dropped.
+    """
+    config_path = folder / "config.json"
+    if not config_path.is_file():
+        raise FileNotFoundError(f"{folder} is a folder without config.json: --init takes a train.py checkpoint "
+                                f"or a HuggingFace ELECTRA/BERT folder (config.json + model weights + vocab.txt)")
+    hf = json.loads(config_path.read_text(encoding="utf-8"))
+    if hf.get("model_type") not in ("electra", "bert"):
+        raise ValueError(f"{config_path}: model_type {hf.get('model_type')!r} is not supported; "
+                         f"use an ELECTRA or BERT checkpoint")
+    try:
+        config = config_from_hf(hf)
+    except KeyError as e:
+        raise ValueError(f"{config_path} lacks {e.args[0]!r}: not a complete ELECTRA/BERT config.json") from None
+    if (folder / "model.safetensors").is_file():
+        from safetensors.torch import load_file  # only to read published checkpoints
+
+        sd = load_file(str(folder / "model.safetensors"))
+    elif (folder / "pytorch_model.bin").is_file():
+        sd = torch.load(folder / "pytorch_model.bin", map_location="cpu", weights_only=True)
+    else:
+        raise FileNotFoundError(f"{folder} has config.json but no model.safetensors or pytorch_model.bin")
+    prefix = next((p for p in ("electra.", "bert.", "") if f"{p}embeddings.word_embeddings.weight" in sd), None)
+    if prefix is None:
+        raise ValueError(f"{folder}: no embeddings.word_embeddings.weight (under electra., bert. or no prefix) "
+                         f"in its weights: not an ELECTRA/BERT encoder")
+    vocab_path = _vocab_for(folder, vocab)
+    tokenizer_config = folder / "tokenizer_config.json"  # cased models say do_lower_case: false
+    lowercase = (json.loads(tokenizer_config.read_text(encoding="utf-8")).get("do_lower_case", True)
+                 if tokenizer_config.is_file() else True)
+    tok = Tokenizer.load(vocab_path, lowercase=lowercase)
+    _check_vocab(tok, config, vocab_path, folder)
+    config = replace(config, pad_id=tok.pad_id, cls_id=tok.cls_id, sep_id=tok.sep_id, mask_id=tok.mask_id)
+    encoder = Encoder(config)
+    load_hf_encoder(encoder, sd, prefix)
+    return Pretrained(config, encoder.state_dict(), tok, f"HuggingFace {hf['model_type']} folder {folder}")
+
+
+def load_train_checkpoint(path: Path, vocab=None) -> Pretrained:
+    """A train.py checkpoint (ckpt.pt): its model config, the discriminator's weights (for the BERT
+    baseline, its masked-LM encoder) and the vocab.txt beside it, checked against the saved vocab hash."""
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # a truncated file, or not a torch checkpoint at all
+        raise ValueError(f"{path} is not a readable train.py checkpoint ({type(e).__name__}: {e})") from None
+    if not isinstance(ckpt, dict) or "model_config" not in ckpt or "model" not in ckpt:
+        raise ValueError(f"{path} is not a train.py checkpoint (no 'model_config' and 'model' entries)")
+    try:
+        config = ElectraConfig(**ckpt["model_config"])
+    except TypeError as e:
+        raise ValueError(f"{path}: its model_config does not fit electra.ElectraConfig ({e})") from None
+    vocab_path = _vocab_for(path, vocab)
+    tok = Tokenizer.load(vocab_path)
+    _check_vocab(tok, config, vocab_path, path)
+    if ckpt.get("vocab_hash") not in (None, tok.hash()):
+        raise ValueError(f"{vocab_path} is not the vocab {path} was pre-trained with (its sha256 differs from "
+                         f"the checkpoint's vocab_hash): pass the right one with --vocab")
+    model = Electra(config)
+    try:
+        model.load_state_dict(ckpt["model"])
+    except RuntimeError as e:
+        raise ValueError(f"{path}: the weights do not fit its model_config: {e}") from None
+    # The discriminator's own replaced-token-detection head (head.*, head_out.*) is not fine-tuned.
+    state = {k: v for k, v in model.fine_tuning_encoder().state_dict().items() if not k.startswith("head")}
+    encoder = Encoder(config)
+    encoder.load_state_dict(state)
+    return Pretrained(config, encoder.state_dict(), tok, f"train.py checkpoint {path} (step {ckpt.get('step')})")
+
+
+TRAIN_CHECKPOINT = "ckpt.pt"  # the name train.py gives its checkpoint inside a run folder
+
+
+def load_pretrained(init, vocab=None) -> Pretrained:
+    """--init: a train.py checkpoint or run folder (holding ckpt.pt), or an HF ELECTRA/BERT folder."""
+    init = Path(init)
+    if init.is_dir() and (init / TRAIN_CHECKPOINT).is_file() and not (init / "config.json").is_file():
+        return load_train_checkpoint(init / TRAIN_CHECKPOINT, vocab)
+    if init.is_dir():
+        return load_hf_folder(init, vocab)
+    if not init.is_file():
+        raise FileNotFoundError(f"--init {init} does not exist: pass a train.py checkpoint (or its run folder) "
+                                f"or a HuggingFace ELECTRA/BERT folder")
+    return load_train_checkpoint(init, vocab)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Training and evaluation of one seed.
+# ---------------------------------------------------------------------------------------------------------
+
+STSB_MAX = 5.0  # STS-B scores lie in [0, 5]; the official RegressionTask trains on label / 5
+
+
+@dataclass
+class Encoded:
+    """A split tokenised once: [CLS] A [SEP] B [SEP] ids, segment ids, labels and row ids."""
+    ids: list[list[int]]
+    segments: list[list[int]]
+    labels: np.ndarray | None   # class ids or STS-B scores; None on test splits
+    index: list[str]
+
+    def __len__(self):
+        return len(self.ids)
+
+
+def encode_examples(examples: list[Example], tok: Tokenizer, max_len: int) -> Encoded:
+    pairs = [tok.encode_pair(e.text_a, e.text_b, max_len=max_len) for e in examples]
+    labels = None if examples and examples[0].label is None else np.array([e.label for e in examples])
+    return Encoded([p[0] for p in pairs], [p[1] for p in pairs], labels, [e.index for e in examples])
+
+
+def collate(data: Encoded, rows, pad_id: int, device):
+    """Pad the chosen rows to the longest of them: input_ids, segment_ids, attention_mask [B, T].
+
+    Padding to the batch's longest row, not to max_seq_len as the official code does, gives the same
+    outputs (padding is masked out of attention) and is several times faster on short GLUE sentences.
+    """
+    T = max(len(data.ids[r]) for r in rows)
+    ids = torch.full((len(rows), T), pad_id, dtype=torch.long)
+    seg = torch.zeros((len(rows), T), dtype=torch.long)
+    mask = torch.zeros((len(rows), T), dtype=torch.long)
+    for i, r in enumerate(rows):
+        n = len(data.ids[r])
+        ids[i, :n] = torch.tensor(data.ids[r])
+        seg[i, :n] = torch.tensor(data.segments[r])
+        mask[i, :n] = 1
+    return ids.to(device), seg.to(device), mask.to(device)
+
+
+def autocast(device: torch.device):
+    """bf16 autocast on CUDA (Ampere and later), plain fp32 on CPU: the same code runs on both."""
+    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
+
+
+def task_loss(task: Task, logits, labels):
+    """Cross-entropy for classification; for STS-B the squared error on label / 5 (official RegressionTask)."""
+    if task.regression:
+        return F.mse_loss(logits.squeeze(-1), labels / STSB_MAX)
+    return F.cross_entropy(logits, labels)
+
+
+@torch.no_grad()
+def predict(model: Classifier, task: Task, data: Encoded, batch_size: int, pad_id: int, device) -> np.ndarray:
+    """Class ids (argmax) or STS-B scores on the 0-5 scale, for every row of `data`."""
+    model.eval()
+    out = []
+    for start in range(0, len(data), batch_size):
+        rows = range(start, min(start + batch_size, len(data)))
+        with autocast(device):
+            logits = model(*collate(data, rows, pad_id, device)).float()  # [B, C]
+        out.append(logits.squeeze(-1) * STSB_MAX if task.regression else logits.argmax(-1))
+    return torch.cat(out).cpu().numpy() if out else np.zeros(0)
+
+
+def evaluate(model, task: Task, dev: dict[str, Encoded], batch_size: int, pad_id: int, device) -> dict:
+    """The task's dev metrics (all dev splits; MNLI: matched and mismatched)."""
+    metrics = {}
+    for split, suffix in task.dev_splits:
+        pred = predict(model, task, dev[split], batch_size, pad_id, device)
+        metrics.update(task_metrics(task, pred, dev[split].labels, suffix))
+    return metrics
+
+
+def finetune_seed(task: Task, pre: Pretrained, train: Encoded, dev: dict[str, Encoded], test: dict[str, Encoded],
+                  ft: FinetuneConfig, seed: int, device) -> dict:
+    """Fine-tune one copy of the pre-trained encoder with `seed`; dev metrics after every epoch.
+
+    Returns {"seed", "history": [{"epoch", "train_loss", dev metrics...}], "dev": last epoch's metrics,
+    "test": {split: predictions}, "seconds"}. As in the official code, the reported model is the last
+    one (no early stopping, no choosing the best epoch on dev).
+    """
+    device = torch.device(device)
+    torch.manual_seed(seed)  # the head's init and dropout
+    model = Classifier(pre.config, task.num_outputs, ft.head_dropout)
+    model.encoder.load_state_dict(pre.encoder_state)
+    model.to(device)
+    groups = param_groups(model, pre.config.num_layers, ft.lr, ft.layer_decay, ft.weight_decay,
+                          ft.official_layer_decay)
+    opt = torch.optim.AdamW([{k: v for k, v in g.items() if k != "names"} for g in groups],
+                            lr=ft.lr, betas=ft.adam_betas, eps=ft.adam_eps)
+    epochs = ft.epochs or task.epochs
+    steps_per_epoch = math.ceil(len(train) / ft.batch_size)
+    total = epochs * steps_per_epoch
+    warmup = round(ft.warmup_fraction * total)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: lr_factor(step, total, warmup))
+    labels = torch.tensor(train.labels, dtype=torch.float32 if task.regression else torch.long)
+    order_rng = torch.Generator().manual_seed(seed)
+    history, t0 = [], time.time()
+    for epoch in range(1, epochs + 1):
+        model.train()
+        order = torch.randperm(len(train), generator=order_rng).tolist()
+        losses = []
+        with tqdm(total=len(train), unit="ex", desc=f"{task.name} seed {seed} epoch {epoch}/{epochs}",
+                  dynamic_ncols=True, leave=False) as bar:
+            for start in range(0, len(train), ft.batch_size):
+                rows = order[start:start + ft.batch_size]
+                with autocast(device):
+                    logits = model(*collate(train, rows, pre.tokenizer.pad_id, device)).float()
+                loss = task_loss(task, logits, labels[rows].to(device))
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), ft.grad_clip)
+                opt.step()
+                sched.step()
+                losses.append(loss.item())
+                bar.update(len(rows))
+                bar.set_postfix(loss=f"{np.mean(losses[-50:]):.4f}")
+        metrics = evaluate(model, task, dev, ft.eval_batch_size, pre.tokenizer.pad_id, device)
+        history.append({"epoch": epoch, "train_loss": float(np.mean(losses)), **metrics})
+        tqdm.write(f"{task.name} seed {seed} epoch {epoch}: loss {np.mean(losses):.4f} " +
+                   " ".join(f"{k} {v:.2f}" for k, v in metrics.items()))
+    test_pred = {split: predict(model, task, data, ft.eval_batch_size, pre.tokenizer.pad_id, device)
+                 for split, data in test.items()}
+    return {"seed": seed, "history": history, "dev": {k: v for k, v in history[-1].items()
+                                                      if k not in ("epoch", "train_loss")},
+            "test": test_pred, "seconds": time.time() - t0}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Outputs: GLUE submission files, results.json, a printed table, finetune.png.
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _atomic_write_text(path: Path, text: str):
+    """Write to a temporary file beside `path`, then rename: a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def write_submission(task: Task, path: Path, index: list[str], pred: np.ndarray):
+    """GLUE's submission format: a header "index<TAB>prediction", then one row per test example, the
+    label as written in the task's files ("entailment", "1", ...) or, for STS-B, a score clipped to [0, 5]."""
+    if task.regression:
+        values = [f"{min(STSB_MAX, max(0.0, float(p))):.3f}" for p in pred]
+    else:
+        values = [task.labels[int(p)] for p in pred]
+    _atomic_write_text(path, "index\tprediction\n" + "".join(f"{i}\t{v}\n" for i, v in zip(index, values)))
+
+
+def summarize(task: Task, runs: list[dict]) -> dict:
+    """Per-seed dev metrics and their median (the paper reports the median of 10 seeds, section 3.1)."""
+    median = {m: float(np.median([r["dev"][m] for r in runs])) for m in runs[0]["dev"]}
+    return {"seeds": [{k: v for k, v in r.items() if k != "test"} for r in runs], "median": median,
+            "paper_metric": task.paper_metric}
+
+
+def format_table(results: dict[str, dict]) -> str:
+    """One line per task: each seed's paper metric, the median of every metric."""
+    lines = [f"{'task':6} {'metric':9} {'median':>7}  seeds"]
+    for name, r in results.items():
+        task = get_task(name)
+        per_seed = " ".join(f"{s['dev'][task.paper_metric]:.2f}" for s in r["seeds"])
+        lines.append(f"{name:6} {task.paper_metric:9} {r['median'][task.paper_metric]:7.2f}  {per_seed}")
+        others = ", ".join(f"{m} {v:.2f}" for m, v in r["median"].items() if m != task.paper_metric)
+        if others:
+            lines.append(f"{'':6} {'':9} {'':7}  (median {others})")
+    medians = {name: r["median"] for name, r in results.items()}
+    if any(n in PAPER_AVERAGE_TASKS for n in medians):
+        lines.append(f"GLUE score (paper: one metric per task, no WNLI) over {len(medians)} task(s): "
+                     f"{glue_score(medians):.2f}")
+    return "\n".join(lines)
+
+
+def plot_curves(results: dict[str, dict], path: Path):
+    """finetune.png: the dev metric the paper reports, after each epoch, one line per seed, one panel per task."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(results), figsize=(4.5 * len(results), 3.5), squeeze=False)
+    for ax, (name, r) in zip(axes[0], results.items()):
+        metric = r["paper_metric"]
+        for s in r["seeds"]:
+            ax.plot([h["epoch"] for h in s["history"]], [h[metric] for h in s["history"]], marker="o",
+                    label=f"seed {s['seed']}")
+        ax.set(title=f"{name}: median {r['median'][metric]:.2f}", xlabel="epoch", ylabel=f"dev {metric}")
+        ax.xaxis.get_major_locator().set_params(integer=True)  # epochs are whole numbers
+        ax.grid(alpha=0.3)
+        if len(r["seeds"]) <= 10:
+            ax.legend(fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.stem + ".tmp.png")
+    fig.savefig(tmp, dpi=120)
+    plt.close(fig)
+    os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The command line.
+# ---------------------------------------------------------------------------------------------------------
+
+
+def task_folder(task: Task, data_dir, cache_dir, base_url: str, mrpc_base_url: str) -> Path:
+    """Where `task`'s TSVs are: --data_dir itself, its GLUE-style subfolder, or a cached download."""
+    if data_dir is None:
+        return download_task(task, cache_dir, base_url, mrpc_base_url)
+    data_dir = Path(data_dir)
+    return data_dir / task.folder if (data_dir / task.folder / "train.tsv").is_file() else data_dir
+
+
+def prepare_task(task: Task, folder: Path, pre: Pretrained, ft: FinetuneConfig):
+    """Read and tokenise train (doubled for MRPC/STS-B), the dev splits, and the test splits that exist."""
+    train = read_split(task, folder, "train", ft.max_train_examples)
+    if ft.double_unordered:
+        train = add_swapped(task, train)
+    dev = {s: encode_examples(read_split(task, folder, s), pre.tokenizer, ft.max_seq_len) for s, _ in task.dev_splits}
+    test = {s: encode_examples(read_split(task, folder, s), pre.tokenizer, ft.max_seq_len)
+            for s, _ in task.test_splits if (folder / f"{s}.tsv").is_file()}
+    return encode_examples(train, pre.tokenizer, ft.max_seq_len), dev, test
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--task", required=True, help=f"one of {', '.join(TASKS)}, a comma-separated list, or 'all'")
+    p.add_argument("--init", required=True, help="train.py checkpoint, or HuggingFace ELECTRA/BERT folder")
+    p.add_argument("--vocab", default=None, help="vocab.txt (default: the one beside --init)")
+    p.add_argument("--data_dir", default=None, help="the task's GLUE folder, or a folder of GLUE task folders "
+                                                    "(default: download into --cache_dir)")
+    p.add_argument("--cache_dir", default=str(DEFAULT_CACHE), help="where downloaded GLUE files are kept")
+    p.add_argument("--glue_url", default=GLUE_BASE_URL, help="base URL of GLUE's zips")
+    p.add_argument("--mrpc_url", default=MRPC_BASE_URL, help="base URL of the MRPC source files")
+    p.add_argument("--out_dir", default="out/finetune", help="results.json, finetune.png, glue_submission/")
+    p.add_argument("--seeds", type=int, default=1, help="runs per task; the median is reported (paper: 10)")
+    p.add_argument("--seed", type=int, default=0, help="first seed; runs use seed, seed+1, ...")
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--lr", type=float, default=None, help="default: Table 7's for the model size")
+    p.add_argument("--layer_decay", type=float, default=None, help="default: 0.8 (0.9 for large)")
+    p.add_argument("--layer_decay_fixed", action="store_true",
+                   help="top layer gets lr*decay, not the official code's lr*decay^2 (see layer_lr_scales)")
+    p.add_argument("--weight_decay", type=float, default=FinetuneConfig.weight_decay)
+    p.add_argument("--epochs", type=int, default=None, help="default: 3, or 10 for RTE and STS-B")
+    p.add_argument("--batch_size", type=int, default=FinetuneConfig.batch_size)
+    p.add_argument("--max_seq_len", type=int, default=FinetuneConfig.max_seq_len)
+    p.add_argument("--max_train_examples", type=int, default=None, help="use only the first N training rows")
+    p.add_argument("--single_order", action="store_true",
+                   help="do not also train MRPC/STS-B on swapped sentence pairs (the official code does)")
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    if args.seeds < 1:
+        raise SystemExit("error: --seeds must be at least 1")
+    out = Path(args.out_dir)
+    try:
+        names = list(TASKS) if args.task == "all" else [n for n in args.task.split(",") if n]
+        tasks = [get_task(n) for n in names]
+        pre = load_pretrained(args.init, args.vocab)
+    except (FileNotFoundError, ValueError) as e:
+        raise SystemExit(f"error: {e}") from None
+    ft = recipe_for(pre.config, FinetuneConfig(
+        lr=args.lr, layer_decay=args.layer_decay, official_layer_decay=not args.layer_decay_fixed,
+        weight_decay=args.weight_decay, epochs=args.epochs, batch_size=args.batch_size,
+        max_seq_len=args.max_seq_len, double_unordered=not args.single_order,
+        max_train_examples=args.max_train_examples))
+    print(f"fine-tuning {pre.source} ({pre.config.num_layers} layers, hidden {pre.config.hidden_size}) on "
+          f"{args.device}: lr {ft.lr:g}, layer decay {ft.layer_decay}, batch {ft.batch_size}")
+    report = {"init": pre.source, "device": args.device, "recipe": {k: (list(v) if isinstance(v, tuple) else v)
+                                                                     for k, v in vars(ft).items()}, "tasks": {}}
+    for task in tasks:
+        try:
+            folder = task_folder(task, args.data_dir, args.cache_dir, args.glue_url, args.mrpc_url)
+            train, dev, test = prepare_task(task, folder, pre, ft)
+        except (FileNotFoundError, ValueError, DownloadError) as e:
+            raise SystemExit(f"error: {e}") from None
+        print(f"{task.name}: {len(train):,} training rows, "
+              + ", ".join(f"{s} {len(d):,}" for s, d in dev.items())
+              + (", test " + ", ".join(f"{s} {len(d):,}" for s, d in test.items()) if test else ", no test file"))
+        runs = [finetune_seed(task, pre, train, dev, test, ft, args.seed + i, args.device) for i in range(args.seeds)]
+        report["tasks"][task.name] = summarize(task, runs)
+        # Test predictions of the seed whose dev score is the (lower) median, the run the paper would report.
+        ranked = sorted(runs, key=lambda r: r["dev"][task.paper_metric])
+        chosen = ranked[(len(ranked) - 1) // 2]
+        for split, stem in task.test_splits:
+            if split in test:
+                write_submission(task, out / "glue_submission" / f"{stem or task.folder}.tsv", test[split].index,
+                                 chosen["test"][split])
+        report["tasks"][task.name]["test_predictions_seed"] = chosen["seed"] if test else None
+        medians = {n: r["median"] for n, r in report["tasks"].items()}
+        if any(n in PAPER_AVERAGE_TASKS for n in medians):
+            report["glue_score"] = glue_score(medians)
+        report["glue_score_leaderboard"] = glue_score(medians, leaderboard=True)
+        _atomic_write_text(out / "results.json", json.dumps(report, indent=2))  # after every task: nothing lost
+        plot_curves(report["tasks"], out / "finetune.png")
+    print(format_table(report["tasks"]))
+    print(f"wrote {out / 'results.json'}, {out / 'finetune.png'}"
+          + (f", {out / 'glue_submission'}/" if (out / "glue_submission").is_dir() else ""))
+    return report
+
+
+if __name__ == "__main__":
+    main()
