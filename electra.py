@@ -840,11 +840,12 @@ def config_from_hf(d: dict, **overrides) -> ElectraConfig:
 
 if __name__ == "__main__":
     # python electra.py: parameter counts and FLOPs of every preset
+    print("parameters, and train FLOPs of one step at the paper's batch and sequence length")
     print(f"{'size':6} {'D params':>12} {'G params':>12} {'FLOPs/step ours':>16} {'official':>12}")
     for name in SIZES:
         cfg = get_config(name)
         model = Electra(cfg)
-        seq, batch = (128, 128) if name in ("tiny", "small") else (512, 256 if name == "base" else 2048)
+        batch, seq = {"tiny": (32, 128), "small": (128, 128), "base": (256, 512), "large": (2048, 512)}[name]
         print(f"{name:6} {count_params(model.discriminator):12,d} {count_params(model.generator):12,d} "
               f"{flops_per_step(cfg, batch, seq):16.3e} {flops_per_step_official(cfg, batch, seq):12.3e}")
     small = get_config("small")
