@@ -36,6 +36,7 @@ import torch.nn as nn
 from tqdm import tqdm
 
 from electra import (
+    OBJECTIVES,
     Electra,
     ElectraConfig,
     count_params,
@@ -456,7 +457,7 @@ GPU_PEAK_TFLOPS = {"H100 PCIe": 756, "H100": 989, "H200": 989, "GH200": 989, "B2
 @dataclass
 class TrainConfig:
     size: str = "small"  # model preset in electra.SIZES and recipe in RECIPES
-    objective: str = "electra"  # "electra" (replaced token detection) or "bert" (MLM baseline, Table 1)
+    objective: str = "electra"  # "electra" (replaced token detection), "bert" (MLM baseline, Table 1) or a Sec. 3.5 ablation
     data: str = "wikitext-103"  # .txt file, folder of them, or a name in KNOWN_CORPORA
     data_url: str = DATA_URL  # where known corpora are downloaded from
     cache_dir: str = "cache"  # downloads and the tokenised corpus, shared between runs
@@ -612,8 +613,8 @@ def export_hf(model: Electra, vocab_path: Path, out: Path) -> list[Path]:
     converter, which flips the discriminator's sign (HF scores "replaced", we score "original").
     """
     if model.discriminator is None:
-        raise SystemExit("--export-hf: the BERT baseline (--objective bert) has no ELECTRA "
-                         "discriminator/generator to export; export works for --objective electra")
+        raise SystemExit(f"--export-hf: objective {model.config.objective!r} has no ELECTRA discriminator "
+                         f"to export; export works for --objective electra (and electra_15)")
     disc_sd, gen_sd = to_hf_state_dicts(model)
     written = []
     for name, sd, is_gen in (("discriminator", disc_sd, False), ("generator", gen_sd, True)):
@@ -644,7 +645,7 @@ def _atomic(path: Path, write) -> None:
 # Metrics: what a user sees
 
 METRICS = ("loss", "mlm_loss", "disc_loss", "gen_acc", "disc_acc", "disc_precision", "disc_recall",
-           "replaced_frac")
+           "replaced_frac", "main_mlm_loss")
 
 
 def step_stats(out) -> torch.Tensor:
@@ -806,8 +807,9 @@ def parse_args(argv=None) -> argparse.Namespace:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     d = TrainConfig()
     p.add_argument("--size", choices=list(RECIPES), default=None, help="model and recipe preset (default small)")
-    p.add_argument("--objective", choices=["electra", "bert"], default=None,
-                   help="electra: replaced token detection; bert: the masked-LM baseline (default electra)")
+    p.add_argument("--objective", choices=OBJECTIVES, default=None,
+                   help="electra: replaced token detection; bert: the masked-LM baseline; electra_15, "
+                        "replace_mlm, all_tokens_mlm: the ablations of Sec. 3.5 (default electra)")
     p.add_argument("--data", default=None, help=f".txt file, folder of .txt files, or one of {list(KNOWN_CORPORA)} "
                                                 f"(default {d.data})")
     p.add_argument("--data-url", default=d.data_url, help="base URL of the known corpora (or $ELECTRA_DATA_URL)")
@@ -1095,7 +1097,9 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device: t
 
 def progress_line(row: dict, objective: str) -> str:
     """The few numbers shown on the progress bar and after each evaluation."""
-    if objective == "bert":
+    if objective in ("replace_mlm", "all_tokens_mlm"):
+        text = f"L_MLM(G) {row['mlm_loss']:.3f} L_MLM(main) {row['main_mlm_loss']:.3f} G_acc {row['gen_acc']:.3f}"
+    elif objective == "bert":
         text = f"L_MLM {row['mlm_loss']:.3f} MLM_acc {row['gen_acc']:.3f}"
     else:
         text = (f"L_MLM {row['mlm_loss']:.3f} L_Disc {row['disc_loss']:.4f} G_acc {row['gen_acc']:.3f} "
@@ -1111,12 +1115,10 @@ def progress_line(row: dict, objective: str) -> str:
 def startup_report(cfg, mc, model, tok, corpus, ids, train_ex, eval_ex, micro_batch, world, device, flops, peak,
                    step, end) -> str:
     """What the run is: config, data, parameter counts and the FLOPs estimate."""
-    if mc.objective == "electra":
-        params = (f"discriminator {count_params(model.discriminator) / 1e6:.2f}M, generator "
-                  f"{count_params(model.generator) / 1e6:.2f}M (each with the shared embeddings "
-                  f"{count_params(model.embeddings) / 1e6:.2f}M), total {count_params(model) / 1e6:.2f}M")
-    else:
-        params = f"BERT masked LM {count_params(model) / 1e6:.2f}M"
+    parts = [f"{name} {count_params(getattr(model, name)) / 1e6:.2f}M"
+             for name in ("discriminator", "generator", "mlm") if getattr(model, name, None) is not None]
+    params = (f"{', '.join(parts)} (each with the shared embeddings {count_params(model.embeddings) / 1e6:.2f}M), "
+              f"total {count_params(model) / 1e6:.2f}M")
     total = flops * cfg.steps
     lines = [
         f"ELECTRA pre-training: size {cfg.size}, objective {cfg.objective}, on {device}"

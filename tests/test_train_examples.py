@@ -1,0 +1,164 @@
+"""train.py's data side: the official example builder, batches, schedule and optimizer groups."""
+import random
+
+import numpy as np
+import pytest
+import torch.nn as nn
+
+from electra import Electra, get_config
+from train import (
+    Batches,
+    ExampleBuilder,
+    TrainConfig,
+    build_examples,
+    build_optimizer,
+    collate,
+    documents,
+    learning_rate,
+    wikitext_documents,
+)
+
+CLS, SEP, PAD = 2, 3, 0
+
+
+def _offsets(lengths):
+    return np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+
+
+def test_builder_worked_example():
+    # max_len 16: sentences of 6, 5, 7 tokens; 6 + 5 = 11 < 16, so the third ends the example (18 >= 16).
+    # Random(0).random() = 0.844 >= 0.1: two segments; A's target = (16 - 3) // 2 = 6.
+    # 6 -> A (A empty); 5: 6 + 5 = 11 >= 6 and A is already at its target (6 < 6 fails) -> B; 7 -> B.
+    # A = 6 tokens (<= 16 - 2), B = 5 + 7 = 12 trimmed to 16 - 6 - 3 = 7.
+    b = ExampleBuilder(max_len=16, rng=random.Random(0))
+    assert b.add_sentence(0, 6) is None and b.add_sentence(6, 5) is None
+    assert b.add_sentence(11, 7) == (0, 6, 6, 7)
+    # A document end flushes what is gathered, even below the target length.
+    b = ExampleBuilder(max_len=16, rng=random.Random(0))
+    b.target_len = 16
+    assert b.add_sentence(100, 4) is None
+    assert b.end_document() == (100, 4, 104, 0)  # one sentence: everything in A, no B
+    assert b.end_document() is None  # nothing left
+
+
+def test_single_long_sentence_is_trimmed_to_max_len():
+    b = ExampleBuilder(max_len=10, rng=random.Random(1))
+    a_start, a_len, b_start, b_len = b.add_sentence(0, 50)
+    assert (a_start, a_len, b_len) == (0, 8, 0)  # 8 tokens + [CLS] + [SEP] = 10
+
+
+def test_documents_split_at_blank_lines():
+    # line lengths [3, 2, 0, 0, 4]: lines 0-1 are a document, the two blank lines end it, line 4 is another.
+    assert documents(_offsets([3, 2, 0, 0, 4])) == [(0, 2), (4, 5)]
+    assert documents(_offsets([0, 1, 0])) == [(1, 2)]
+
+
+def test_collate_worked_example():
+    ids = np.array([7, 8, 9], dtype=np.uint16)
+    x, s, m = collate(ids, np.array([[0, 2, 2, 1]]), 8, CLS, SEP, PAD)
+    assert x.tolist() == [[CLS, 7, 8, SEP, 9, SEP, PAD, PAD]]
+    assert s.tolist() == [[0, 0, 0, 0, 1, 1, 0, 0]]
+    assert m.tolist() == [[1, 1, 1, 1, 1, 1, 0, 0]]
+    x, s, m = collate(ids, np.array([[1, 2, 3, 0]]), 6, CLS, SEP, PAD)  # single segment
+    assert x.tolist() == [[CLS, 8, 9, SEP, PAD, PAD]] and s.tolist() == [[0] * 6]
+
+
+def _corpus(num_docs, rng, sentence_len=(5, 16), doc_sentences=(1, 30)):
+    """Line lengths of num_docs documents (blank line after each) and ids = each token's document id."""
+    lengths, doc_of_token = [], []
+    for d in range(num_docs):
+        for _ in range(rng.randint(*doc_sentences)):
+            n = rng.randint(*sentence_len)
+            lengths.append(n)
+            doc_of_token += [d] * n
+        lengths.append(0)
+    return _offsets(lengths), np.array(doc_of_token, dtype=np.int64)
+
+
+def test_example_invariants():
+    offsets, doc_of_token = _corpus(400, random.Random(0))
+    max_len = 64
+    train, held = build_examples(offsets, max_len, seed=0, eval_fraction=0.1)
+    assert len(train) > 500 and len(held) > 50
+    for examples in (train, held):
+        a, la, b, lb = examples.T
+        assert (la >= 1).all() and (la + lb + 2 + (lb > 0) <= max_len).all()  # fits with [CLS] [SEP] ([SEP])
+        assert (b >= a + la).all()  # B follows A in the text
+        # No example crosses a document boundary: its first and last token belong to the same document.
+        last = np.where(lb > 0, b + lb - 1, a + la - 1)
+        assert (doc_of_token[a] == doc_of_token[last]).all()
+        x, s, m = collate(doc_of_token + 10, examples, max_len, CLS, SEP, PAD)  # ids clear of the specials
+        n = m.sum(1)
+        assert (x[:, 0] == CLS).all() and (x[np.arange(len(x)), n - 1] == SEP).all()
+        assert ((x == SEP) & m).sum(1).tolist() == (1 + (lb > 0)).tolist()
+        assert (x[~m] == PAD).all() and (s[~m] == 0).all()
+        # segment ids: 0 on [CLS] A [SEP], 1 on B [SEP]; they never go back from 1 to 0 inside the text
+        assert (s[:, : 2] == 0).all() and (s.sum(1) == np.where(lb > 0, lb + 1, 0)).all()
+        assert (np.diff(s * m, axis=1) >= -1).all() and ((np.diff(s, axis=1) == -1).sum(1) <= 1).all()
+    # Held-out examples come from documents 0, 10, 20, ... only; training examples from the others.
+    assert (doc_of_token[held[:, 0]] % 10 == 0).all() and (doc_of_token[train[:, 0]] % 10 != 0).all()
+
+
+def test_official_proportions():
+    # Long documents of short sentences: an example ends early only by the official 5% random
+    # target length, and two segments are always possible, so single-segment examples are the
+    # official 10% (plus the rare random target too short for two sentences).
+    offsets, _ = _corpus(20, random.Random(1), sentence_len=(5, 12), doc_sentences=(3000, 3000))
+    max_len = 128
+    train, _ = build_examples(offsets, max_len, seed=0, eval_fraction=0)
+    a, la, b, lb = train.T
+    single = (lb == 0).mean()
+    assert 0.09 < single < 0.13, single
+    # A random target t ~ U[5, 128] gives an example of about t to t + 11 tokens, so about
+    # 5% x (100 - 5 - 6) / 124 = 3.6% of examples have fewer than 100 tokens; full-length ones never do.
+    short = ((la + lb) < 100).mean()
+    assert 0.025 < short < 0.048, short
+    # The split is near the middle: A's target is (128 - 3) // 2 = 62 tokens.
+    two = lb > 0
+    assert 45 < np.median(la[two]) < 70
+
+
+def test_batches_are_a_function_of_the_step_and_partition_the_global_batch():
+    offsets, doc_of_token = _corpus(60, random.Random(2))
+    train, _ = build_examples(offsets, 32, seed=0, eval_fraction=0)
+    ids = np.arange(len(doc_of_token))  # token i has id i: the batch shows which tokens it holds
+    one = Batches(ids, train, batch_size=8, micro_batch=8, rank=0, world=1, max_len=32,
+                  special=(CLS, SEP, PAD), seed=3)
+    x1 = one.get(5, 0)[0]
+    assert (one.get(5, 0)[0] == x1).all()  # same step, same batch
+    # 2 ranks x 2 accumulation steps of 2 sequences cover exactly the 8 sequences of the global batch.
+    parts = [Batches(ids, train, 8, 2, r, 2, 32, (CLS, SEP, PAD), 3).get(5, j)[0] for j in range(2) for r in range(2)]
+    assert (np.concatenate(parts) == x1).all()
+    # One epoch visits every example exactly once.
+    steps = len(train) // 8
+    firsts = np.concatenate([one.get(k, 0)[0][:, 1] for k in range(steps)])
+    assert len(set(firsts.tolist())) == steps * 8
+
+
+def test_learning_rate_worked_example():
+    cfg = TrainConfig(lr=1e-3, warmup=10, steps=100)
+    # step 0: 1e-3 * (1/10) * (1 - 0) = 1e-4; step 9: 1e-3 * 1 * 0.91; step 50: 1e-3 * 1 * 0.5
+    assert learning_rate(0, cfg) == pytest.approx(1e-4)
+    assert learning_rate(9, cfg) == pytest.approx(9.1e-4)
+    assert learning_rate(50, cfg) == pytest.approx(5e-4)
+    assert learning_rate(100, cfg) == 0.0
+
+
+def test_no_weight_decay_on_layernorm_or_bias():
+    model = Electra(get_config("tiny", vocab_size=50, num_layers=1))
+    opt = build_optimizer(model, TrainConfig())
+    decay, no_decay = opt.param_groups
+    assert decay["weight_decay"] == 0.01 and no_decay["weight_decay"] == 0.0
+    layer_norm = {id(p) for mod in model.modules() if isinstance(mod, nn.LayerNorm) for p in mod.parameters()}
+    biases = {id(p) for n, p in model.named_parameters() if n.endswith("bias")}  # incl. the MLM output_bias
+    assert {id(p) for p in no_decay["params"]} == layer_norm | biases
+    assert {id(p) for p in decay["params"]} == {id(p) for p in model.parameters()} - layer_norm - biases
+    assert opt.defaults["eps"] == 1e-6 and opt.defaults["betas"] == (0.9, 0.999)
+
+
+def test_wikitext_articles_become_documents(tmp_path):
+    raw = tmp_path / "wiki.train.raw"
+    raw.write_text(" \n = A = \n\n x . y ?\n\n = = S = = \n z .\n = B = \n w !\n")
+    out = wikitext_documents(raw, tmp_path / "train.txt")
+    # headings dropped, one sentence a line, a blank line where article B starts
+    assert out.read_text() == "x .\ny ?\nz .\n\nw !\n"
