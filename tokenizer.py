@@ -58,6 +58,7 @@ class WordPieceConfig:
     min_frequency: int = 2  # trainer: a pair seen fewer times is never merged (HF BertWordPieceTokenizer.train default)
     limit_alphabet: int = 1000  # trainer: keep the most frequent characters (HF BertWordPieceTokenizer.train default)
     vocab_size: int = 30522  # trainer default: the size of BERT's and ELECTRA's uncased vocab.txt
+    corpus_suffixes: tuple[str, ...] = (".txt", ".raw")  # text files in a corpus folder (WikiText ships .raw)
     corpus_chunk_chars: int = 1 << 20  # encode_corpus: ~1 MB of text per task sent to a worker process
     cache_format: str = "electra-wordpiece-corpus-v1"  # part of the cache key; bump when the ids would change
 
@@ -602,11 +603,9 @@ def learn_vocab(
             in_vocab.add(merged)
             vocab.append(merged)
             bar.update(1)
-        changed_pairs = set()
+        pair_delta: Counter = Counter()  # net change of each pair count over the touched words
         for w in pair_words.pop(pair):
             units, n = words[w], freqs[w]
-            if len(units) < 2:
-                continue
             new_units, i = [], 0
             while i < len(units):
                 if i + 1 < len(units) and units[i] == a and units[i + 1] == b:
@@ -615,36 +614,43 @@ def learn_vocab(
                 else:
                     new_units.append(units[i])
                     i += 1
-            if len(new_units) == len(units):
+            merges = len(units) - len(new_units)
+            if merges == 0:
                 continue  # the pair left this word in an earlier merge
-            for u in units:
-                unit_count[u] -= n
-            for u in new_units:
-                unit_count[u] += n
+            unit_count[a] -= merges * n
+            unit_count[b] -= merges * n
+            unit_count[merged] += merges * n
             for p in zip(units, units[1:]):
-                pair_count[p] -= n
-                changed_pairs.add(p)
+                pair_delta[p] -= n
             for p in zip(new_units, new_units[1:]):
-                pair_count[p] += n
-                changed_pairs.add(p)
-                pair_words.setdefault(p, set()).add(w)
+                pair_delta[p] += n
+                if merged in p:  # a pair new to this word always contains the merged unit
+                    pair_words.setdefault(p, set()).add(w)
             words[w] = new_units
-        for p in changed_pairs:
-            if pair_count[p] > 0:
+        changed_pairs = []
+        for p, d in pair_delta.items():
+            if d == 0:
+                continue  # e.g. the pairs of a word away from the merge: removed and added back
+            changed_pairs.append(p)
+            c = pair_count[p] = pair_count[p] + d
+            if c > 0:
                 unit_pairs.setdefault(p[0], set()).add(p)
                 unit_pairs.setdefault(p[1], set()).add(p)
             else:
                 del pair_count[p]
                 pair_words.pop(p, None)
-                unit_pairs.get(p[0], set()).discard(p)
-                unit_pairs.get(p[1], set()).discard(p)
+                unit_pairs[p[0]].discard(p)
+                unit_pairs[p[1]].discard(p)
         for u in (a, b):
             if unit_count[u] == 0:
                 del unit_count[u]
-        rescore = changed_pairs | unit_pairs.get(a, set()) | unit_pairs.get(b, set()) | unit_pairs.get(merged, set())
+                unit_pairs.pop(u, None)
+        # scores change where a pair count changed, or a unit count: a and b went down, ab up
+        rescore = set(changed_pairs).union(unit_pairs.get(a, ()), unit_pairs.get(b, ()), unit_pairs.get(merged, ()))
         for p in rescore:
-            if pair_count.get(p, 0) >= min_frequency:
-                heapq.heappush(heap, entry(p))
+            c = pair_count.get(p, 0)
+            if c >= min_frequency:
+                heapq.heappush(heap, (-pair_score(c, unit_count[p[0]], unit_count[p[1]]), -c, p))
         if len(heap) > 4 * len(pair_count) + 1024:  # drop the stale entries now and then
             heap = [entry(p) for p, c in pair_count.items() if c >= min_frequency]
             heapq.heapify(heap)
@@ -696,14 +702,14 @@ def _atomic_write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
-def corpus_files(path: str | os.PathLike) -> list[Path]:
-    """The .txt files of a corpus: the file itself, or every .txt under a folder, sorted."""
+def corpus_files(path: str | os.PathLike, config: WordPieceConfig = CONFIG) -> list[Path]:
+    """The text files of a corpus: the file itself, or every .txt (or .raw) file under a folder, sorted."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"corpus {path} does not exist: pass a .txt file or a folder of .txt files")
     if path.is_file():
         return [path]
-    files = sorted(p for p in path.rglob("*.txt") if p.is_file())
+    files = sorted(p for p in path.rglob("*") if p.suffix in config.corpus_suffixes and p.is_file())
     if not files:
         raise ValueError(f"corpus folder {path} has no .txt files: put the text in files ending in .txt")
     return files
@@ -728,7 +734,7 @@ def decode_text(data: bytes, name: str | os.PathLike) -> str:
 
 
 def read_corpus(path: str | os.PathLike) -> Iterator[tuple[str, str]]:
-    """(filename, text) for each .txt file of a corpus (a file or a folder), in sorted order.
+    """(filename, text) for each .txt (or .raw) file of a corpus (a file or a folder), in sorted order.
 
     Raises FileNotFoundError for a missing path and ValueError for a folder with no .txt files
     (both at the call) or a corpus whose files hold no text (once they have all been read).
