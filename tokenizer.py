@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+import io
 import multiprocessing
 import os
 import re
@@ -494,7 +495,9 @@ class Tokenizer:
 # ---------------------------------------------------------------------------------------------
 
 
-def count_words(texts: Iterable[str], lowercase: bool = True, config: WordPieceConfig = CONFIG) -> Counter:
+def count_words(
+    texts: Iterable[str], lowercase: bool = True, config: WordPieceConfig = CONFIG, progress: bool = False
+) -> Counter:
     """How often each word (BasicTokenizer output, special tokens left out) occurs.
 
     >>> count_words(["The cat, the hat."])
@@ -502,7 +505,7 @@ def count_words(texts: Iterable[str], lowercase: bool = True, config: WordPieceC
     """
     basic = BasicTokenizer(lowercase, config.specials)
     counts: Counter = Counter()
-    for text in texts:
+    for text in tqdm(texts, desc="counting words", unit="text", disable=not progress):
         counts.update(basic.words(text))
     for t in config.specials:
         counts.pop(t, None)
@@ -677,7 +680,7 @@ def train(
     >>> tok.tokenize("lowest")
     ['low', '##est']
     """
-    counts = count_words(texts, lowercase, config)
+    counts = count_words(texts, lowercase, config, progress)
     if not counts:
         raise ValueError("no words to train on: the texts are empty (or only whitespace/control characters)")
     tokens = learn_vocab(counts, vocab_size, min_frequency, limit_alphabet, config, progress)
@@ -838,13 +841,7 @@ def encode_corpus(
     line_offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=line_offsets[1:])
 
-    cache_file.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=cache_file.parent, suffix=".npz")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, ids=ids, line_offsets=line_offsets)
-        os.replace(tmp, cache_file)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    buffer = io.BytesIO()
+    np.savez(buffer, ids=ids, line_offsets=line_offsets)
+    _atomic_write_bytes(cache_file, buffer.getvalue())
     return ids, line_offsets

@@ -187,3 +187,13 @@ def test_tokenizer_pickles_for_worker_processes():
     again = pickle.loads(pickle.dumps(tok))
     assert again.encode("The cats, unaffable!") == tok.encode("The cats, unaffable!")
     assert len(pickle.dumps(tok)) < 1000
+
+
+def test_docstring_examples():
+    """The worked examples in tokenizer.py's docstrings are run, so they cannot go stale."""
+    import doctest
+
+    import tokenizer
+
+    result = doctest.testmod(tokenizer)
+    assert result.attempted > 20 and result.failed == 0

@@ -87,3 +87,9 @@ def test_encode_corpus_uint32_for_big_vocabs(tmp_path):
     tok = Tokenizer(TOKENS + [f"w{i}" for i in range(70000)])
     ids, _ = encode_corpus(tmp_path / "c.txt", tok, tmp_path / "cache", workers=1, progress=False)
     assert ids.dtype == np.uint32 and ids.tolist() == [tok.vocab["w69999"], 5]
+
+
+def test_read_corpus_takes_wikitext_raw_files(tmp_path):
+    (tmp_path / "wiki.valid.raw").write_text(" = Title = \n", encoding="utf-8")
+    (tmp_path / "README").write_text("not text of the corpus", encoding="utf-8")
+    assert list(read_corpus(tmp_path)) == [(str(tmp_path / "wiki.valid.raw"), " = Title = \n")]
