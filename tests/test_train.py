@@ -1,0 +1,258 @@
+"""train.py end to end on text the tests write: tiny runs on CPU, a few steps each."""
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+import torch
+import transformers
+
+import train
+from electra import Electra
+from tokenizer import Tokenizer
+from tokenizer import train as train_vocab
+
+ROOT = Path(__file__).resolve().parents[1]
+# The smallest model that still has every part: one layer, 32 wide (generator 8 wide), 1 head.
+TINY = ["--size", "tiny", "--seq-len", "32", "--batch-size", "8", "--lr", "3e-3", "--warmup", "5",
+        "--set", "hidden_size=32", "--set", "embedding_size=32", "--set", "num_layers=1",
+        "--set", "num_heads=1", "--set", "intermediate_size=64", "--eval-fraction", "0.1", "--eval-batches", "2"]
+SUBJECTS = ["the cat", "a dog", "the old man", "my sister", "the bird", "a child", "the king", "our teacher"]
+VERBS = ["sees", "likes", "finds", "follows", "paints", "hears"]
+OBJECTS = ["the red ball", "a small house", "the river", "an apple", "the green tree", "a book"]
+
+
+def write_corpus(folder: Path, paragraphs: int = 120, seed: int = 0) -> Path:
+    """Paragraphs of 3-8 sentences from a small grammar, one sentence a line, blank lines between."""
+    rng = random.Random(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    paras = ["\n".join(f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)} ."
+                       for _ in range(rng.randint(3, 8))) for _ in range(paragraphs)]
+    (folder / "a.txt").write_text("\n\n".join(paras[: paragraphs // 2]) + "\n")
+    (folder / "b.txt").write_text("\n\n".join(paras[paragraphs // 2:]) + "\n")
+    return folder
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """These models are tiny: one thread is faster than two, which wait on each other (OpenMP)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """(corpus folder, vocab.txt, cache folder) shared by the tests of this file."""
+    root = tmp_path_factory.mktemp("train")
+    folder = write_corpus(root / "corpus")
+    tok = train_vocab([p.read_text() for p in sorted(folder.glob("*.txt"))], vocab_size=60, progress=False)
+    tok.save(root / "vocab.txt")
+    return folder, root / "vocab.txt", root / "cache"
+
+
+def args(corpus, out, *extra):
+    folder, vocab, cache = corpus
+    return ["--data", str(folder), "--vocab", str(vocab), "--cache-dir", str(cache), "--out", str(out),
+            *TINY, *extra]
+
+
+def rows(out, split="train"):
+    return [r for r in map(json.loads, (Path(out) / "metrics.jsonl").read_text().splitlines()) if r["split"] == split]
+
+
+def test_tiny_run_learns_and_writes_metrics_and_curves(corpus, tmp_path, capsys):
+    out = tmp_path / "run"
+    result = train.main(args(corpus, out, "--steps", "40", "--log-interval", "1", "--eval-interval", "20"))
+    printed = capsys.readouterr().out
+    for line in ("ELECTRA pre-training: size tiny", "params   discriminator", "compute  ", "FLOPs per update"):
+        assert line in printed
+    train_rows = rows(out)
+    assert [r["step"] for r in train_rows] == list(range(1, 41))
+    first, last = train_rows[:5], train_rows[-5:]
+    mean = lambda rs, k: sum(r[k] for r in rs) / len(rs)  # noqa: E731
+    # L_MLM starts near ln(60) = 4.09 (uniform over the vocab) and must fall well below it.
+    assert mean(first, "mlm_loss") > 3.5 and mean(last, "mlm_loss") < mean(first, "mlm_loss") - 0.5
+    assert mean(last, "disc_loss") < mean(first, "disc_loss") - 0.05
+    for key in ("loss", "mlm_loss", "disc_loss", "gen_acc", "disc_acc", "disc_precision", "disc_recall",
+                "replaced_frac", "all_original_acc", "lr", "grad_norm", "tokens_per_s", "steps_per_s"):
+        assert key in train_rows[-1]
+    assert train_rows[-1]["loss"] == pytest.approx(train_rows[-1]["mlm_loss"] + 50 * train_rows[-1]["disc_loss"])
+    held = rows(out, "eval")
+    assert [r["step"] for r in held] == [20, 40] and held[1]["mlm_loss"] < held[0]["mlm_loss"]
+    assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert result["step"] == 40 and not result["interrupted"]
+    ckpt = torch.load(out / "ckpt.pt", weights_only=True)
+    assert ckpt["step"] == 40 and set(ckpt) >= {"model", "optimizer", "rng", "train_config", "vocab_hash"}
+    assert ckpt["vocab_hash"] == Tokenizer.load(corpus[1]).hash() and (out / "vocab.txt").is_file()
+    assert not list(out.glob("*.tmp*"))
+
+
+def test_resume_equals_an_uninterrupted_run(corpus, tmp_path):
+    common = ["--steps", "10", "--log-interval", "1", "--eval-interval", "1000"]
+    train.main(args(corpus, tmp_path / "a", *common))
+    train.main(args(corpus, tmp_path / "b", *common, "--stop-at", "4"))
+    assert [r["step"] for r in rows(tmp_path / "b")] == [1, 2, 3, 4]
+    result = train.main(["--out", str(tmp_path / "b"), "--resume", "--cache-dir", str(corpus[2]),
+                         "--log-interval", "1", "--eval-interval", "1000"])
+    assert result["step"] == 10
+    a, b = rows(tmp_path / "a"), rows(tmp_path / "b")
+    assert [r["step"] for r in b] == list(range(1, 11))
+    for ra, rb in zip(a, b):  # dropout, masks, samples and data order all continue exactly
+        for key in ("loss", "mlm_loss", "disc_loss", "gen_acc", "disc_acc", "lr", "grad_norm"):
+            assert ra[key] == rb[key], (ra["step"], key)
+    sa, sb = (torch.load(p / "ckpt.pt", weights_only=True)["model"] for p in (tmp_path / "a", tmp_path / "b"))
+    assert all(torch.equal(sa[k], sb[k]) for k in sa)
+
+
+def test_ctrl_c_saves_a_loadable_checkpoint(corpus, tmp_path):
+    out = tmp_path / "run"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, str(ROOT / "train.py"), *args(corpus, out, "--steps", "100000",
+                                                                        "--log-interval", "1")],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    metrics = out / "metrics.jsonl"
+    deadline = time.time() + 60
+    while time.time() < deadline and proc.poll() is None:
+        if metrics.is_file() and len(metrics.read_text().splitlines()) >= 3:
+            break
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, output
+    assert "stopped at step" in output and "--resume" in output
+    ckpt = torch.load(out / "ckpt.pt", weights_only=True)
+    assert 3 <= ckpt["step"] < 100000
+    model = Electra(train.ElectraConfig(**ckpt["model_config"]))
+    model.load_state_dict(ckpt["model"])
+    assert not list(out.glob("*.tmp*"))
+
+
+DDP_SCRIPT = """
+import os, sys, torch, train
+torch.set_num_threads(1)
+result = train.main(sys.argv[1:])  # each rank saves the weights it ended with
+torch.save(result["model"].state_dict(), os.path.join(result["config"].out_dir, f"rank{os.environ['RANK']}.pt"))
+"""
+
+
+def test_ddp_two_gloo_processes_end_with_identical_weights(corpus, tmp_path):
+    script = tmp_path / "ddp_run.py"
+    script.write_text(DDP_SCRIPT)
+    out = tmp_path / "run"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(script),
+           *args(corpus, out, "--steps", "4", "--log-interval", "2", "--grad-accum", "2", "--device", "cpu")]
+    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "x 2 processes" in done.stdout and "= 2 x 2 accumulation x 2 process(es)" in done.stdout
+    w0, w1 = (torch.load(out / f"rank{r}.pt", weights_only=True) for r in (0, 1))
+    init = Electra(train.ElectraConfig(**torch.load(out / "ckpt.pt", weights_only=True)["model_config"])).state_dict()
+    assert all(torch.equal(w0[k], w1[k]) for k in w0)
+    assert not all(torch.equal(w0[k], init[k]) for k in w0)  # and they did train
+
+
+def test_export_hf_matches_huggingface(corpus, tmp_path):
+    out = tmp_path / "run"
+    train.main(args(corpus, out, "--steps", "3", "--log-interval", "1"))
+    result = train.main(["--out", str(out), "--export-hf", str(tmp_path / "hf")])
+    model = result["model"].eval()
+    disc = transformers.ElectraForPreTraining.from_pretrained(tmp_path / "hf" / "discriminator").eval()
+    gen = transformers.ElectraForMaskedLM.from_pretrained(tmp_path / "hf" / "generator").eval()
+    x = torch.tensor([[2, 10, 11, 12, 3, 13, 14, 3]])
+    seg = torch.tensor([[0, 0, 0, 0, 0, 1, 1, 1]])
+    mask = torch.ones_like(x)
+    with torch.no_grad():
+        ours = model.discriminator(x, seg, mask)  # logit of "original"
+        theirs = disc(input_ids=x, token_type_ids=seg, attention_mask=mask).logits  # logit of "replaced"
+        torch.testing.assert_close(theirs, -ours, atol=1e-5, rtol=1e-5)
+        h = model.generator.hidden_states(x, seg, mask)
+        ours_g = model.generator.logits(h, torch.arange(8)[None])  # [1, 8, V] at every position
+        theirs_g = gen(input_ids=x, token_type_ids=seg, attention_mask=mask).logits
+        torch.testing.assert_close(theirs_g, ours_g, atol=1e-4, rtol=1e-4)
+    for d in ("discriminator", "generator"):
+        assert (tmp_path / "hf" / d / "vocab.txt").read_text() == (out / "vocab.txt").read_text()
+        assert (tmp_path / "hf" / d / "model.safetensors").is_file()  # safetensors is installed here
+
+
+def test_bert_objective_trains_the_mlm_baseline(corpus, tmp_path):
+    result = train.main(args(corpus, tmp_path / "bert", "--objective", "bert", "--steps", "6", "--log-interval", "3"))
+    assert result["model"].discriminator is None and result["model"].mlm is not None
+    r = rows(tmp_path / "bert")[-1]
+    assert r["disc_loss"] == 0 and r["loss"] == r["mlm_loss"] > 0
+
+
+def test_known_corpus_downloads_from_the_mirror(http_server, tmp_path, monkeypatch):
+    root, url = http_server
+    raw = " \n = Alpha = \n\n the cat sees the river . the dog likes a book .\n\n = = Life = = \n a child paints .\n" \
+          " = Beta = \n\n the king hears an apple .\n"
+    with zipfile.ZipFile(root / "wikitext-2-raw-v1.zip", "w") as z:
+        z.writestr("wikitext-2-raw/wiki.train.raw", raw)
+    size = (root / "wikitext-2-raw-v1.zip").stat().st_size
+    monkeypatch.setitem(train.KNOWN_CORPORA, "wikitext-2", ("wikitext-2-raw-v1.zip", size, "wikitext-2-raw",
+                                                            "wiki.train.raw"))
+    folder = train.resolve_corpus("wikitext-2", tmp_path / "cache", url)
+    assert (folder / "train.txt").read_text() == ("the cat sees the river .\nthe dog likes a book .\n"
+                                                  "a child paints .\n\nthe king hears an apple .\n")
+    assert train.resolve_corpus("wikitext-2", tmp_path / "cache", "http://127.0.0.1:9") == folder  # cached
+    # Offline (nothing listens on port 9): one message saying how to pass a local path instead.
+    with pytest.raises(SystemExit, match=r"(?s)could not download wikitext-2.*--data PATH"):
+        train.main(["--data", "wikitext-2", "--data-url", "http://127.0.0.1:9", "--cache-dir", str(tmp_path / "c2"),
+                    "--out", str(tmp_path / "run"), *TINY])
+    assert not (tmp_path / "c2" / "wikitext-2-raw-v1.zip").exists()
+
+
+# --- errors users cause: one clear message each, nothing lost
+
+def test_missing_and_empty_corpus(corpus, tmp_path):
+    with pytest.raises(SystemExit, match="no such file or folder.*known corpora"):
+        train.main(args(corpus, tmp_path / "r1", "--data", str(tmp_path / "nope.txt")))
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "e.txt").write_text("\n \n")
+    with pytest.raises(SystemExit, match="has no text"):
+        train.main(args(corpus, tmp_path / "r2", "--data", str(tmp_path / "empty")))
+
+
+def test_unknown_size(corpus, tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        train.main(args(corpus, tmp_path / "r", "--size", "huge"))
+    assert "invalid choice: 'huge'" in capsys.readouterr().err
+
+
+def test_resume_errors_and_existing_run(corpus, tmp_path):
+    out = tmp_path / "run"
+    train.main(args(corpus, out, "--steps", "4", "--stop-at", "2", "--log-interval", "1"))
+    before = (out / "ckpt.pt").read_bytes()
+    with pytest.raises(SystemExit, match=r"ckpt.pt exists: continue that run with --resume"):
+        train.main(args(corpus, out, "--steps", "4"))
+    with pytest.raises(SystemExit, match=r"different settings: --size small \(checkpoint: tiny\)"):
+        train.main(["--out", str(out), "--resume", "--size", "small"])
+    other = Tokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat"])
+    other.save(tmp_path / "other_vocab.txt")
+    with pytest.raises(SystemExit, match="does not match the checkpoint"):
+        train.main(["--out", str(out), "--resume", "--cache-dir", str(corpus[2]),
+                    "--vocab", str(tmp_path / "other_vocab.txt")])
+    with pytest.raises(SystemExit, match="no checkpoint at"):
+        train.main(["--out", str(tmp_path / "none"), "--resume"])
+    assert (out / "ckpt.pt").read_bytes() == before  # nothing lost
+
+
+def test_out_of_memory_suggests_grad_accum(corpus, tmp_path, monkeypatch):
+    def oom(self, *a, **k):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+    monkeypatch.setattr(Electra, "forward", oom)
+    with pytest.raises(SystemExit, match=r"out of GPU memory.*--grad-accum 2 \(same batch 8"):
+        train.main(args(corpus, tmp_path / "run", "--steps", "3"))
+
+
+def test_unwritable_output_folder(corpus, tmp_path):
+    (tmp_path / "a_file").write_text("x")
+    with pytest.raises(SystemExit, match="cannot write there.*--out DIR"):
+        train.main(args(corpus, tmp_path / "a_file" / "run", "--steps", "3"))
