@@ -1,0 +1,276 @@
+"""finetune.py: layer-wise lr decay by hand, --init loading (train.py, HF ELECTRA, HF BERT) against
+HuggingFace, a few fine-tuning steps, the CLI's outputs and its errors."""
+import dataclasses
+import json
+
+import pytest
+import torch
+import transformers
+
+import finetune as ft
+import train
+from electra import Electra, Encoder, get_config
+from tokenizer import Tokenizer
+
+WORDS = ["good", "bad", "movie", "film", "great", "awful", "the", "a", "is", "was", "not", "very", "."]
+
+
+def tiny_tokenizer(size=None):
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS
+    if size is not None:
+        tokens += [f"w{i}" for i in range(size - len(tokens))]
+    return Tokenizer(tokens)
+
+
+def tiny_config(tok, **kw):
+    return get_config("tiny", vocab_size=len(tok), embedding_size=16, hidden_size=32, num_layers=3, num_heads=2,
+                      intermediate_size=64, max_position=64, pad_id=tok.pad_id, cls_id=tok.cls_id,
+                      sep_id=tok.sep_id, mask_id=tok.mask_id, **kw)
+
+
+def save_train_checkpoint(folder, tok, cfg, seed=0):
+    """A run folder as train.py writes it: ckpt.pt (through train.save_checkpoint) and vocab.txt."""
+    folder.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(seed)
+    model = Electra(cfg)
+    opt = torch.optim.AdamW(model.parameters())
+    train.save_checkpoint(folder / "ckpt.pt", model, opt, 7, train.TrainConfig(size="tiny"), cfg, tok.hash(), rng=[])
+    tok.save(folder / "vocab.txt")
+    return model
+
+
+# --- layer-wise learning-rate decay -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("official", [True, False])
+def test_layer_lrs_for_a_three_layer_model_by_hand(official):
+    tok = tiny_tokenizer()
+    model = ft.Classifier(tiny_config(tok), num_outputs=2, dropout=0.1)
+    lr, d = 1e-4, 0.8
+    groups = ft.param_groups(model, num_layers=3, lr=lr, decay=d, weight_decay=0.0, official=official)
+    lr_of = {name: g["lr"] for g in groups for name in g["names"]}
+    assert set(lr_of) == {n for n, _ in model.named_parameters()}  # every parameter has exactly one lr
+    if official:
+        # official _get_layer_lrs: depth emb 0, layer i -> i+1, head n+2 = 5; lr * 0.8^(5 - depth)
+        expected = {"emb": lr * 0.8 ** 5, "layer0": lr * 0.8 ** 4, "layer1": lr * 0.8 ** 3,
+                    "layer2": lr * 0.8 ** 2, "head": lr}  # 3.2768e-5, 4.096e-5, 5.12e-5, 6.4e-5, 1e-4
+    else:
+        # as described: head lr, each layer one more factor 0.8 below it
+        expected = {"emb": lr * 0.8 ** 4, "layer0": lr * 0.8 ** 3, "layer1": lr * 0.8 ** 2,
+                    "layer2": lr * 0.8, "head": lr}  # 4.096e-5, 5.12e-5, 6.4e-5, 8e-5, 1e-4
+    assert expected["layer2"] == pytest.approx(6.4e-5 if official else 8e-5)
+    for name, got in lr_of.items():
+        key = ("emb" if name.startswith("encoder.embeddings") else "head" if name.startswith("classifier")
+               else "layer" + name.split(".")[2])
+        assert got == pytest.approx(expected[key]), name
+    assert lr_of["encoder.embeddings_project.weight"] == pytest.approx(expected["emb"])  # projection with the embeddings
+
+
+def test_weight_decay_skips_biases_and_layernorm():
+    tok = tiny_tokenizer()
+    model = ft.Classifier(tiny_config(tok), num_outputs=2, dropout=0.1)
+    for g in ft.param_groups(model, 3, 1e-4, 0.8, weight_decay=0.01):
+        for name in g["names"]:
+            decayed = not (name.endswith(".bias") or ".ln" in name)
+            assert g["weight_decay"] == (0.01 if decayed else 0.0), name
+
+
+def test_lr_schedule_by_hand():
+    # 10 steps, 2 of warmup: factor = (1 - s/10) * min(1, (s+1)/2)
+    # s=0: 1.0*0.5 = .5; s=1: .9*1 = .9; s=9: .1
+    factors = [ft.lr_factor(s, 10, 2) for s in range(10)]
+    assert factors == pytest.approx([0.5, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1])
+
+
+def test_recipe_by_model_size():
+    assert (ft.recipe_for(get_config("small"), ft.FinetuneConfig()).lr, ) == (3e-4,)
+    large = ft.recipe_for(get_config("large"), ft.FinetuneConfig())
+    assert (large.lr, large.layer_decay) == (5e-5, 0.9)
+    assert ft.recipe_for(get_config("base"), ft.FinetuneConfig(lr=2e-5)).lr == 2e-5  # an explicit value wins
+
+
+# --- loading --init -----------------------------------------------------------------------------------
+
+
+def hidden_states(pre: ft.Pretrained, ids, seg, mask):
+    enc = Encoder(pre.config)
+    enc.load_state_dict(pre.encoder_state)
+    return enc.eval().hidden_states(ids, seg, mask)
+
+
+def inputs(vocab_size):
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(5, vocab_size, (2, 9), generator=g)
+    seg = torch.tensor([[0] * 5 + [1] * 4, [0] * 9])
+    mask = torch.tensor([[1] * 9, [1] * 6 + [0] * 3])
+    return ids, seg, mask
+
+
+HF_SIZES = dict(vocab_size=40, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+                max_position_embeddings=64)
+
+
+@pytest.mark.parametrize("safetensors", [True, False])
+def test_hf_electra_folder_gives_hf_hidden_states(tmp_path, safetensors):
+    torch.manual_seed(0)
+    hf = transformers.ElectraForPreTraining(transformers.ElectraConfig(embedding_size=16, **HF_SIZES)).eval()
+    hf.save_pretrained(tmp_path, safe_serialization=safetensors)
+    tiny_tokenizer(40).save(tmp_path / "vocab.txt")
+    pre = ft.load_pretrained(tmp_path)
+    assert (pre.config.embedding_size, pre.config.num_layers) == (16, 2)
+    ids, seg, mask = inputs(40)
+    with torch.no_grad():
+        ref = hf.electra(input_ids=ids, token_type_ids=seg, attention_mask=mask).last_hidden_state
+    torch.testing.assert_close(hidden_states(pre, ids, seg, mask), ref, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("cls", [transformers.BertForMaskedLM, transformers.BertModel])
+def test_hf_bert_folder_gives_hf_hidden_states(tmp_path, cls):
+    torch.manual_seed(0)
+    hf = cls(transformers.BertConfig(**HF_SIZES)).eval()
+    hf.save_pretrained(tmp_path)
+    tiny_tokenizer(40).save(tmp_path / "vocab.txt")
+    pre = ft.load_pretrained(tmp_path)
+    assert pre.config.embedding_size == pre.config.hidden_size == 32  # BERT: no embedding projection
+    ids, seg, mask = inputs(40)
+    with torch.no_grad():
+        bert = hf.bert if cls is transformers.BertForMaskedLM else hf
+        ref = bert(input_ids=ids, token_type_ids=seg, attention_mask=mask).last_hidden_state
+    torch.testing.assert_close(hidden_states(pre, ids, seg, mask), ref, atol=1e-5, rtol=1e-5)
+
+
+def test_train_checkpoint_loads_the_discriminator(tmp_path):
+    tok = tiny_tokenizer()
+    model = save_train_checkpoint(tmp_path / "run", tok, tiny_config(tok))
+    ids, seg, mask = inputs(len(tok))
+    for init in (tmp_path / "run", tmp_path / "run" / "ckpt.pt"):  # the run folder or the file
+        pre = ft.load_pretrained(init)
+        torch.testing.assert_close(hidden_states(pre, ids, seg, mask),
+                                   model.eval().discriminator.hidden_states(ids, seg, mask))
+
+
+def test_init_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        ft.load_pretrained(tmp_path / "nope")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="without config.json"):
+        ft.load_pretrained(tmp_path / "empty")
+    hf_dir = tmp_path / "hf"
+    transformers.ElectraModel(transformers.ElectraConfig(embedding_size=16, **HF_SIZES)).save_pretrained(hf_dir)
+    with pytest.raises(FileNotFoundError, match=r"no vocab.txt for .*hf.*--vocab"):
+        ft.load_pretrained(hf_dir)
+    tiny_tokenizer(39).save(hf_dir / "vocab.txt")
+    with pytest.raises(ValueError, match="has 39 tokens but the model .* has 40 token embeddings"):
+        ft.load_pretrained(hf_dir)
+    (hf_dir / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
+    with pytest.raises(ValueError, match="model_type 'gpt2' is not supported"):
+        ft.load_pretrained(hf_dir)
+    # a train.py run whose vocab.txt was replaced by another of the same size
+    tok = tiny_tokenizer()
+    save_train_checkpoint(tmp_path / "run", tok, tiny_config(tok))
+    other = Tokenizer(tok.id_to_token[:-1] + ["zzz"])
+    other.save(tmp_path / "run" / "vocab.txt")
+    with pytest.raises(ValueError, match="is not the vocab .* was pre-trained with"):
+        ft.load_pretrained(tmp_path / "run")
+    (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(ValueError, match="not a readable train.py checkpoint"):
+        ft.load_pretrained(tmp_path / "junk.pt")
+
+
+# --- fine-tuning --------------------------------------------------------------------------------------
+
+
+def sentiment_rows(n, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    rows = []
+    for _ in range(n):
+        label = int(torch.randint(0, 2, (1,), generator=g))
+        word = ["bad", "good"][label]
+        rows.append(f"the movie was very {word} .\t{label}")
+    return rows
+
+
+def test_a_few_steps_lower_the_loss(tmp_path):
+    tok = tiny_tokenizer()
+    save_train_checkpoint(tmp_path / "run", tok, tiny_config(tok))
+    pre = ft.load_pretrained(tmp_path / "run")
+    task = ft.get_task("sst2")
+    examples = [ft.Example(str(i), row.split("\t")[0], None, int(row[-1])) for i, row in enumerate(sentiment_rows(64))]
+    data = ft.encode_examples(examples, tok, 16)
+    # a random-init encoder barely separates the sentences at [CLS]: a high lr and no decay, 32 steps
+    recipe = ft.recipe_for(pre.config, ft.FinetuneConfig(epochs=8, batch_size=16, lr=3e-3, layer_decay=1.0))
+    run = ft.finetune_seed(task, pre, data, {"dev": data}, {}, recipe, seed=0, device="cpu")
+    losses = [h["train_loss"] for h in run["history"]]
+    assert losses[-1] < 0.5 * losses[0], losses
+    assert run["dev"]["acc"] == 100.0  # one word decides the label: the model must learn it
+
+
+def test_cli_end_to_end(tmp_path, capsys):
+    tok = tiny_tokenizer()
+    save_train_checkpoint(tmp_path / "run", tok, tiny_config(tok))
+    glue = tmp_path / "glue"
+    (glue / "RTE").mkdir(parents=True)
+    rte = ["index\tsentence1\tsentence2\tlabel"] + [
+        f"{i}\tthe film is {w} .\tthe film is {w} .\t{lab}"
+        for i, (w, lab) in enumerate([("good", "entailment"), ("bad", "not_entailment")] * 4)]
+    (glue / "RTE" / "train.tsv").write_text("\n".join(rte) + "\n")
+    (glue / "RTE" / "dev.tsv").write_text("\n".join(rte[:5]) + "\n")
+    (glue / "RTE" / "test.tsv").write_text("index\tsentence1\tsentence2\n0\ta film\tgood\n1\tbad\tthe\n")
+    (glue / "STS-B").mkdir()
+    head = "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2"
+    sts = [head + "\tscore"] + [f"{i}\tg\tf\ty\to\tn\tn\tthe film\ta {w} film\t{s}"
+                                for i, (w, s) in enumerate([("good", "4.0"), ("bad", "1.000")] * 4)]
+    (glue / "STS-B" / "train.tsv").write_text("\n".join(sts) + "\n")
+    (glue / "STS-B" / "dev.tsv").write_text("\n".join(sts) + "\n")
+    out = tmp_path / "out"
+    report = ft.main(["--task", "rte,stsb", "--init", str(tmp_path / "run"), "--data_dir", str(glue),
+                      "--epochs", "2", "--seeds", "2", "--out_dir", str(out), "--device", "cpu"])
+    saved = json.loads((out / "results.json").read_text())
+    assert saved["tasks"].keys() == {"rte", "stsb"} and saved == json.loads(json.dumps(report))
+    rte_result = saved["tasks"]["rte"]
+    assert [s["seed"] for s in rte_result["seeds"]] == [0, 1]
+    assert [h["epoch"] for h in rte_result["seeds"][0]["history"]] == [1, 2]
+    assert rte_result["median"]["acc"] == pytest.approx(sorted(s["dev"]["acc"] for s in rte_result["seeds"])[0] / 2 +
+                                                        sorted(s["dev"]["acc"] for s in rte_result["seeds"])[1] / 2)
+    assert saved["tasks"]["stsb"]["median"].keys() == {"pearson", "spearman"}
+    assert saved["glue_score"] == pytest.approx((rte_result["median"]["acc"] +
+                                                 saved["tasks"]["stsb"]["median"]["spearman"]) / 2)
+    assert saved["recipe"]["layer_decay"] == 0.8 and saved["recipe"]["lr"] == 3e-4  # tiny takes Small's recipe
+    sub = (out / "glue_submission" / "RTE.tsv").read_text().splitlines()
+    assert sub[0] == "index\tprediction" and [r.split("\t")[0] for r in sub[1:]] == ["0", "1"]
+    assert all(r.split("\t")[1] in ("entailment", "not_entailment") for r in sub[1:])
+    assert not (out / "glue_submission" / "STS-B.tsv").exists()  # no test.tsv given, none written
+    assert (out / "finetune.png").stat().st_size > 0
+    printed = capsys.readouterr().out
+    assert "rte    acc" in printed and "GLUE score" in printed
+
+
+def test_submission_format(tmp_path):
+    ft.write_submission(ft.get_task("stsb"), tmp_path / "STS-B.tsv", ["0", "1", "2"], [5.7, -0.2, 2.5])
+    assert (tmp_path / "STS-B.tsv").read_text() == "index\tprediction\n0\t5.000\n1\t0.000\n2\t2.500\n"
+    ft.write_submission(ft.get_task("mnli"), tmp_path / "MNLI-m.tsv", ["0", "1"], [2, 0])
+    assert (tmp_path / "MNLI-m.tsv").read_text() == "index\tprediction\n0\tneutral\n1\tcontradiction\n"
+
+
+def test_cli_errors(tmp_path):
+    tok = tiny_tokenizer()
+    save_train_checkpoint(tmp_path / "run", tok, tiny_config(tok))
+    run = str(tmp_path / "run")
+    with pytest.raises(SystemExit, match="unknown task 'glue': choose from"):
+        ft.main(["--task", "glue", "--init", run])
+    (tmp_path / "data").mkdir()
+    with pytest.raises(SystemExit, match=r"error: .*data/train.tsv not found"):
+        ft.main(["--task", "sst2", "--init", run, "--data_dir", str(tmp_path / "data")])
+    (tmp_path / "data" / "train.tsv").write_text("sentence\tlabel\ngood\t1\nbad\t0\textra\n")
+    with pytest.raises(SystemExit, match=r"train.tsv, line 3: expected 2 tab-separated fields, found 3"):
+        ft.main(["--task", "sst2", "--init", run, "--data_dir", str(tmp_path / "data")])
+    with pytest.raises(SystemExit, match="--seeds must be at least 1"):
+        ft.main(["--task", "sst2", "--init", run, "--seeds", "0"])
+    with pytest.raises(SystemExit, match="does not exist"):
+        ft.main(["--task", "sst2", "--init", str(tmp_path / "missing")])
+
+
+def test_config_fields_documented():
+    # every FinetuneConfig field is a CLI flag's default or documented in results.json's recipe
+    assert {f.name for f in dataclasses.fields(ft.FinetuneConfig)} >= {"lr", "layer_decay", "weight_decay",
+                                                                      "warmup_fraction", "batch_size", "epochs"}
