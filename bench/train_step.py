@@ -1,0 +1,200 @@
+"""One joint ELECTRA pre-training step: ours (electra.py) against the same step built from
+HuggingFace's ElectraForMaskedLM (generator) + ElectraForPreTraining (discriminator).
+
+    python bench/train_step.py                         # CPU: size tiny, batch 32, seq 128
+    python bench/train_step.py --size small --batch 128 --seq 128 --compile   # a GPU
+
+Both sides get the same config, the same weights (copied with electra.to_hf_state_dicts), shared
+embeddings (HF: the generator uses the discriminator's embedding module, as ELECTRA ties them),
+the same batch and the same masks and samples: the HF step reuses electra.py's mask_positions /
+mask_tokens / sample / mlm_loss / disc_loss with a generator seeded like ours, so only the
+networks differ. A step is forward + backward + AdamW (fused on CUDA) with bf16 autocast on CUDA,
+fp32 on CPU. Before timing, one step with dropout off checks that both sides compute the same loss.
+
+Each variant runs in its own subprocess so that peak memory (CUDA: max_memory_allocated; CPU:
+the growth of the peak resident set) belongs to it alone. Prints steps/s, tokens/s (batch x seq
+per step), peak memory and, on CUDA, MFU from electra.flops_per_step and the GPU's peak
+(train.GPU_PEAK_TFLOPS, or --peak-tflops).
+"""
+import argparse
+import contextlib
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+
+import electra  # noqa: E402
+import train  # noqa: E402
+
+VOCAB = {"tiny": train.RECIPES["tiny"].vocab_size, "small": 30522, "base": 30522, "large": 30522}
+
+
+def make_config(size: str, seq: int) -> electra.ElectraConfig:
+    cfg = electra.get_config(size, vocab_size=VOCAB[size])  # BERT's special ids: pad 0, [CLS] 101, ...
+    return replace(cfg, max_predictions=int((cfg.mask_prob + train.MASK_SLACK) * seq))
+
+
+def make_batch(cfg, batch: int, seq: int, device):
+    """Random full-length [CLS] A [SEP] B [SEP] sequences: ids [B, T], segments, mask."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randint(1000, cfg.vocab_size, (batch, seq), generator=g)
+    x[:, 0], x[:, seq // 2], x[:, -1] = cfg.cls_id, cfg.sep_id, cfg.sep_id
+    s = torch.zeros_like(x)
+    s[:, seq // 2 + 1:] = 1
+    return x.to(device), s.to(device), torch.ones_like(x).to(device)
+
+
+class HFElectra(torch.nn.Module):
+    """HF generator + discriminator with shared embeddings, run through electra.py's step functions."""
+
+    def __init__(self, ours: electra.Electra, attn: str):
+        super().__init__()
+        from transformers import ElectraConfig, ElectraForMaskedLM, ElectraForPreTraining
+        self.config = ours.config
+        disc_sd, gen_sd = electra.to_hf_state_dicts(ours)
+        self.disc = ElectraForPreTraining(ElectraConfig(**electra.hf_config_dict(ours.config), attn_implementation=attn))
+        self.gen = ElectraForMaskedLM(ElectraConfig(**electra.hf_config_dict(ours.config, generator=True),
+                                                    attn_implementation=attn))
+        self.disc.load_state_dict(disc_sd, strict=False)
+        self.gen.load_state_dict(gen_sd, strict=False)
+        self.gen.electra.embeddings = self.disc.electra.embeddings  # ELECTRA shares the embeddings
+        self.gen.generator_lm_head.weight = self.disc.electra.embeddings.word_embeddings.weight  # tied output
+
+    def forward(self, x, segment_ids, attention_mask, rng=None):
+        cfg = self.config
+        m, m_valid = electra.mask_positions(x, attention_mask, cfg, rng)
+        x_masked = electra.mask_tokens(x, m, m_valid, cfg, rng)
+        logits_all = self.gen(input_ids=x_masked, token_type_ids=segment_ids, attention_mask=attention_mask).logits
+        logits_G = logits_all.gather(1, m[..., None].expand(-1, -1, logits_all.shape[-1]))  # [B, K, V]
+        x_m = x.gather(1, m)
+        l_mlm = electra.mlm_loss(logits_G, x_m, m_valid)
+        x_hat = electra.sample(logits_G, cfg.temperature, rng)
+        x_corrupt = electra.replace(x, m, torch.where(m_valid, x_hat, x_m))
+        logits_replaced = self.disc(input_ids=x_corrupt, token_type_ids=segment_ids,
+                                    attention_mask=attention_mask).logits  # [B, T], HF scores "replaced"
+        l_disc = electra.disc_loss(-logits_replaced, x_corrupt == x, attention_mask)
+        return electra.electra_loss(l_mlm, l_disc, cfg.lam)
+
+
+def run_variant(args) -> dict:
+    """Time one variant in this process and return its numbers."""
+    device = torch.device(args.device)
+    torch.manual_seed(0)
+    cfg = make_config(args.size, args.seq)
+    ours = electra.Electra(cfg)
+    model = ours if args.variant == "ours" else HFElectra(ours, args.hf_attn)
+    model.to(device)
+    x, s, a = make_batch(cfg, args.batch, args.seq, device)
+    cuda = device.type == "cuda"
+    if cuda:
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if cuda else contextlib.nullcontext()
+    loss_of = (lambda out: out.loss) if args.variant == "ours" else (lambda out: out)
+
+    # Same weights, same masks: with dropout off the two sides must compute the same loss.
+    model.eval()
+    with torch.no_grad(), autocast:
+        check_loss = loss_of(model(x, s, a, rng=torch.Generator(device).manual_seed(1))).item()
+    model.train()
+    if args.compile:
+        model.compile()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=train.ADAM_BETAS, eps=train.ADAM_EPS, fused=cuda)
+    rng = torch.Generator(device).manual_seed(2)
+
+    def step():
+        with autocast:
+            loss = loss_of(model(x, s, a, rng=rng))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), train.CLIP_NORM)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    for _ in range(args.warmup):
+        step()
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+    start = time.perf_counter()
+    for _ in range(args.steps):
+        step()
+    if cuda:
+        torch.cuda.synchronize()
+    seconds = time.perf_counter() - start
+    steps_per_s = args.steps / seconds
+    if cuda:
+        peak_mib = torch.cuda.max_memory_allocated() / 2**20
+    else:
+        peak_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before) / 1024
+    peak = train.peak_flops(device, args.peak_tflops)
+    flops = electra.flops_per_step(cfg, args.batch, args.seq)
+    return {"variant": args.variant + (" compiled" if args.compile else ""), "check_loss": check_loss,
+            "steps_per_s": steps_per_s, "tokens_per_s": steps_per_s * args.batch * args.seq, "peak_mib": peak_mib,
+            "mfu": flops * steps_per_s / peak if peak else None,
+            "device": torch.cuda.get_device_name(device) if cuda else f"cpu, {torch.get_num_threads()} threads"}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    cuda = torch.cuda.is_available()
+    p.add_argument("--size", default="small" if cuda else "tiny", choices=list(electra.SIZES))
+    p.add_argument("--batch", type=int, default=128 if cuda else 32)
+    p.add_argument("--seq", type=int, default=128)
+    p.add_argument("--steps", type=int, default=50 if cuda else 10, help="timed steps per variant")
+    p.add_argument("--warmup", type=int, default=10 if cuda else 2, help="untimed steps first (and compilation)")
+    p.add_argument("--device", default="cuda" if cuda else "cpu")
+    p.add_argument("--compile", action="store_true", help="also time both sides under torch.compile")
+    p.add_argument("--hf-attn", default="sdpa", help="HF attention implementation: sdpa or eager")
+    p.add_argument("--peak-tflops", type=float, default=None, help="accelerator peak, for MFU")
+    p.add_argument("--threads", type=int, default=None, help="CPU threads (torch.set_num_threads)")
+    p.add_argument("--variant", choices=["ours", "hf"], help=argparse.SUPPRESS)  # set for the subprocesses
+    args = p.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.variant:  # a child: time one variant, print its JSON
+        print(json.dumps(run_variant(args)))
+        return None
+
+    print(f"one joint G+D step, size {args.size}, batch {args.batch}, seq {args.seq}, on {args.device}: "
+          f"{args.warmup} warm-up + {args.steps} timed steps per variant")
+    results = []
+    for compiled in ([False, True] if args.compile else [False]):
+        for variant in ("ours", "hf"):
+            cmd = [sys.executable, __file__, *(argv if argv is not None else sys.argv[1:]), "--variant", variant]
+            cmd = [c for c in cmd if c != "--compile"] + (["--compile"] if compiled else [])
+            done = subprocess.run(cmd, capture_output=True, text=True, env=os.environ)
+            if done.returncode != 0:
+                raise SystemExit(f"{variant} failed:\n{done.stderr[-3000:]}")
+            results.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    print(f"device: {results[0]['device']}")
+    print(f"{'variant':18} {'steps/s':>9} {'tokens/s':>11} {'peak MiB':>9} {'MFU':>7} {'loss (no dropout)':>18}")
+    for r in results:
+        mfu = f"{r['mfu']:.1%}" if r["mfu"] is not None else "-"
+        print(f"{r['variant']:18} {r['steps_per_s']:9.2f} {r['tokens_per_s']:11,.0f} {r['peak_mib']:9.0f} "
+              f"{mfu:>7} {r['check_loss']:18.5f}")
+    for i in range(0, len(results), 2):
+        ours, hf = results[i], results[i + 1]
+        print(f"{ours['variant']} / {hf['variant']}: {ours['steps_per_s'] / hf['steps_per_s']:.2f}x the steps/s, "
+              f"{ours['peak_mib'] / max(hf['peak_mib'], 1e-9):.2f}x the peak memory")
+        if abs(ours["check_loss"] - hf["check_loss"]) > 1e-3 * max(1.0, abs(hf["check_loss"])):
+            print(f"WARNING: the losses differ ({ours['check_loss']} vs {hf['check_loss']}): not the same step")
+    small = ours if args.size == "small" and args.batch == 128 and args.seq == 128 else None
+    if small is not None:
+        best = max(r["steps_per_s"] for r in results if r["variant"].startswith("ours"))
+        print(f"ELECTRA-Small, 1M steps at {best:.1f} steps/s: {1e6 / best / 3600:.1f} hours "
+              f"(the paper: 4 days on a V100)")
+    return results
+
+
+if __name__ == "__main__":
+    main()
