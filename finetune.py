@@ -661,6 +661,7 @@ def load_pretrained(init, vocab=None) -> Pretrained:
 # ---------------------------------------------------------------------------------------------------------
 
 STSB_MAX = 5.0  # STS-B scores lie in [0, 5]; the official RegressionTask trains on label / 5
+LOSS_WINDOW = 50  # the progress bar shows the mean loss of the last 50 batches (display only)
 
 
 @dataclass
@@ -776,7 +777,7 @@ def finetune_seed(task: Task, pre: Pretrained, train: Encoded, dev: dict[str, En
                 sched.step()
                 losses.append(loss.item())
                 bar.update(len(rows))
-                bar.set_postfix(loss=f"{np.mean(losses[-50:]):.4f}")
+                bar.set_postfix(loss=f"{np.mean(losses[-LOSS_WINDOW:]):.4f}")
         metrics = evaluate(model, task, dev, ft.eval_batch_size, pre.tokenizer.pad_id, device)
         history.append({"epoch": epoch, "train_loss": float(np.mean(losses)), **metrics})
         tqdm.write(f"{task.name} seed {seed} epoch {epoch}: loss {np.mean(losses):.4f} " +
@@ -876,13 +877,17 @@ def task_folder(task: Task, data_dir, cache_dir, base_url: str, mrpc_base_url: s
 
 def prepare_task(task: Task, folder: Path, pre: Pretrained, ft: FinetuneConfig):
     """Read and tokenise train (doubled for MRPC/STS-B), the dev splits, and the test splits that exist."""
-    train = read_split(task, folder, "train", ft.max_train_examples)
+    splits = {"train": read_split(task, folder, "train", ft.max_train_examples)}
+    splits.update({s: read_split(task, folder, s) for s, _ in task.dev_splits})
+    for split, examples in splits.items():
+        if not examples:
+            raise ValueError(f"{folder / (split + '.tsv')} has no examples (a header and nothing else?)")
     if ft.double_unordered:
-        train = add_swapped(task, train)
-    dev = {s: encode_examples(read_split(task, folder, s), pre.tokenizer, ft.max_seq_len) for s, _ in task.dev_splits}
+        splits["train"] = add_swapped(task, splits["train"])
+    encoded = {s: encode_examples(ex, pre.tokenizer, ft.max_seq_len) for s, ex in splits.items()}
     test = {s: encode_examples(read_split(task, folder, s), pre.tokenizer, ft.max_seq_len)
             for s, _ in task.test_splits if (folder / f"{s}.tsv").is_file()}
-    return encode_examples(train, pre.tokenizer, ft.max_seq_len), dev, test
+    return encoded.pop("train"), encoded, test
 
 
 def parse_args(argv=None):
@@ -908,7 +913,8 @@ def parse_args(argv=None):
     p.add_argument("--epochs", type=int, default=None, help="default: 3, or 10 for RTE and STS-B")
     p.add_argument("--batch_size", type=int, default=FinetuneConfig.batch_size)
     p.add_argument("--max_seq_len", type=int, default=FinetuneConfig.max_seq_len)
-    p.add_argument("--max_train_examples", type=int, default=None, help="use only the first N training rows")
+    p.add_argument("--max_train_examples", type=int, default=None,
+                   help="use only the first N rows of train.tsv (before MRPC/STS-B's swapped copies)")
     p.add_argument("--single_order", action="store_true",
                    help="do not also train MRPC/STS-B on swapped sentence pairs (the official code does)")
     return p.parse_args(argv)

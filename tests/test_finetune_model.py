@@ -285,3 +285,14 @@ def test_config_fields_documented():
     # every FinetuneConfig field is a CLI flag's default or documented in results.json's recipe
     assert {f.name for f in dataclasses.fields(ft.FinetuneConfig)} >= {"lr", "layer_decay", "weight_decay",
                                                                       "warmup_fraction", "batch_size", "epochs"}
+
+
+def test_empty_split_is_a_clear_error(tmp_path):
+    tok = tiny_tokenizer()
+    save_train_checkpoint(tmp_path / "run", tok, tiny_config(tok))
+    d = tmp_path / "SST-2"
+    d.mkdir()
+    (d / "train.tsv").write_text("sentence\tlabel\ngood\t1\n")
+    (d / "dev.tsv").write_text("sentence\tlabel\n")
+    with pytest.raises(SystemExit, match=r"SST-2/dev.tsv has no examples"):
+        ft.main(["--task", "sst2", "--init", str(tmp_path / "run"), "--data_dir", str(d)])
