@@ -714,15 +714,22 @@ def task_loss(task: Task, logits, labels):
 
 @torch.no_grad()
 def predict(model: Classifier, task: Task, data: Encoded, batch_size: int, pad_id: int, device) -> np.ndarray:
-    """Class ids (argmax) or STS-B scores on the 0-5 scale, for every row of `data`."""
+    """Class ids (argmax) or STS-B scores on the 0-5 scale, for every row of `data`, in its order.
+
+    Rows are batched shortest first, so each batch pads little; the outputs are put back in order.
+    """
     model.eval()
+    order = np.argsort([len(ids) for ids in data.ids], kind="stable")
     out = []
     for start in range(0, len(data), batch_size):
-        rows = range(start, min(start + batch_size, len(data)))
+        rows = order[start:start + batch_size]
         with autocast(device):
             logits = model(*collate(data, rows, pad_id, device)).float()  # [B, C]
         out.append(logits.squeeze(-1) * STSB_MAX if task.regression else logits.argmax(-1))
-    return torch.cat(out).cpu().numpy() if out else np.zeros(0)
+    pred = np.zeros(len(data), dtype=np.float64 if task.regression else np.int64)
+    if out:
+        pred[order] = torch.cat(out).cpu().numpy()
+    return pred
 
 
 def evaluate(model, task: Task, dev: dict[str, Encoded], batch_size: int, pad_id: int, device) -> dict:
@@ -944,7 +951,10 @@ def main(argv=None) -> dict:
         try:
             folder = task_folder(task, args.data_dir, args.cache_dir, args.glue_url, args.mrpc_url)
             train, dev, test = prepare_task(task, folder, pre, ft)
-        except (FileNotFoundError, ValueError, DownloadError) as e:
+        except DownloadError as e:
+            raise SystemExit(f"error: {e}\nFor GLUE, you can also fetch {task.folder}'s files yourself and pass "
+                             f"--data_dir FOLDER (the folder holding train.tsv and dev.tsv).") from None
+        except (FileNotFoundError, ValueError) as e:
             raise SystemExit(f"error: {e}") from None
         print(f"{task.name}: {len(train):,} training rows, "
               + ", ".join(f"{s} {len(d):,}" for s, d in dev.items())

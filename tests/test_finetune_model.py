@@ -296,3 +296,17 @@ def test_empty_split_is_a_clear_error(tmp_path):
     (d / "dev.tsv").write_text("sentence\tlabel\n")
     with pytest.raises(SystemExit, match=r"SST-2/dev.tsv has no examples"):
         ft.main(["--task", "sst2", "--init", str(tmp_path / "run"), "--data_dir", str(d)])
+
+
+def test_predict_keeps_row_order_and_ignores_padding():
+    tok = tiny_tokenizer()
+    torch.manual_seed(0)
+    model = ft.Classifier(tiny_config(tok), num_outputs=1, dropout=0.1)
+    texts = ["the film", "a very very good movie .", "bad", "the movie was not great .", "awful film"]
+    data = ft.encode_examples([ft.Example(str(i), t, None, 1.0) for i, t in enumerate(texts)], tok, 16)
+    task = ft.get_task("stsb")
+    one_by_one = [ft.predict(model, task, ft.Encoded([i], [s], None, ["0"]), 1, tok.pad_id, torch.device("cpu"))[0]
+                  for i, s in zip(data.ids, data.segments)]
+    batched = ft.predict(model, task, data, 4, tok.pad_id, torch.device("cpu"))  # sorted by length, padded
+    assert batched == pytest.approx(one_by_one, abs=1e-5)
+    assert len(set(batched.round(6))) == len(texts)  # distinct outputs: a row mix-up would show
