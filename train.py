@@ -3,9 +3,16 @@
     python train.py --size small                 # WikiText-103, downloaded once into ./cache
     python train.py --size tiny --data my_texts/ # any .txt file or folder of them
 
-This file is read top to bottom like nanoGPT's train.py: downloads, corpus, examples,
-the training recipe, then the loop. Every piece is importable (finetune.py and the
-notebooks reuse `download`, `extract_zip`, ...).
+    python train.py --out out --resume           # continue a stopped run exactly
+    python train.py --out out --export-hf hf/    # HuggingFace ELECTRA layout (config.json + weights)
+    torchrun --nproc_per_node 4 train.py --size base   # DDP on 4 GPUs
+
+Read top to bottom like nanoGPT's train.py: downloads, corpora, examples (the official
+build_pretraining_dataset.py), the recipe (paper Table 6), checkpoints, metrics, the loop.
+Every piece is importable: download / extract_zip, resolve_corpus, ExampleBuilder /
+build_examples / collate / Batches, RECIPES / TrainConfig / learning_rate, model_config /
+build_model / build_optimizer, save_checkpoint / load_checkpoint / export_hf, evaluate,
+plot_curves, and main(argv) itself.
 """
 from __future__ import annotations
 
@@ -847,18 +854,19 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def parse_overrides(items: list[str]) -> dict:
     """["num_layers=2", "dropout=0"] -> {"num_layers": 2, "dropout": 0.0}, typed by ElectraConfig."""
-    types = {f.name: f.type for f in fields(ElectraConfig)}
+    kinds = {f.name: f.type if isinstance(f.type, str) else f.type.__name__ for f in fields(ElectraConfig)}
+    casts = {"int": int, "float": float, "bool": lambda v: v.lower() in ("1", "true", "yes")}
     out = {}
     for item in items:
         key, sep, value = item.partition("=")
-        if not sep or key not in types:
-            raise SystemExit(f"--set {item}: expected FIELD=VALUE with FIELD one of {sorted(types)}")
-        kind = types[key] if isinstance(types[key], str) else types[key].__name__
+        if not sep or key not in kinds:
+            raise SystemExit(f"--set {item}: expected FIELD=VALUE with FIELD one of {sorted(kinds)}")
+        if key in ("objective", "vocab_size", "pad_id", "cls_id", "sep_id", "mask_id"):
+            raise SystemExit(f"--set {item}: {key} comes from --objective / the vocabulary, not from --set")
         try:
-            out[key] = {"int": int, "float": float, "str": str}.get(kind, str)(value) if kind != "bool" \
-                else value.lower() in ("1", "true", "yes")
+            out[key] = casts.get(kinds[key], str)(value)
         except ValueError as e:
-            raise SystemExit(f"--set {item}: {key} must be a {kind}") from e
+            raise SystemExit(f"--set {item}: {key} must be a {kinds[key]}") from e
     return out
 
 
