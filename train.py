@@ -810,8 +810,7 @@ def check_writable(out_dir: Path) -> None:
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         description="Pre-train ELECTRA (Clark et al. 2020). Presets per --size follow the paper's "
-                    "Table 6; every value can be overridden.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                    "Table 6; every value can be overridden.")
     d = TrainConfig()
     p.add_argument("--size", choices=list(RECIPES), default=None, help="model and recipe preset (default small)")
     p.add_argument("--objective", choices=OBJECTIVES, default=None,
@@ -819,14 +818,14 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "replace_mlm, all_tokens_mlm: the ablations of Sec. 3.5 (default electra)")
     p.add_argument("--data", default=None, help=f".txt file, folder of .txt files, or one of {list(KNOWN_CORPORA)} "
                                                 f"(default {d.data})")
-    p.add_argument("--data-url", default=d.data_url, help="base URL of the known corpora (or $ELECTRA_DATA_URL)")
-    p.add_argument("--cache-dir", default=d.cache_dir, help="downloads and tokenised corpora")
-    p.add_argument("--out", default=d.out_dir, help="run folder: ckpt.pt, vocab.txt, metrics.jsonl, curves.png")
+    p.add_argument("--data-url", default=d.data_url, help=f"base URL of the known corpora (or $ELECTRA_DATA_URL; default {d.data_url})")
+    p.add_argument("--cache-dir", default=d.cache_dir, help=f"downloads and tokenised corpora (default {d.cache_dir})")
+    p.add_argument("--out", default=d.out_dir, help=f"run folder: ckpt.pt, vocab.txt, metrics.jsonl, curves.png (default {d.out_dir})")
     p.add_argument("--vocab", default=None, help="a BERT-format vocab.txt (default: train one on the corpus)")
     p.add_argument("--vocab-size", type=int, default=None, help="size of the trained vocab (preset)")
     p.add_argument("--seq-len", type=int, default=None, help="tokens per example (preset)")
     p.add_argument("--batch-size", type=int, default=None, help="sequences per update, all GPUs together (preset)")
-    p.add_argument("--grad-accum", type=int, default=d.grad_accum, help="micro-batches per update")
+    p.add_argument("--grad-accum", type=int, default=d.grad_accum, help="micro-batches per update (default 1)")
     p.add_argument("--lr", type=float, default=None, help="peak learning rate (preset)")
     p.add_argument("--steps", type=int, default=None, help="updates (preset)")
     p.add_argument("--warmup", type=int, default=None, help="warm-up updates (preset)")
@@ -834,16 +833,16 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--clip-norm", type=float, default=None, help=f"gradient-norm clip (default {d.clip_norm})")
     p.add_argument("--eval-fraction", type=float, default=None,
                    help=f"share of documents held out (default {d.eval_fraction})")
-    p.add_argument("--eval-batches", type=int, default=d.eval_batches, help="micro-batches per evaluation")
-    p.add_argument("--log-interval", type=int, default=d.log_interval, help="updates between metrics.jsonl lines")
-    p.add_argument("--eval-interval", type=int, default=d.eval_interval, help="updates between evaluations")
-    p.add_argument("--ckpt-interval", type=int, default=d.ckpt_interval, help="updates between checkpoints")
+    p.add_argument("--eval-batches", type=int, default=d.eval_batches, help=f"micro-batches per evaluation (default {d.eval_batches})")
+    p.add_argument("--log-interval", type=int, default=d.log_interval, help=f"updates between metrics.jsonl lines (default {d.log_interval})")
+    p.add_argument("--eval-interval", type=int, default=d.eval_interval, help=f"updates between held-out evaluations (default {d.eval_interval})")
+    p.add_argument("--ckpt-interval", type=int, default=d.ckpt_interval, help=f"updates between checkpoints (default {d.ckpt_interval})")
     p.add_argument("--stop-at", type=int, default=None,
                    help="stop with a checkpoint after this update (the schedule still runs to --steps)")
     p.add_argument("--seed", type=int, default=None, help=f"random seed (default {d.seed})")
-    p.add_argument("--device", default=d.device, help="auto, cpu, cuda or cuda:N")
+    p.add_argument("--device", default=d.device, help="auto (default: cuda if available), cpu, cuda or cuda:N")
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
-    p.add_argument("--peak-tflops", type=float, default=None, help="accelerator peak TFLOP/s for MFU")
+    p.add_argument("--peak-tflops", type=float, default=None, help="accelerator peak TFLOP/s for MFU (default: looked up from the GPU name)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
                    help="override an ElectraConfig field, e.g. --set num_layers=2 (repeatable)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its ckpt.pt")
