@@ -1,0 +1,93 @@
+"""ELECTRA exercises: write the four functions below, then let the project's checks grade them.
+
+    cp exercises/template.py exercises/my_solution.py          # work in your copy
+    ELECTRA_STUDENT=exercises/my_solution.py python -m pytest -q tests/test_exercises.py -k student
+
+Each function says what to read first (in the paper, Clark et al. 2020, arXiv 2003.10555, and in
+this repository) and what its check proves; EXERCISES.md has the full text. Until you write a body,
+it stops with "exercise N: ..." and its check fails with that message. Do not import the project's
+own version (electra.mask_positions, ...): the checks compare against it.
+"""
+import torch
+
+
+def mask_positions(x: torch.Tensor, attention_mask: torch.Tensor, config, rng: torch.Generator | None = None):
+    """Exercise 1. Choose the positions to mask: m_i ~ unif{1, n} for i = 1..k       (paper, Sec. 2)
+
+    Read: the paper's Section 2 (the masking step of Figure 2), and the official
+    pretrain_helpers.mask that electra.py's docstring describes.
+
+    x: [B, T] token ids; attention_mask: [B, T] (1 on real tokens, 0 on padding); config has
+    mask_prob, max_predictions, cls_id, sep_id, mask_id, pad_id; rng: draw every random number
+    from it (torch.rand(..., generator=rng)), so a seeded generator gives the same masks.
+
+    Per row, n = the number of real tokens ([CLS] and [SEP] included) and
+    k = min(K, round(mask_prob * n)), at least 1, with K = min(max_predictions, T). round() is
+    round-half-to-even, as torch.round: n = 10 -> round(1.5) = 2, n = 30 -> round(4.5) = 4.
+    Never choose [CLS], [SEP], [MASK] or padding; never choose a position twice in a row; if a row
+    has fewer than k candidates, k is that number. Every candidate must be equally likely.
+
+    Returns m: [B, K] long, positions; m_valid: [B, K] bool, True on the first k slots of each row
+    (the slots after them may hold any position and are ignored).
+
+    Example: one row [CLS] a b c d e f g h [SEP] (n = 10) with mask_prob 0.15, max_predictions 3:
+    k = 2, m = e.g. [[4, 7, 1]], m_valid = [[True, True, False]].
+    """
+    raise SystemExit("exercise 1: write mask_positions in your copy of exercises/template.py")
+
+
+def disc_loss(logits: torch.Tensor, is_original: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """Exercise 2. The discriminator's loss                                            (paper, eq. 2)
+
+        L_Disc = E[ sum_t -1(x_corrupt_t = x_t) log D(x_corrupt, t) - 1(x_corrupt_t != x_t) log(1 - D(x_corrupt, t)) ]
+
+    Read: the paper's Section 2 (eq. 2 and the sentence after it), and notebooks/02_losses_by_hand.ipynb.
+
+    logits: [B, T] with D = sigmoid(logits) the probability that the token is *original* (the
+    paper's D; the official code and HuggingFace score "replaced" instead); is_original: [B, T] bool;
+    attention_mask: [B, T]. Return the mean over every real token of the batch ([CLS] and [SEP]
+    included, padding excluded) as a scalar tensor that gradients flow through. It must stay finite
+    for confident logits such as +-200: compute log D and log(1 - D) from the logits directly
+    (log(1 - sigmoid(z)) = log sigmoid(-z)), never as the log of a sigmoid that has rounded to 0.
+
+    Example: logits [[0, ln 3, ln 3, 9]], is_original [[True, True, False, True]],
+    attention_mask [[1, 1, 1, 0]]: D = 0.5, 0.75, 0.75 -> (ln 2 + ln(4/3) + ln 4) / 3 = 0.7890.
+    """
+    raise SystemExit("exercise 2: write disc_loss in your copy of exercises/template.py")
+
+
+def wordpiece(word: str, vocab: set[str] | dict[str, int]) -> list[str]:
+    """Exercise 3. BERT's greedy longest-match-first WordPiece on one word.
+
+    Read: the paper's Section 3.1 (ELECTRA uses BERT's WordPiece vocabulary), BERT (Devlin et al.
+    2019) Section 3, and the module docstring of tokenizer.py (stage 2).
+
+    From the start of the word take the longest prefix that is in the vocab; continue from where it
+    ended, now looking for pieces written with the "##" prefix ("##able" continues a word, "able"
+    starts one). If at some point no piece matches, the whole word is ["[UNK]"] (no partial
+    output), and a word longer than 100 characters is ["[UNK]"] at once. There is no backtracking:
+    greedy is what BERT does even where another split would exist.
+
+    Example: vocab {"un", "##aff", "##able", "a", "##b"}: "unaffable" -> ["un", "##aff", "##able"],
+    "ab" -> ["a", "##b"], "abc" -> ["[UNK]"].
+    """
+    raise SystemExit("exercise 3: write wordpiece in your copy of exercises/template.py")
+
+
+def layer_lr_scales(num_layers: int, decay: float, official: bool = True) -> list[float]:
+    """Exercise 4. Layer-wise learning-rate decay for fine-tuning: the multiplier of the peak lr
+    at each depth, embeddings (depth 0), the encoder layers (depths 1..num_layers), the task head.
+
+    Read: the paper's Appendix A (fine-tuning details, "layer-wise learning-rate decay", Table 7's
+    0.8 for Small and Base, 0.9 for Large) and finetune.py's layer_depth and param_groups.
+
+    A parameter at depth d gets lr * decay ** (top - d); the head gets lr (scale 1.0). As the paper
+    describes it (official=False), top = num_layers + 1, the head's depth. The official code
+    (model/optimization.py, _get_layer_lrs) puts the head at depth num_layers + 2 instead, so every
+    encoder layer gets one more factor of decay; official=True reproduces that, since it made the
+    paper's numbers. Return num_layers + 2 floats: [embeddings, layer 0, ..., layer num_layers-1, head].
+
+    Example: layer_lr_scales(2, 0.5) = [0.0625, 0.125, 0.25, 1.0];
+             layer_lr_scales(2, 0.5, official=False) = [0.125, 0.25, 0.5, 1.0].
+    """
+    raise SystemExit("exercise 4: write layer_lr_scales in your copy of exercises/template.py")
