@@ -1,0 +1,102 @@
+"""Experiment 2: where ELECTRA's gain comes from (paper Sec. 3.5, Table 5), at equal pre-training compute.
+
+    ELECTRA         replaced token detection on every input token
+    ELECTRA 15%     the same, but L_Disc only on the 15% of positions that were masked
+    Replace MLM     BERT's MLM on inputs whose masked tokens were replaced by generator samples
+    All-Tokens MLM  Replace MLM predicting every token, with ELECTRA's copy mechanism
+    BERT            the masked-LM baseline
+
+Paper (Table 5, Base size, GLUE score): ELECTRA 85.0, All-Tokens MLM 84.3, Replace MLM 82.4,
+ELECTRA 15% 82.4, BERT 82.2 -- most of the gain comes from learning from all tokens.
+
+    python experiments/ablations.py --data ../shared/data/corpus --flops 5e12 --size tiny \\
+        --glue-dir ../shared/data/glue --seeds 3 --ft-examples 500
+
+Each run gets the same FLOPs budget and only its final snapshot is fine-tuned. Writes --out/results.json,
+ablations.md and ablations.png (a bar per objective and task, min-max over seeds). Run it again to
+continue after an interruption; runs shared with electra_vs_bert.py (same --runs-dir) are reused.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from experiments import common  # noqa: E402
+
+NAME = "ablations"
+OBJECTIVES = (("electra", "ELECTRA"), ("all_tokens_mlm", "All-Tokens MLM"), ("replace_mlm", "Replace MLM"),
+              ("electra_15", "ELECTRA 15%"), ("bert", "BERT"))  # Table 5's order
+PAPER_GLUE = {"ELECTRA": 85.0, "All-Tokens MLM": 84.3, "Replace MLM": 82.4, "ELECTRA 15%": 82.4,
+              "BERT": 82.2}  # Table 5, GLUE dev score of Base-sized models
+TASKS = "sst2,mrpc,stsb"
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    common.add_common_args(p, TASKS)
+    p.add_argument("--objectives", default=",".join(o for o, _ in OBJECTIVES),
+                   help="comma-separated subset of the objectives to compare")
+    args = p.parse_args(argv)
+    args.out = args.out or f"experiments/results/{NAME}"
+    return args
+
+
+def main(argv=None) -> dict:
+    """Run (or continue) the experiment; returns the results dict with its summary "rows"."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parse_args(argv)
+    labels = dict(OBJECTIVES)
+    chosen = [o for o in args.objectives.split(",") if o]
+    unknown = [o for o in chosen if o not in labels]
+    if unknown or not chosen:
+        raise SystemExit(f"--objectives {args.objectives}: choose from {', '.join(labels)}")
+    ctx = common.setup(args)
+    runs = [common.make_run(ctx, obj, size, labels[obj] if len(args.size) == 1 else f"{labels[obj]}-{size}")
+            for size in args.size for obj, _ in OBJECTIVES if obj in chosen]
+
+    def write(results):
+        results["rows"] = common.summarize(results, runs, ctx.tasks, args.seeds, "last", args)
+        common.write_outputs(Path(args.out), NAME, results, markdown(results, runs, ctx.tasks),
+                             lambda plt: plot(plt, results["rows"], ctx.tasks))
+
+    return common.run_experiment(ctx, NAME, runs, "last", write, argv)
+
+
+def markdown(results: dict, runs, tasks: list[str]) -> str:
+    lines = [[r["label"], f"{r['steps']:,}", f"{r['flops']:.2e}"] + [common.cell(r, t) for t in tasks]
+             + [f"{r['score']:.1f}" if "score" in r else "-",
+                f"{PAPER_GLUE[r['label'].split('-')[0]]:.1f}" if r["label"].split("-")[0] in PAPER_GLUE else "-"]
+             for r in results["rows"]]
+    header = (["objective", "updates", "pre-train FLOPs"] + [common.task_header(t) for t in tasks]
+              + ["mean", "paper GLUE (Table 5, Base)"])
+    return (f"# Efficiency ablations (Sec. 3.5) at equal pre-training compute\n\n"
+            f"{common.settings_line(results, runs)}\n" + common.markdown_table(header, lines))
+
+
+def plot(plt, rows: list[dict], tasks: list[str]):
+    """Grouped bars: one group per task (and the mean), one bar per objective, min-max whiskers."""
+    groups = tasks + ["mean"]
+    fig, ax = plt.subplots(figsize=(2.2 * len(groups) * max(1, len(rows)) / 3 + 3, 4))
+    width = 0.8 / max(1, len(rows))
+    for i, r in enumerate(rows):
+        x = np.arange(len(groups)) + (i - (len(rows) - 1) / 2) * width
+        med = [r["tasks"][t]["median"] if t in r["tasks"] else np.nan for t in tasks] + [r.get("score", np.nan)]
+        lo = [r["tasks"][t]["median"] - r["tasks"][t]["min"] if t in r["tasks"] else 0 for t in tasks] + [0]
+        hi = [r["tasks"][t]["max"] - r["tasks"][t]["median"] if t in r["tasks"] else 0 for t in tasks] + [0]
+        ax.bar(x, med, width, yerr=[lo, hi], capsize=2, label=r["label"], color=f"C{i}")
+    ax.set_xticks(np.arange(len(groups)), [common.task_header(t) for t in tasks] + ["mean of medians"])
+    ax.set_ylabel("dev score (median over seeds)")
+    ax.set_title("Sec. 3.5 ablations at equal pre-training FLOPs")
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,545 @@
+"""What the three experiment scripts share: pre-training runs at a fixed FLOPs budget, fine-tuning
+jobs, a resumable job queue, and the results JSON / markdown / PNG they write.
+
+The paper compares objectives "at equal pre-training compute" (Clark et al. 2020, Sec. 3.3, Figure 1,
+Table 1): we turn one FLOPs budget into a number of updates per objective with electra.flops_per_step,
+
+    steps = floor(budget / flops_per_step(model config, batch, seq_len))
+
+and run train.py (in-process, its own main) with that many steps, stopping at a few points along the
+way (--stop-at, then --resume) to keep a weight-only snapshot of each. Each snapshot is fine-tuned with
+finetune.py's main on the GLUE tasks, one job per (task, seed); the median over seeds is reported
+with its min-max spread (the paper reports medians, Sec. 3.1).
+
+Everything is resumable. Pre-training runs live in --runs-dir (default runs/experiments, ignored by
+git), named by a hash of what defines them, so the three scripts share identical runs (ELECTRA with a
+1/4 generator is in all three, BERT in two). A job's result is written to its run folder and to the
+experiment's results JSON as soon as it finishes; a second invocation skips what either records, and
+an interrupted pre-training run continues from its last checkpoint with train.py's --resume. Two
+scripts can run at once on the same --runs-dir: a job being done by one is skipped by the other
+(lock files) and picked up when its result appears.
+
+    from experiments import common
+    ctx = common.setup(args)                                  # corpus, shared vocab, runs folder
+    runs = [common.make_run(ctx, "electra", "tiny"), common.make_run(ctx, "bert", "tiny")]
+    results = common.run_experiment(ctx, "exp1", runs, steps="all", write=my_writer)
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import re
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))  # the core files are flat modules at the repo's top level
+
+import finetune  # noqa: E402
+import train  # noqa: E402
+from electra import flops_per_step, generator_config, get_config  # noqa: E402
+
+DEFAULT_RUNS_DIR = "runs/experiments"  # under the repo's /runs/, which .gitignore leaves out (checkpoints)
+DEFAULT_CHECKPOINTS = 3  # snapshots per run, evenly spaced in steps (Figure 1 shows several per model)
+DEFAULT_SEEDS = 3  # fine-tuning seeds per task (paper: 10, Sec. 3.1; 3 keeps a CPU run affordable)
+LOCK_POLL_S = 2.0  # seconds between looks at jobs another process is doing
+SNAPSHOT_KEYS = ("model", "model_config", "vocab_hash", "step", "train_config")  # what finetune.py reads
+
+
+# -----------------------------------------------------------------------------
+# Command line shared by the three scripts
+
+
+def add_common_args(p: argparse.ArgumentParser, default_tasks: str) -> None:
+    p.add_argument("--data", required=True, help="pre-training corpus: a .txt file, a folder of them, or a "
+                                                 "train.py known corpus (wikitext-2, wikitext-103)")
+    p.add_argument("--flops", type=float, required=True,
+                   help="pre-training budget per run in FLOPs (electra.flops_per_step's counting); each "
+                        "objective gets floor(FLOPs / its FLOPs per update) updates. train.py prints a "
+                        "run's FLOPs per update at start-up")
+    p.add_argument("--size", nargs="+", default=["tiny"], help="model size preset(s) of electra.SIZES")
+    p.add_argument("--seeds", type=int, default=DEFAULT_SEEDS, help="fine-tuning seeds 0..N-1 per task")
+    p.add_argument("--glue-dir", default=None, help="folder of GLUE task folders (SST-2/, MRPC/, STS-B/ with "
+                                                   "train.tsv and dev.tsv); default: finetune.py downloads")
+    p.add_argument("--tasks", default=default_tasks, help="comma-separated GLUE tasks to fine-tune on")
+    p.add_argument("--out", default=None, help="folder for the results JSON, markdown table and PNG")
+    p.add_argument("--runs-dir", default=DEFAULT_RUNS_DIR,
+                   help="pre-training runs and fine-tuning outputs, shared between the scripts")
+    p.add_argument("--checkpoints", type=int, default=DEFAULT_CHECKPOINTS,
+                   help="snapshots per pre-training run, evenly spaced (the same in all scripts so that "
+                        "they can share runs)")
+    p.add_argument("--seed", type=int, default=0, help="pre-training seed")
+    p.add_argument("--seq-len", type=int, default=None, help="pre-training sequence length (default: recipe)")
+    p.add_argument("--batch-size", type=int, default=None, help="pre-training batch (default: recipe)")
+    p.add_argument("--vocab-size", type=int, default=None, help="WordPiece vocab trained once on --data "
+                                                               "(default: the size's recipe)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
+                   help="ElectraConfig override for every run, as train.py --set (repeatable)")
+    p.add_argument("--ft-examples", type=int, default=None,
+                   help="fine-tune on the first N training rows of each task (default: all)")
+    p.add_argument("--ft-epochs", type=int, default=None, help="fine-tuning epochs (default: Table 7's)")
+    p.add_argument("--single-order", action="store_true",
+                   help="fine-tune MRPC/STS-B on one sentence order only (finetune.py --single_order)")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+
+
+# -----------------------------------------------------------------------------
+# Context: corpus, shared vocabulary, settings
+
+
+@dataclass
+class Context:
+    args: argparse.Namespace
+    runs_dir: Path
+    corpus: Path  # the resolved corpus path
+    vocab: Path  # one vocab.txt for every run: runs are comparable and share the tokenised corpus
+    tok: object  # tokenizer.Tokenizer of `vocab`
+    tasks: list[str]
+    overrides: dict  # the --set overrides, typed by train.parse_overrides
+
+
+def setup(args: argparse.Namespace) -> Context:
+    """Check the arguments, resolve the corpus and train (once) the vocabulary all runs share."""
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.flops <= 0:
+        raise SystemExit(f"--flops {args.flops:g}: the budget must be a positive number of FLOPs, e.g. 5e12")
+    if args.seeds < 1 or args.checkpoints < 1:
+        raise SystemExit("--seeds and --checkpoints must be at least 1")
+    for size in args.size:
+        if size not in train.RECIPES:
+            raise SystemExit(f"unknown size {size!r}: choose from {', '.join(train.RECIPES)}")
+    try:
+        tasks = [finetune.get_task(t).name for t in args.tasks.split(",") if t]
+    except ValueError as e:
+        raise SystemExit(f"--tasks: {e}") from None
+    if not tasks:
+        raise SystemExit("--tasks: give at least one GLUE task, e.g. sst2,mrpc,stsb")
+    if args.glue_dir is not None and not Path(args.glue_dir).is_dir():
+        raise SystemExit(f"--glue-dir {args.glue_dir}: no such folder (it should hold SST-2/, MRPC/, STS-B/)")
+    overrides = train.parse_overrides(args.overrides)
+    runs_dir = Path(args.runs_dir)
+    train.check_writable(runs_dir)
+    cache = runs_dir / "cache"
+    try:
+        corpus = train.resolve_corpus(args.data, cache).resolve()
+    except (train.DownloadError, FileNotFoundError, ValueError) as e:
+        raise SystemExit(str(e)) from e
+    vocab_size = args.vocab_size or train.RECIPES[args.size[0]].vocab_size
+    vocab_dir = runs_dir / "vocab" / f"{_slug(corpus.name)}-{vocab_size}-{_digest(str(corpus))}"
+    cfg = train.TrainConfig(vocab_size=vocab_size)
+    vocab_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        tok = train.load_or_train_vocab(cfg, corpus, vocab_dir)
+    except (FileNotFoundError, ValueError) as e:
+        raise SystemExit(f"--data {args.data}: {e}") from e
+    return Context(args, runs_dir, corpus, vocab_dir / "vocab.txt", tok, tasks, overrides)
+
+
+def parse_fraction(text: str) -> float:
+    """"1/4" -> 0.25, "0.5" -> 0.5, "1" -> 1.0 (generator sizes as the paper writes them)."""
+    try:
+        value = float(Fraction(text))
+    except (ValueError, ZeroDivisionError):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a fraction such as 1/4 or 0.25") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: a generator size must be positive")
+    return value
+
+
+def fraction_label(x: float) -> str:
+    """0.25 -> "1/4", 1.0 -> "1", 0.3 -> "3/10"."""
+    return str(Fraction(x).limit_denominator(64))
+
+
+# -----------------------------------------------------------------------------
+# Pre-training runs
+
+
+@dataclass
+class Run:
+    """One pre-training run of train.py, defined by `argv` (without --stop-at / --resume)."""
+    label: str  # how tables and plots name it, e.g. "ELECTRA" or "1/4"
+    name: str  # folder name in --runs-dir: readable prefix + hash of what defines the run
+    objective: str
+    size: str
+    generator_fraction: float | None  # None for BERT (no generator)
+    generator_hidden: int | None
+    steps: int
+    flops_per_step: float
+    stops: list[int]  # snapshot steps, the last one == steps
+    argv: list[str] = field(repr=False)
+    dir: Path = field(repr=False)
+
+    def snapshot(self, step: int) -> Path:
+        return self.dir / "snapshots" / f"step{step}.pt"
+
+    def describe(self) -> dict:
+        d = asdict(self)
+        d.pop("argv")
+        d["dir"] = str(self.dir)
+        d["train_command"] = "python train.py " + " ".join(self.argv)
+        return d
+
+
+def make_run(ctx: Context, objective: str, size: str, label: str, generator_fraction: float | None = None) -> Run:
+    """The run for `objective` at `size` within the --flops budget.
+
+    generator_fraction None: the size preset's. A fraction equal to the preset's is not passed to
+    train.py, so that the run is the very same one (same folder) as a run that did not ask for it.
+    """
+    a = ctx.args
+    recipe = train.RECIPES[size]
+    overrides = dict(ctx.overrides)
+    preset = get_config(size, **overrides).generator_fraction
+    if generator_fraction is not None and not math.isclose(generator_fraction, preset):
+        overrides["generator_fraction"] = generator_fraction
+    seq_len = a.seq_len or recipe.seq_len
+    batch = a.batch_size or recipe.batch_size
+    cfg = train.TrainConfig(size=size, objective=objective, seq_len=seq_len, overrides=overrides)
+    try:
+        mc = train.model_config(cfg, ctx.tok)
+    except ValueError as e:
+        raise SystemExit(f"--set: {e}") from e
+    flops = flops_per_step(mc, batch, seq_len)
+    steps = int(a.flops // flops)
+    if steps < a.checkpoints:
+        raise SystemExit(f"--flops {a.flops:g} buys {steps} update(s) of {objective} at size {size} "
+                         f"({flops:.3g} FLOPs each), fewer than --checkpoints {a.checkpoints}: raise --flops")
+    # Deviation: the recipe's warm-up is for its full length; a short run keeps the same proportion
+    # (tiny: 500 of 10,000 updates) so it still has a decay phase.
+    warmup = max(1, round(steps * recipe.warmup / recipe.steps))
+    stops = sorted({round(steps * k / a.checkpoints) for k in range(1, a.checkpoints + 1)})
+    defining = {"objective": objective, "size": size, "model": {k: v for k, v in vars(mc).items()},
+                "corpus": str(ctx.corpus), "vocab": ctx.tok.hash(), "seq_len": seq_len, "batch": batch,
+                "steps": steps, "warmup": warmup, "seed": a.seed, "stops": stops}
+    frac = mc.generator_fraction if objective != "bert" else None
+    name = (f"{size}-{objective}" + (f"-g{fraction_label(frac).replace('/', 'over')}" if frac else "")
+            + f"-{steps}steps-{_digest(json.dumps(defining, sort_keys=True))}")
+    run_dir = ctx.runs_dir / name
+    argv = ["--size", size, "--objective", objective, "--data", str(ctx.corpus),
+            "--cache-dir", str(ctx.runs_dir / "cache"), "--out", str(run_dir / "train"), "--vocab", str(ctx.vocab),
+            "--seq-len", str(seq_len), "--batch-size", str(batch), "--steps", str(steps), "--warmup", str(warmup),
+            "--seed", str(a.seed), "--log-interval", str(max(1, steps // 50)), "--eval-interval", str(steps),
+            "--ckpt-interval", str(steps), "--device", a.device]
+    for key, value in overrides.items():
+        argv += ["--set", f"{key}={value}"]
+    return Run(label, name, objective, size, frac, generator_config(mc).hidden_size if frac else None, steps, flops,
+               stops, argv, run_dir)
+
+
+def pretrain(run: Run) -> None:
+    """Train `run` through all its snapshot steps, resuming from its checkpoint if there is one.
+
+    After each stop, ckpt.pt (which the next segment overwrites) is copied without its optimizer
+    state to snapshots/step{N}.pt, what finetune.py --init needs.
+    """
+    ckpt = run.dir / "train" / "ckpt.pt"
+    for stop in run.stops:
+        if run.snapshot(stop).is_file():
+            continue
+        step = _checkpoint_step(ckpt)
+        if step is not None and step > stop:
+            raise SystemExit(f"{ckpt} is at step {step}, past the missing snapshot {run.snapshot(stop)}: delete "
+                             f"{run.dir} to pre-train that run again")
+        if step is None or step < stop:
+            result = train.main(run.argv + ["--stop-at", str(stop)] + (["--resume"] if step is not None else []))
+            if result["interrupted"]:
+                raise KeyboardInterrupt
+        saved = torch.load(ckpt, map_location="cpu", weights_only=True)
+        _atomic(run.snapshot(stop), lambda p, s=saved: torch.save({k: s[k] for k in SNAPSHOT_KEYS}, p))
+
+
+def _checkpoint_step(ckpt: Path) -> int | None:
+    if not ckpt.is_file():
+        return None
+    return int(torch.load(ckpt, map_location="cpu", weights_only=True)["step"])
+
+
+# -----------------------------------------------------------------------------
+# Fine-tuning jobs
+
+
+def ft_signature(args: argparse.Namespace) -> str:
+    """The fine-tuning settings in a job's key: results with other settings are other results."""
+    return (f"n{args.ft_examples or 'all'}-e{args.ft_epochs or 'recipe'}"
+            + ("-single" if args.single_order else ""))
+
+
+def ft_key(run: Run, step: int, task: str, seed: int, args) -> str:
+    return f"{run.name}/step{step}/{task}/seed{seed}/{ft_signature(args)}"
+
+
+def fine_tune(ctx: Context, run: Run, step: int, task: str, seed: int) -> dict:
+    """Fine-tune snapshot `step` of `run` on `task` with one seed (finetune.py's main); its dev metrics."""
+    a = ctx.args
+    out = run.dir / "finetune" / _slug(f"step{step}-{task}-seed{seed}-{ft_signature(a)}")
+    argv = ["--task", task, "--init", str(run.snapshot(step)), "--vocab", str(ctx.vocab), "--out_dir", str(out),
+            "--seeds", "1", "--seed", str(seed)]
+    if a.glue_dir is not None:
+        argv += ["--data_dir", str(a.glue_dir)]
+    if a.device != "auto":
+        argv += ["--device", a.device]
+    if a.ft_examples:
+        argv += ["--max_train_examples", str(a.ft_examples)]
+    if a.ft_epochs:
+        argv += ["--epochs", str(a.ft_epochs)]
+    if a.single_order:
+        argv += ["--single_order"]
+    report = finetune.main(argv)
+    return report["tasks"][task]["seeds"][0]["dev"]
+
+
+# -----------------------------------------------------------------------------
+# The job queue
+
+
+@dataclass
+class Job:
+    key: str
+    run: Run
+    kind: str  # "pretrain" or "finetune"
+    step: int = 0
+    task: str = ""
+    seed: int = 0
+
+
+def run_experiment(ctx: Context, name: str, runs: list[Run], steps: str, write, argv: list[str]) -> dict:
+    """Pre-train `runs`, fine-tune their snapshots (steps "all", or "last" only) on every task and seed.
+
+    `write(results)` redraws the experiment's outputs; it is called after every finished job, so an
+    interrupted experiment leaves its results so far. Returns the results dict (see load_results).
+    """
+    a = ctx.args
+    out = Path(a.out)
+    results = load_results(out / "results.json", name)
+    results.update(experiment=name, command="python " + " ".join([f"experiments/{name}.py"] + argv),
+                   settings={k: v for k, v in vars(a).items()}, corpus=str(ctx.corpus), vocab=str(ctx.vocab),
+                   runs=[r.describe() for r in runs])
+    done = results["finetune"]
+    jobs = []
+    for run in runs:
+        for step in (run.stops if steps == "all" else run.stops[-1:]):
+            for task in ctx.tasks:
+                for seed in range(a.seeds):
+                    jobs.append(Job(ft_key(run, step, task, seed, a), run, "finetune", step, task, seed))
+    for job in jobs:  # a result another script already has (same run, same settings) is reused
+        if job.key not in done and _result_file(job).is_file():
+            done[job.key] = json.loads(_result_file(job).read_text())
+    pending_ft = [j for j in jobs if j.key not in done]
+    need = {j.run.name: j.run for j in pending_ft if not j.run.snapshot(j.step).is_file()}
+    pending = [Job(f"pretrain/{r.name}", r, "pretrain") for r in need.values()] + pending_ft
+    write(results)
+    t0 = time.time()
+    with tqdm(total=len(jobs) + len(need), initial=len(jobs) - len(pending_ft), unit="job", desc=name,
+              dynamic_ncols=True) as bar:
+        while pending:
+            progressed = False
+            for job in list(pending):
+                if _finished(job, done):
+                    pending.remove(job)
+                    bar.update(1)
+                    progressed = True
+                    continue
+                if job.kind == "finetune" and not job.run.snapshot(job.step).is_file():
+                    continue  # its pre-training is still to do (here or in another process)
+                lock = ctx.runs_dir / "locks" / (_slug(job.key) + ".lock")
+                if not _try_lock(lock):
+                    continue  # another process is doing it: look again later
+                try:
+                    if not _finished(job, done):
+                        bar.set_postfix_str(job.key.split("/", 1)[-1][:60])
+                        _do(ctx, job, done)
+                finally:
+                    lock.unlink(missing_ok=True)
+                pending.remove(job)
+                bar.update(1)
+                progressed = True
+                results["seconds"] = results.get("seconds", 0.0) + (time.time() - t0)
+                t0 = time.time()
+                write(results)
+            if pending and not progressed:
+                time.sleep(LOCK_POLL_S)
+    results["seconds"] = results.get("seconds", 0.0) + (time.time() - t0)
+    write(results)
+    return results
+
+
+def _do(ctx: Context, job: Job, done: dict) -> None:
+    t = time.time()
+    if job.kind == "pretrain":
+        pretrain(job.run)
+        return
+    dev = fine_tune(ctx, job.run, job.step, job.task, job.seed)
+    entry = {"run": job.run.name, "step": job.step, "task": job.task, "seed": job.seed, "dev": dev,
+             "seconds": round(time.time() - t, 1)}
+    _atomic(_result_file(job), lambda p: p.write_text(json.dumps(entry, indent=1)))
+    done[job.key] = entry
+
+
+def _finished(job: Job, done: dict) -> bool:
+    if job.kind == "pretrain":
+        return all(job.run.snapshot(s).is_file() for s in job.run.stops)
+    if job.key not in done and _result_file(job).is_file():
+        done[job.key] = json.loads(_result_file(job).read_text())
+    return job.key in done
+
+
+def _result_file(job: Job) -> Path:
+    return job.run.dir / "finetune" / (_slug(job.key.split("/", 1)[1]) + ".json")
+
+
+def _try_lock(path: Path) -> bool:
+    """Create `path` holding our pid, atomically; False when a live process holds it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for _ in range(2):
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            try:
+                pid = int(path.read_text() or 0)
+            except (OSError, ValueError):
+                pid = 0
+            if pid and pid != os.getpid() and _alive(pid):
+                return False
+            path.unlink(missing_ok=True)  # left behind by a process that is gone
+            continue
+        with os.fdopen(fd, "w") as f:
+            f.write(str(os.getpid()))
+        return True
+    return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+# -----------------------------------------------------------------------------
+# Results: JSON, summaries, markdown cells
+
+
+def load_results(path: Path, name: str) -> dict:
+    """The results JSON of an earlier invocation (its finished fine-tunings are kept), or a new one."""
+    if path.is_file():
+        try:
+            results = json.loads(path.read_text())
+        except json.JSONDecodeError as e:
+            raise SystemExit(f"{path} is not valid JSON ({e}); move it away to start the experiment afresh") from e
+        if results.get("experiment") not in (None, name):
+            raise SystemExit(f"{path} holds the results of {results['experiment']}, not {name}: choose another --out")
+        results.setdefault("finetune", {})
+        return results
+    return {"experiment": name, "finetune": {}}
+
+
+def summarize(results: dict, runs: list[Run], tasks: list[str], seeds: int, steps: str, args) -> list[dict]:
+    """One row per (run, snapshot) with every task's median, min and max over seeds of the paper's metric,
+    and `score`: the mean of the task medians (the paper's GLUE score over these tasks), when all are in."""
+    rows = []
+    for run in runs:
+        for step in (run.stops if steps == "all" else run.stops[-1:]):
+            row = {"label": run.label, "run": run.name, "objective": run.objective, "size": run.size,
+                   "generator_fraction": run.generator_fraction, "generator_hidden": run.generator_hidden,
+                   "step": step, "steps": run.steps, "flops": step * run.flops_per_step, "tasks": {}}
+            for task in tasks:
+                metric = finetune.get_task(task).paper_metric
+                scores = [results["finetune"][k]["dev"][metric] for k in
+                          (ft_key(run, step, task, s, args) for s in range(seeds)) if k in results["finetune"]]
+                if scores:
+                    row["tasks"][task] = {"metric": metric, "median": float(np.median(scores)),
+                                          "min": float(min(scores)), "max": float(max(scores)),
+                                          "seeds": scores}
+            if len(row["tasks"]) == len(tasks) and all(len(t["seeds"]) == seeds for t in row["tasks"].values()):
+                row["score"] = finetune.glue_score({t: {v["metric"]: v["median"]} for t, v in row["tasks"].items()})
+            rows.append(row)
+    return rows
+
+
+def cell(row: dict, task: str) -> str:
+    """"61.2 (58.0-63.1)": median over seeds and the min-max spread; "-" until it is fine-tuned."""
+    t = row["tasks"].get(task)
+    if t is None:
+        return "-"
+    if len(t["seeds"]) == 1:
+        return f"{t['median']:.1f}"
+    return f"{t['median']:.1f} ({t['min']:.1f}-{t['max']:.1f})"
+
+
+def task_header(task: str) -> str:
+    """"SST-2 acc" for a table's column."""
+    t = finetune.get_task(task)
+    return f"{t.folder} {t.paper_metric}"
+
+
+def markdown_table(header: list[str], lines: list[list[str]]) -> str:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(line) + " |" for line in lines]
+    return "\n".join(out) + "\n"
+
+
+def settings_line(results: dict, runs: list[Run]) -> str:
+    """One paragraph saying what the numbers are, for the top of the markdown file."""
+    s = results["settings"]
+    steps = ", ".join(f"{r.label} {r.steps:,}" for r in runs)
+    return (f"Command: `{results['command']}`\n\n"
+            f"Pre-training budget {s['flops']:.3g} FLOPs per run (electra.flops_per_step), size(s) "
+            f"{', '.join(s['size'])}, corpus `{results['corpus']}`; updates per run: {steps}. "
+            f"Fine-tuning: {s['seeds']} seed(s), {s['ft_examples'] or 'all'} training examples per task, "
+            f"{s['ft_epochs'] or 'Table 7'} epochs{', one sentence order' if s['single_order'] else ''}; cells "
+            f"are the median over seeds of the dev metric the paper reports, (min-max) over seeds. "
+            f"Wall time so far: {results.get('seconds', 0) / 60:.1f} min.\n")
+
+
+def write_outputs(out: Path, name: str, results: dict, markdown: str, plot) -> None:
+    """results.json, {name}.md and {name}.png in `out`, each written to a temporary file then renamed."""
+    out.mkdir(parents=True, exist_ok=True)
+    _atomic(out / "results.json", lambda p: p.write_text(json.dumps(results, indent=1)))
+    _atomic(out / f"{name}.md", lambda p: p.write_text(markdown))
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = plot(plt)
+    _atomic(out / f"{name}.png", lambda p: fig.savefig(p, dpi=110, format="png"))
+    plt.close(fig)
+
+
+def error_bars(rows: list[dict], task: str):
+    """(medians, [[median - min], [max - median]]) of `task` over rows that have it, for plt.errorbar."""
+    have = [r["tasks"][task] for r in rows if task in r["tasks"]]
+    med = np.array([t["median"] for t in have])
+    return med, np.array([[m - t["min"] for m, t in zip(med, have)], [t["max"] - m for m, t in zip(med, have)]])
+
+
+def _atomic(path: Path, write) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    write(tmp)
+    os.replace(tmp, path)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text)
