@@ -13,7 +13,7 @@ ELECTRA 15% 82.4, BERT 82.2 -- most of the gain comes from learning from all tok
         --glue-dir ../shared/data/glue --seeds 3 --ft-examples 500
 
 Each run gets the same FLOPs budget and only its final snapshot is fine-tuned. Writes --out/results.json,
-ablations.md and ablations.png (a bar per objective and task, min-max over seeds). Run it again to
+ablations.md and ablations.png (a point per objective and task, min-max over seeds). Run it again to
 continue after an interruption; runs shared with electra_vs_bert.py (same --runs-dir) are reused.
 """
 from __future__ import annotations
@@ -79,21 +79,24 @@ def markdown(results: dict, runs, tasks: list[str]) -> str:
 
 
 def plot(plt, rows: list[dict], tasks: list[str]):
-    """Grouped bars: one group per task (and the mean), one bar per objective, min-max whiskers."""
+    """One group per task (and the mean): a point per objective at its median, whiskers from the lowest
+    to the highest seed. Points rather than bars, so that small gaps and negative correlations show."""
     groups = tasks + ["mean"]
-    fig, ax = plt.subplots(figsize=(2.2 * len(groups) * max(1, len(rows)) / 3 + 3, 4))
+    fig, ax = plt.subplots(figsize=(2.4 * len(groups) + 3, 4))
     width = 0.8 / max(1, len(rows))
     for i, r in enumerate(rows):
         x = np.arange(len(groups)) + (i - (len(rows) - 1) / 2) * width
         med = [r["tasks"][t]["median"] if t in r["tasks"] else np.nan for t in tasks] + [r.get("score", np.nan)]
         lo = [r["tasks"][t]["median"] - r["tasks"][t]["min"] if t in r["tasks"] else 0 for t in tasks] + [0]
         hi = [r["tasks"][t]["max"] - r["tasks"][t]["median"] if t in r["tasks"] else 0 for t in tasks] + [0]
-        ax.bar(x, med, width, yerr=[lo, hi], capsize=2, label=r["label"], color=f"C{i}")
+        ax.errorbar(x, med, yerr=[lo, hi], fmt="o", capsize=3, label=r["label"], color=f"C{i}")
     ax.set_xticks(np.arange(len(groups)), [common.task_header(t) for t in tasks] + ["mean of medians"])
+    for edge in np.arange(len(groups) - 1) + 0.5:
+        ax.axvline(edge, color="0.8", lw=0.8)
     ax.set_ylabel("dev score (median over seeds)")
     ax.set_title("Sec. 3.5 ablations at equal pre-training FLOPs")
     ax.grid(alpha=0.3, axis="y")
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
     return fig
 

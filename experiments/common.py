@@ -22,7 +22,7 @@ scripts can run at once on the same --runs-dir: a job being done by one is skipp
     from experiments import common
     ctx = common.setup(args)                                  # corpus, shared vocab, runs folder
     runs = [common.make_run(ctx, "electra", "tiny"), common.make_run(ctx, "bert", "tiny")]
-    results = common.run_experiment(ctx, "exp1", runs, steps="all", write=my_writer)
+    results = common.run_experiment(ctx, "exp1", runs, "all+init", write=my_writer, argv=sys.argv[1:])
 """
 from __future__ import annotations
 
@@ -48,13 +48,14 @@ if str(ROOT) not in sys.path:
 
 import finetune  # noqa: E402
 import train  # noqa: E402
-from electra import flops_per_step, generator_config, get_config  # noqa: E402
+from electra import ElectraConfig, flops_per_step, generator_config, get_config  # noqa: E402
 
 DEFAULT_RUNS_DIR = "runs/experiments"  # under the repo's /runs/, which .gitignore leaves out (checkpoints)
 DEFAULT_CHECKPOINTS = 3  # snapshots per run, evenly spaced in steps (Figure 1 shows several per model)
 DEFAULT_SEEDS = 3  # fine-tuning seeds per task (paper: 10, Sec. 3.1; 3 keeps a CPU run affordable)
 LOCK_POLL_S = 2.0  # seconds between looks at jobs another process is doing
 SNAPSHOT_KEYS = ("model", "model_config", "vocab_hash", "step", "train_config")  # what finetune.py reads
+INIT_LABEL = "no pre-training"  # the row of step 0: the random initialisation, fine-tuned like the others
 
 
 # -----------------------------------------------------------------------------
@@ -180,6 +181,9 @@ class Run:
     steps: int
     flops_per_step: float
     stops: list[int]  # snapshot steps, the last one == steps
+    model_config: dict = field(repr=False)  # the ElectraConfig train.py builds for this run
+    vocab_hash: str = field(repr=False)
+    seed: int  # pre-training seed (initial weights, data order, masks)
     argv: list[str] = field(repr=False)
     dir: Path = field(repr=False)
 
@@ -188,7 +192,8 @@ class Run:
 
     def describe(self) -> dict:
         d = asdict(self)
-        d.pop("argv")
+        for hidden in ("argv", "model_config", "vocab_hash"):
+            d.pop(hidden)
         d["dir"] = str(self.dir)
         d["train_command"] = "python train.py " + " ".join(self.argv)
         return d
@@ -237,7 +242,7 @@ def make_run(ctx: Context, objective: str, size: str, label: str, generator_frac
     for key, value in overrides.items():
         argv += ["--set", f"{key}={value}"]
     return Run(label, name, objective, size, frac, generator_config(mc).hidden_size if frac else None, steps, flops,
-               stops, argv, run_dir)
+               stops, asdict(mc), ctx.tok.hash(), a.seed, argv, run_dir)
 
 
 def pretrain(run: Run) -> None:
@@ -246,6 +251,7 @@ def pretrain(run: Run) -> None:
     After each stop, ckpt.pt (which the next segment overwrites) is copied without its optimizer
     state to snapshots/step{N}.pt, what finetune.py --init needs.
     """
+    save_init(run)
     ckpt = run.dir / "train" / "ckpt.pt"
     for stop in run.stops:
         if run.snapshot(stop).is_file():
@@ -260,6 +266,19 @@ def pretrain(run: Run) -> None:
                 raise KeyboardInterrupt
         saved = torch.load(ckpt, map_location="cpu", weights_only=True)
         _atomic(run.snapshot(stop), lambda p, s=saved: torch.save({k: s[k] for k in SNAPSHOT_KEYS}, p))
+
+
+def save_init(run: Run) -> None:
+    """snapshots/step0.pt: the weights train.py starts `run` from (same seed, same build), so that
+    fine-tuning it measures what pre-training adds."""
+    if run.snapshot(0).is_file():
+        return
+    mc = ElectraConfig(**run.model_config)
+    torch.manual_seed(run.seed)  # as train.train: torch.manual_seed(cfg.seed), then build_model
+    model = train.build_model(mc, "cpu")
+    state = {"model": model.state_dict(), "model_config": run.model_config, "vocab_hash": run.vocab_hash,
+             "step": 0, "train_config": {}}
+    _atomic(run.snapshot(0), lambda p: torch.save(state, p))
 
 
 def _checkpoint_step(ckpt: Path) -> int | None:
@@ -316,8 +335,19 @@ class Job:
     seed: int = 0
 
 
+def fine_tuned_steps(runs: list[Run], steps: str) -> list[tuple[Run, int]]:
+    """The snapshots an experiment fine-tunes: steps "last" (each run's final one), "all" (every
+    snapshot) or "all+init" (every snapshot, and step 0 of the first run: the random initialisation)."""
+    if steps not in ("last", "all", "all+init"):
+        raise ValueError(f"steps {steps!r}: expected 'last', 'all' or 'all+init'")
+    out = [(runs[0], 0)] if steps == "all+init" and runs else []
+    for run in runs:
+        out += [(run, s) for s in (run.stops if steps != "last" else run.stops[-1:])]
+    return out
+
+
 def run_experiment(ctx: Context, name: str, runs: list[Run], steps: str, write, argv: list[str]) -> dict:
-    """Pre-train `runs`, fine-tune their snapshots (steps "all", or "last" only) on every task and seed.
+    """Pre-train `runs`, fine-tune their snapshots (see fine_tuned_steps) on every task and seed.
 
     `write(results)` redraws the experiment's outputs; it is called after every finished job, so an
     interrupted experiment leaves its results so far. Returns the results dict (see load_results).
@@ -330,11 +360,10 @@ def run_experiment(ctx: Context, name: str, runs: list[Run], steps: str, write, 
                    runs=[r.describe() for r in runs])
     done = results["finetune"]
     jobs = []
-    for run in runs:
-        for step in (run.stops if steps == "all" else run.stops[-1:]):
-            for task in ctx.tasks:
-                for seed in range(a.seeds):
-                    jobs.append(Job(ft_key(run, step, task, seed, a), run, "finetune", step, task, seed))
+    for run, step in fine_tuned_steps(runs, steps):
+        for task in ctx.tasks:
+            for seed in range(a.seeds):
+                jobs.append(Job(ft_key(run, step, task, seed, a), run, "finetune", step, task, seed))
     for job in jobs:  # a result another script already has (same run, same settings) is reused
         if job.key not in done and _result_file(job).is_file():
             done[job.key] = json.loads(_result_file(job).read_text())
@@ -342,9 +371,20 @@ def run_experiment(ctx: Context, name: str, runs: list[Run], steps: str, write, 
     need = {j.run.name: j.run for j in pending_ft if not j.run.snapshot(j.step).is_file()}
     pending = [Job(f"pretrain/{r.name}", r, "pretrain") for r in need.values()] + pending_ft
     write(results)
+    try:
+        _work(ctx, pending, done, results, write, len(jobs) + len(need), len(jobs) - len(pending_ft), name)
+    except KeyboardInterrupt:
+        raise SystemExit(f"{name}: interrupted. Finished work is kept in {out / 'results.json'} and "
+                         f"{ctx.runs_dir}; run the same command again to continue.") from None
+    write(results)
+    return results
+
+
+def _work(ctx: Context, pending: list[Job], done: dict, results: dict, write, total: int, initial: int,
+          name: str) -> None:
+    """Do the pending jobs, those another process holds last, with one progress bar."""
     t0 = time.time()
-    with tqdm(total=len(jobs) + len(need), initial=len(jobs) - len(pending_ft), unit="job", desc=name,
-              dynamic_ncols=True) as bar:
+    with tqdm(total=total, initial=initial, unit="job", desc=name, dynamic_ncols=True) as bar:
         while pending:
             progressed = False
             for job in list(pending):
@@ -373,8 +413,6 @@ def run_experiment(ctx: Context, name: str, runs: list[Run], steps: str, write, 
             if pending and not progressed:
                 time.sleep(LOCK_POLL_S)
     results["seconds"] = results.get("seconds", 0.0) + (time.time() - t0)
-    write(results)
-    return results
 
 
 def _do(ctx: Context, job: Job, done: dict) -> None:
@@ -391,7 +429,7 @@ def _do(ctx: Context, job: Job, done: dict) -> None:
 
 def _finished(job: Job, done: dict) -> bool:
     if job.kind == "pretrain":
-        return all(job.run.snapshot(s).is_file() for s in job.run.stops)
+        return all(job.run.snapshot(s).is_file() for s in [0] + job.run.stops)
     if job.key not in done and _result_file(job).is_file():
         done[job.key] = json.loads(_result_file(job).read_text())
     return job.key in done
@@ -454,22 +492,21 @@ def summarize(results: dict, runs: list[Run], tasks: list[str], seeds: int, step
     """One row per (run, snapshot) with every task's median, min and max over seeds of the paper's metric,
     and `score`: the mean of the task medians (the paper's GLUE score over these tasks), when all are in."""
     rows = []
-    for run in runs:
-        for step in (run.stops if steps == "all" else run.stops[-1:]):
-            row = {"label": run.label, "run": run.name, "objective": run.objective, "size": run.size,
-                   "generator_fraction": run.generator_fraction, "generator_hidden": run.generator_hidden,
-                   "step": step, "steps": run.steps, "flops": step * run.flops_per_step, "tasks": {}}
-            for task in tasks:
-                metric = finetune.get_task(task).paper_metric
-                scores = [results["finetune"][k]["dev"][metric] for k in
-                          (ft_key(run, step, task, s, args) for s in range(seeds)) if k in results["finetune"]]
-                if scores:
-                    row["tasks"][task] = {"metric": metric, "median": float(np.median(scores)),
-                                          "min": float(min(scores)), "max": float(max(scores)),
-                                          "seeds": scores}
-            if len(row["tasks"]) == len(tasks) and all(len(t["seeds"]) == seeds for t in row["tasks"].values()):
-                row["score"] = finetune.glue_score({t: {v["metric"]: v["median"]} for t, v in row["tasks"].items()})
-            rows.append(row)
+    for run, step in fine_tuned_steps(runs, steps):
+        row = {"label": run.label if step else INIT_LABEL, "run": run.name, "objective": run.objective,
+               "size": run.size, "generator_fraction": run.generator_fraction, "generator_hidden": run.generator_hidden,
+               "step": step, "steps": run.steps, "flops": step * run.flops_per_step, "tasks": {}}
+        for task in tasks:
+            metric = finetune.get_task(task).paper_metric
+            scores = [results["finetune"][k]["dev"][metric] for k in
+                      (ft_key(run, step, task, s, args) for s in range(seeds)) if k in results["finetune"]]
+            if scores:
+                row["tasks"][task] = {"metric": metric, "median": float(np.median(scores)),
+                                      "min": float(min(scores)), "max": float(max(scores)),
+                                      "seeds": scores}
+        if len(row["tasks"]) == len(tasks) and all(len(t["seeds"]) == seeds for t in row["tasks"].values()):
+            row["score"] = finetune.glue_score({t: {v["metric"]: v["median"]} for t, v in row["tasks"].items()})
+        rows.append(row)
     return rows
 
 

@@ -1,7 +1,8 @@
 """Experiment 1: ELECTRA vs BERT at equal pre-training compute (paper Sec. 3.3, Figure 1, Table 1).
 
 Both objectives get the same FLOPs budget (so BERT, cheaper per update, gets more updates), are
-snapshotted --checkpoints times along the way, and every snapshot is fine-tuned on the GLUE tasks.
+snapshotted --checkpoints times along the way, and every snapshot is fine-tuned on the GLUE tasks, as
+is the random initialisation (step 0, "no pre-training"): what pre-training adds is measured against it.
 The paper's claim: at any compute, the ELECTRA discriminator fine-tunes better than the BERT encoder
 (Figure 1: GLUE score vs pre-train FLOPs; Table 1: ELECTRA-Small 79.9 vs BERT-Small 75.1).
 
@@ -44,11 +45,11 @@ def main(argv=None) -> dict:
             for size in args.size for obj, label in OBJECTIVES]
 
     def write(results):
-        results["rows"] = common.summarize(results, runs, ctx.tasks, args.seeds, "all", args)
+        results["rows"] = common.summarize(results, runs, ctx.tasks, args.seeds, "all+init", args)
         common.write_outputs(Path(args.out), NAME, results, markdown(results, runs, ctx.tasks),
                              lambda plt: plot(plt, results["rows"], ctx.tasks))
 
-    return common.run_experiment(ctx, NAME, runs, "all", write, argv)
+    return common.run_experiment(ctx, NAME, runs, "all+init", write, argv)
 
 
 def markdown(results: dict, runs, tasks: list[str]) -> str:
@@ -61,11 +62,17 @@ def markdown(results: dict, runs, tasks: list[str]) -> str:
 
 def plot(plt, rows: list[dict], tasks: list[str]):
     """One panel per task and one for the mean: dev score vs pre-training FLOPs, a line per objective,
-    error bars from the lowest to the highest seed."""
+    error bars from the lowest to the highest seed; a dashed line for the random initialisation."""
     panels = tasks + ["mean"]
     fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.6), squeeze=False)
+    init = [r for r in rows if r["label"] == common.INIT_LABEL]
+    rows = [r for r in rows if r["label"] != common.INIT_LABEL]
     labels = list(dict.fromkeys(r["label"] for r in rows))
     for ax, panel in zip(axes[0], panels):
+        base = [r["score"] if panel == "mean" else r["tasks"][panel]["median"] for r in init
+                if (panel == "mean" and "score" in r) or panel in r["tasks"]]
+        if base:
+            ax.axhline(base[0], color="0.5", ls="--", label=common.INIT_LABEL)
         for i, label in enumerate(labels):
             mine = [r for r in rows if r["label"] == label]
             if panel == "mean":

@@ -104,8 +104,14 @@ def exp1(data):
 
 def test_electra_vs_bert_end_to_end(data, exp1):
     results, calls = exp1
+    # The step-0 snapshot is the model train.py built for the run (same config, same parameters), untrained.
+    run = results["runs"][0]
+    init, first = (torch.load(f"{run['dir']}/snapshots/step{s}.pt", weights_only=True) for s in (0, run["stops"][0]))
+    assert init["model_config"] == first["model_config"] and init["model"].keys() == first["model"].keys()
+    assert not torch.equal(init["model"]["discriminator.layers.0.fc1.weight"],
+                           first["model"]["discriminator.layers.0.fc1.weight"])
     out = data / "out" / "exp1"
-    _check_outputs(out, "electra_vs_bert", ["ELECTRA", "ELECTRA", "BERT", "BERT"], 4)
+    _check_outputs(out, "electra_vs_bert", ["no pre-training", "ELECTRA", "ELECTRA", "BERT", "BERT"], 5)
     runs = {r["objective"]: r for r in results["runs"]}
     # Equal compute: steps = floor(5e7 / FLOPs per update), BERT's update being cheaper, it gets more.
     for r in runs.values():
@@ -113,12 +119,13 @@ def test_electra_vs_bert_end_to_end(data, exp1):
         assert r["stops"] == [round(r["steps"] / 2), r["steps"]]
     assert runs["bert"]["steps"] > runs["electra"]["steps"]
     rows = results["rows"]
-    assert [r["step"] for r in rows] == runs["electra"]["stops"] + runs["bert"]["stops"]
+    assert [r["step"] for r in rows] == [0] + runs["electra"]["stops"] + runs["bert"]["stops"]
+    assert rows[0]["flops"] == 0 and rows[0]["objective"] == "electra"  # ELECTRA's initial weights
     assert all(set(r["tasks"]) == {"sst2", "mrpc", "stsb"} for r in rows)
     assert rows[0]["tasks"]["stsb"]["metric"] == "spearman" and rows[0]["tasks"]["mrpc"]["metric"] == "acc"
-    # Each run trained in two segments (stop at the snapshot, then --resume), 12 fine-tunings in all.
+    # Each run trained in two segments (stop at the snapshot, then --resume), 15 fine-tunings in all.
     assert len(calls.train) == 4 and sum("--resume" in a for a in calls.train) == 2
-    assert len(calls.finetune) == 12 and len(results["finetune"]) == 12
+    assert len(calls.finetune) == 15 and len(results["finetune"]) == 15
 
 
 def test_electra_vs_bert_resume_redoes_nothing(data, exp1, monkeypatch):
@@ -128,7 +135,7 @@ def test_electra_vs_bert_resume_redoes_nothing(data, exp1, monkeypatch):
     assert again["rows"] == before["rows"]
     # The results JSON alone is enough: with the run folders' fine-tuning results gone, nothing is redone.
     saved = {f: f.read_bytes() for f in (data / "runs").glob("*/finetune/*.json")}
-    assert len(saved) == 12
+    assert len(saved) == 15
     for f in saved:
         f.unlink()
     assert electra_vs_bert.main(_argv(data, "exp1"))["rows"] == before["rows"]
