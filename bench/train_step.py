@@ -7,8 +7,7 @@ HuggingFace's ElectraForMaskedLM (generator) + ElectraForPreTraining (discrimina
 Both sides get the same config, the same weights (copied with electra.to_hf_state_dicts), shared
 embeddings (HF: the generator uses the discriminator's embedding module, as ELECTRA ties them),
 the same batch and the same masks and samples: the HF step reuses electra.py's mask_positions /
-mask_tokens / sample / mlm_loss / disc_loss with a generator seeded like ours, so only the
-networks differ. A step is forward + backward + AdamW (fused on CUDA) with bf16 autocast on CUDA,
+mask_tokens / sample / mlm_loss / disc_loss with the same seed, so only the networks differ. A step is forward + backward + AdamW (fused on CUDA) with bf16 autocast on CUDA,
 fp32 on CPU. Before timing, one step with dropout off checks that both sides compute the same loss.
 
 Each variant runs in its own subprocess so that peak memory (CUDA: max_memory_allocated; CPU:
@@ -109,11 +108,11 @@ def run_variant(args) -> dict:
     if args.compile:
         model.compile()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=train.ADAM_BETAS, eps=train.ADAM_EPS, fused=cuda)
-    rng = torch.Generator(device).manual_seed(2)
+    torch.manual_seed(2)  # timed steps draw from the global RNG, as train.py does (no graph breaks under compile)
 
     def step():
         with autocast:
-            loss = loss_of(model(x, s, a, rng=rng))
+            loss = loss_of(model(x, s, a))
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), train.CLIP_NORM)
         opt.step()
