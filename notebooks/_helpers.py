@@ -9,18 +9,19 @@ import json
 import sys
 from pathlib import Path
 
+import matplotlib
+import torch
+
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import torch  # noqa: E402  (after the sys.path line, like the notebooks' imports)
-
-import train  # noqa: E402
+import train  # noqa: E402  (the project's modules: after the sys.path line)
 from electra import Electra, ElectraConfig  # noqa: E402
-from tokenizer import Tokenizer  # noqa: E402
+from tokenizer import CONFIG, Tokenizer, count_words  # noqa: E402
 
 # Chapters I-V of Jane Austen's Emma (1816, public domain; Project Gutenberg via the NLTK selection),
-# 69 kB: enough text for a 1000-piece vocabulary and a few hundred tiny steps, small enough for git.
+# 69 kB: enough text for a 1000-token vocabulary and a few hundred tiny steps, small enough for git.
 SAMPLE_TEXT = Path(__file__).resolve().parent / "data" / "emma_ch1-5.txt"
 
 # A model small enough to train a few hundred steps in about a minute on 2 CPU cores: the "tiny" preset
@@ -29,28 +30,63 @@ SAMPLE_TEXT = Path(__file__).resolve().parent / "data" / "emma_ch1-5.txt"
 TINY_MODEL = {"num_layers": 2, "hidden_size": 64, "embedding_size": 64, "intermediate_size": 256, "num_heads": 2}
 
 
+def word_vocab(path, text_path=SAMPLE_TEXT, size: int = 1000) -> Path:
+    """Write a vocab.txt of whole words: the special tokens, every character (as a word start and as a
+    "##" continuation) and the most frequent words of the text, `size` lines in all.
+
+    Any such list is a valid WordPiece vocab: greedy longest match takes a whole word when it is in
+    the list and spells it out in characters otherwise. On a 69 kB text a trained 1000-piece WordPiece
+    vocab (tokenizer.train, likelihood merges) still splits "very" into v ##e ##r ##y, and the
+    pictures of what G proposes would show letters; whole words make them readable.
+    """
+    counts = count_words([Path(text_path).read_text(encoding="utf-8")])
+    chars = sorted({c for word in counts for c in word})
+    tokens = list(CONFIG.specials) + chars + [CONFIG.prefix + c for c in chars]
+    known = set(tokens)
+    tokens += [w for w, _ in counts.most_common() if w not in known][:max(0, size - len(tokens))]
+    Path(path).write_text("".join(t + "\n" for t in tokens), encoding="utf-8")
+    return Path(path)
+
+
 def short_run(out_dir, steps: int, objective: str = "electra", data=SAMPLE_TEXT, batch_size: int = 16,
-              seq_len: int = 64, vocab_size: int = 1000, lr: float = 2e-3, log_interval: int = 10,
-              seed: int = 0) -> dict:
+              seq_len: int = 64, vocab=None, lr: float = 2e-3, log_interval: int = 10, seed: int = 0) -> dict:
     """A short CPU pre-training run with train.py's own code (train.main), its output kept quiet.
 
     Writes out_dir/metrics.jsonl, ckpt.pt, vocab.txt and curves.png as any run does, and returns
-    train.main's result (model, tokenizer, ...) plus "log", the lines train.py printed. The lr is
+    train.main's result (model, tokenizer, ...) plus "log", the lines train.py printed. `vocab` is a
+    vocab.txt (default: the whole-word vocab of word_vocab, written into out_dir's parent). The lr is
     twice the tiny recipe's and the warm-up 10% of the steps, because the run is short.
     """
+    if vocab is None:
+        Path(out_dir).parent.mkdir(parents=True, exist_ok=True)
+        vocab = word_vocab(Path(out_dir).parent / "words_vocab.txt", data)
     args = ["--size", "tiny", "--objective", objective, "--data", str(data), "--out", str(out_dir),
             "--cache-dir", str(Path(out_dir) / "cache"), "--steps", str(steps), "--warmup", str(max(1, steps // 10)),
-            "--batch-size", str(batch_size), "--seq-len", str(seq_len), "--vocab-size", str(vocab_size),
+            "--batch-size", str(batch_size), "--seq-len", str(seq_len),
             "--lr", str(lr), "--log-interval", str(log_interval), "--eval-interval", str(steps),
             "--eval-batches", "4", "--eval-fraction", "0.1", "--ckpt-interval", str(steps),
             "--seed", str(seed), "--device", "cpu"]
+    args += ["--vocab", str(vocab)]
     for key, value in TINY_MODEL.items():
         args += ["--set", f"{key}={value}"]
     log = io.StringIO()
-    with contextlib.redirect_stdout(log), contextlib.redirect_stderr(io.StringIO()):  # no progress bars
-        result = train.main(args)
+    backend = matplotlib.get_backend()  # train.plot_curves switches to Agg; the notebook wants inline back
+    try:
+        with contextlib.redirect_stdout(log), contextlib.redirect_stderr(io.StringIO()):  # no progress bars
+            result = train.main(args)
+    finally:
+        _restore_backend(backend)
     result["log"] = log.getvalue().splitlines()
     return result
+
+
+def _restore_backend(backend: str) -> None:
+    """Switch matplotlib back to `backend`; in Jupyter, re-run %matplotlib inline, since switching
+    away to Agg unregistered the inline backend's figure display."""
+    matplotlib.use(backend)
+    ipython = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
+    if ipython is not None and "inline" in backend:
+        ipython.run_line_magic("matplotlib", "inline")
 
 
 def load_run(run_dir) -> dict:
