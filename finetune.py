@@ -845,12 +845,10 @@ def format_table(results: dict[str, dict]) -> str:
 
 def plot_curves(results: dict[str, dict], path: Path):
     """finetune.png: the dev metric the paper reports, after each epoch, one line per seed, one panel per task."""
-    import matplotlib
+    from matplotlib.figure import Figure  # its own canvas: no pyplot, no switch of the global backend
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(results), figsize=(4.5 * len(results), 3.5), squeeze=False)
+    fig = Figure(figsize=(4.5 * len(results), 3.5))
+    axes = fig.subplots(1, len(results), squeeze=False)
     for ax, (name, r) in zip(axes[0], results.items()):
         metric = r["paper_metric"]
         for s in r["seeds"]:
@@ -865,7 +863,6 @@ def plot_curves(results: dict[str, dict], path: Path):
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.stem + ".tmp.png")
     fig.savefig(tmp, dpi=120)
-    plt.close(fig)
     os.replace(tmp, path)
 
 

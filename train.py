@@ -694,14 +694,13 @@ def evaluate(model: nn.Module, ids: np.ndarray, examples: np.ndarray, cfg: Train
 
 def plot_curves(metrics_path: Path, png_path: Path) -> None:
     """Redraw curves.png from metrics.jsonl: losses, accuracies (with D's all-original baseline), lr."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # its own canvas: no pyplot, no switch of the global backend
 
     rows = [json.loads(line) for line in metrics_path.read_text().splitlines() if line.strip()]
     train = [r for r in rows if r["split"] == "train"]
     held = [r for r in rows if r["split"] == "eval"]
-    fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
+    fig = Figure(figsize=(11, 7.5))
+    axes = fig.subplots(2, 2)
     panels = [
         (axes[0, 0], "L_MLM (generator)", [("mlm_loss", "")]),
         (axes[0, 1], "L_Disc (discriminator)", [("disc_loss", "")]),
@@ -728,7 +727,6 @@ def plot_curves(metrics_path: Path, png_path: Path) -> None:
     fig.tight_layout()
     tmp = png_path.with_name(png_path.name + ".tmp.png")
     fig.savefig(tmp, dpi=110)
-    plt.close(fig)
     os.replace(tmp, png_path)
 
 

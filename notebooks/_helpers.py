@@ -9,7 +9,6 @@ import json
 import sys
 from pathlib import Path
 
-import matplotlib
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,23 +69,10 @@ def short_run(out_dir, steps: int, objective: str = "electra", data=SAMPLE_TEXT,
     for key, value in TINY_MODEL.items():
         args += ["--set", f"{key}={value}"]
     log = io.StringIO()
-    backend = matplotlib.get_backend()  # train.plot_curves switches to Agg; the notebook wants inline back
-    try:
-        with contextlib.redirect_stdout(log), contextlib.redirect_stderr(io.StringIO()):  # no progress bars
-            result = train.main(args)
-    finally:
-        _restore_backend(backend)
+    with contextlib.redirect_stdout(log), contextlib.redirect_stderr(io.StringIO()):  # no progress bars
+        result = train.main(args)
     result["log"] = log.getvalue().splitlines()
     return result
-
-
-def _restore_backend(backend: str) -> None:
-    """Switch matplotlib back to `backend`; in Jupyter, re-run %matplotlib inline, since switching
-    away to Agg unregistered the inline backend's figure display."""
-    matplotlib.use(backend)
-    ipython = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
-    if ipython is not None and "inline" in backend:
-        ipython.run_line_magic("matplotlib", "inline")
 
 
 def load_run(run_dir) -> dict:
