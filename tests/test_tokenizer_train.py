@@ -1,10 +1,11 @@
 """tokenizer.py trainer: WordPiece's likelihood merges by hand, and incremental == full recount."""
+import math
 import random
 from collections import Counter
 
 import pytest
 
-from tokenizer import count_words, learn_vocab, pair_score, train
+from tokenizer import count_words, learn_vocab, likelihood_gain, pair_score, train
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
@@ -25,12 +26,33 @@ def test_first_merges_by_hand():
     8. (pu,##n) 12/(17*12) = (pu,##g) 5/(17*5) = 1/17; count 12 wins -> pun, then 9. pug
     """
     counts = {"hug": 10, "pug": 5, "pun": 12, "bun": 4, "hugs": 5}
-    vocab = learn_vocab(counts, vocab_size=5 + 7 + 4 + 9)
+    vocab = learn_vocab(counts, vocab_size=5 + 7 + 4 + 9, criterion="ratio")
     assert vocab[:5] == SPECIALS
     assert vocab[5:12] == ["b", "g", "h", "n", "p", "s", "u"]  # the alphabet, as word starts
     assert vocab[12:16] == ["##g", "##n", "##s", "##u"]  # the characters seen inside words
     assert vocab[16:] == ["##gs", "pu", "hu", "bu", "hugs", "hug", "bun", "pun", "pug"]
     assert pair_score(5, 20, 5) == 1 / 20 and pair_score(15, 15, 36) == pytest.approx(1 / 36)
+
+
+def test_first_merges_by_likelihood_by_hand():
+    """The same table with the default criterion, count(ab) * log(count(ab) N / (count(a) count(b))).
+
+    N = 15 + 17 + 4 + 36 + 20 + 16 + 5 = 113 units; log(113/36) = 1.1439, log(5.65) = 1.7317.
+    1. (##u,##g) 20 * log(20*113/(36*20)) = 22.88 beats (p,##u) 17 * 1.1439 = 19.45, (##u,##n) 18.30,
+       (h,##u) 17.16, (##g,##s) 5 * log(5*113/(20*5)) = 8.66, (b,##u) 4.58            -> ##ug
+       (now ##u 16, ##ug 20)
+    2. (##u,##n) 16 * log(16*113/(16*16)) = 31.28 beats (h,##ug) 15 * log(15*113/(15*20)) = 25.98
+       and (p,##u) 12 * log(12*113/(17*16)) = 19.28                                     -> ##un
+    3. (h,##ug) 25.98 beats (p,##un) 19.28, (##ug,##s) 8.66, (b,##un) 7.82             -> hug
+    The frequent pair wins over the rare one that the ratio prefers (its first merge was ##gs).
+    """
+    counts = {"hug": 10, "pug": 5, "pun": 12, "bun": 4, "hugs": 5}
+    vocab = learn_vocab(counts, vocab_size=5 + 7 + 4 + 3)
+    assert vocab[16:] == ["##ug", "##un", "hug"]
+    assert likelihood_gain(20, 36, 20, 113) == pytest.approx(22.88, abs=0.01)
+    assert likelihood_gain(16, 16, 16, 113) == pytest.approx(31.28, abs=0.01)
+    with pytest.raises(ValueError, match="unknown criterion"):
+        learn_vocab(counts, vocab_size=30, criterion="bpe")
 
 
 def test_min_frequency_and_alphabet_limit():
@@ -44,9 +66,14 @@ def test_min_frequency_and_alphabet_limit():
         learn_vocab({"abc": 3}, vocab_size=7)
 
 
-def naive_learn_vocab(word_counts, vocab_size, min_frequency=2):
+def naive_score(criterion, c, ca, cb, total):
+    return pair_score(c, ca, cb) if criterion == "ratio" else c * math.log(c * total / (ca * cb))
+
+
+def naive_learn_vocab(word_counts, vocab_size, criterion, min_frequency=2):
     """The same algorithm with a full recount of every pair and unit before each merge."""
     words = {w: [w[0]] + ["##" + c for c in w[1:]] for w in word_counts}
+    total = sum(n * len(w) for w, n in word_counts.items())  # N: the units before the first merge
     alphabet = sorted({c for w in word_counts for c in w})
     vocab = SPECIALS + alphabet + sorted({u for units in words.values() for u in units[1:]})
     while len(vocab) < vocab_size:
@@ -56,7 +83,8 @@ def naive_learn_vocab(word_counts, vocab_size, min_frequency=2):
                 units[u] += n
             for p in zip(words[w], words[w][1:]):
                 pairs[p] += n
-        candidates = [(-pair_score(c, units[p[0]], units[p[1]]), -c, p) for p, c in pairs.items() if c >= min_frequency]
+        candidates = [(-naive_score(criterion, c, units[p[0]], units[p[1]], total), -c, p)
+                      for p, c in pairs.items() if c >= min_frequency]
         if not candidates:
             break
         a, b = min(candidates)[2]
@@ -85,7 +113,9 @@ def test_incremental_counts_equal_full_recount():
             word = "".join(rng.choice(letters) for _ in range(rng.randint(1, 7)))
             counts[word] = counts.get(word, 0) + rng.randint(1, 20)
         for size in (25, 60, 200):
-            assert learn_vocab(counts, size) == naive_learn_vocab(counts, size), (trial, size)
+            for criterion in ("likelihood", "ratio"):
+                assert (learn_vocab(counts, size, criterion=criterion) ==
+                        naive_learn_vocab(counts, size, criterion)), (trial, size, criterion)
 
 
 def test_train_end_to_end():
