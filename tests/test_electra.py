@@ -350,8 +350,9 @@ def test_flops_official_convention_reproduces_the_official_script():
 
 
 def test_tiny_step_is_fast_on_cpu():
-    # The tiny preset exists for CPUs: one training step at batch 32, seq 128 (measured ~0.5 s on
-    # 2 cores). The bound is loose so a busy CI machine does not fail it, but catches a 5x regression.
+    # The tiny preset exists for CPUs: one training step at batch 32, seq 128 (measured ~0.45 s on
+    # 2 idle cores, 3.2 s with three other jobs running). The bound is loose so a busy machine does
+    # not fail it, but it catches a regression like sampling over a 30k vocab or a NaN-slow path.
     import time
     cfg = get_config("tiny")
     model = Electra(cfg)
@@ -364,7 +365,7 @@ def test_tiny_step_is_fast_on_cpu():
         t = time.perf_counter()
         model(x, seg, am).loss.backward()
         times.append(time.perf_counter() - t)
-    assert min(times) < 2.0, times
+    assert min(times) < 4.0, times
 
 
 # ----------------------------------------------------------------------------- Section 3.5 ablations
