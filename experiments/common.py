@@ -335,18 +335,21 @@ class Job:
     seed: int = 0
 
 
-def fine_tuned_steps(runs: list[Run], steps: str) -> list[tuple[Run, int]]:
+def fine_tuned_steps(runs: list[Run], steps: str, select: list[int] | None = None) -> list[tuple[Run, int]]:
     """The snapshots an experiment fine-tunes: steps "last" (each run's final one), "all" (every
-    snapshot) or "all+init" (every snapshot, and step 0 of the first run: the random initialisation)."""
+    snapshot) or "all+init" (every snapshot, and step 0 of the first run: the random initialisation).
+    `select`: with "all"/"all+init", only these snapshots (1-based, e.g. [1, 3] of 3)."""
     if steps not in ("last", "all", "all+init"):
         raise ValueError(f"steps {steps!r}: expected 'last', 'all' or 'all+init'")
     out = [(runs[0], 0)] if steps == "all+init" and runs else []
     for run in runs:
-        out += [(run, s) for s in (run.stops if steps != "last" else run.stops[-1:])]
+        chosen = run.stops if select is None else [s for i, s in enumerate(run.stops, start=1) if i in select]
+        out += [(run, s) for s in (chosen if steps != "last" else run.stops[-1:])]
     return out
 
 
-def run_experiment(ctx: Context, name: str, runs: list[Run], steps: str, write, argv: list[str]) -> dict:
+def run_experiment(ctx: Context, name: str, runs: list[Run], steps: str, write, argv: list[str],
+                   select: list[int] | None = None) -> dict:
     """Pre-train `runs`, fine-tune their snapshots (see fine_tuned_steps) on every task and seed.
 
     `write(results)` redraws the experiment's outputs; it is called after every finished job, so an
@@ -360,7 +363,7 @@ def run_experiment(ctx: Context, name: str, runs: list[Run], steps: str, write, 
                    runs=[r.describe() for r in runs])
     done = results["finetune"]
     jobs = []
-    for run, step in fine_tuned_steps(runs, steps):
+    for run, step in fine_tuned_steps(runs, steps, select):
         for task in ctx.tasks:
             for seed in range(a.seeds):
                 jobs.append(Job(ft_key(run, step, task, seed, a), run, "finetune", step, task, seed))
@@ -488,11 +491,12 @@ def load_results(path: Path, name: str) -> dict:
     return {"experiment": name, "finetune": {}}
 
 
-def summarize(results: dict, runs: list[Run], tasks: list[str], seeds: int, steps: str, args) -> list[dict]:
+def summarize(results: dict, runs: list[Run], tasks: list[str], seeds: int, steps: str, args,
+              select: list[int] | None = None) -> list[dict]:
     """One row per (run, snapshot) with every task's median, min and max over seeds of the paper's metric,
     and `score`: the mean of the task medians (the paper's GLUE score over these tasks), when all are in."""
     rows = []
-    for run, step in fine_tuned_steps(runs, steps):
+    for run, step in fine_tuned_steps(runs, steps, select):
         row = {"label": run.label if step else INIT_LABEL, "run": run.name, "objective": run.objective,
                "size": run.size, "generator_fraction": run.generator_fraction, "generator_hidden": run.generator_hidden,
                "step": step, "steps": run.steps, "flops": step * run.flops_per_step, "tasks": {}}
@@ -542,7 +546,8 @@ def settings_line(results: dict, runs: list[Run]) -> str:
             f"Fine-tuning: {s['seeds']} seed(s), {s['ft_examples'] or 'all'} training examples per task, "
             f"{s['ft_epochs'] or 'Table 7'} epochs{', one sentence order' if s['single_order'] else ''}; cells "
             f"are the median over seeds of the dev metric the paper reports, (min-max) over seeds. "
-            f"Wall time so far: {results.get('seconds', 0) / 60:.1f} min.\n")
+            f"Time spent on jobs so far: {results.get('seconds', 0) / 60:.1f} min (summed over invocations and "
+            f"processes, including waiting for jobs another process held).\n")
 
 
 def write_outputs(out: Path, name: str, results: dict, markdown: str, plot) -> None:

@@ -31,7 +31,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     common.add_common_args(p, TASKS)
+    p.add_argument("--ft-checkpoints", default=None,
+                   help="fine-tune only these snapshots, 1-based and comma-separated, e.g. 1,3 of --checkpoints "
+                        "3 (default: all); the others are still saved, for a later run to fine-tune")
     args = p.parse_args(argv)
+    try:
+        args.ft_checkpoints = [int(i) for i in args.ft_checkpoints.split(",") if i] if args.ft_checkpoints else None
+    except ValueError:
+        p.error(f"--ft-checkpoints {args.ft_checkpoints}: expected snapshot numbers such as 1,3")
     args.out = args.out or f"experiments/results/{NAME}"
     return args
 
@@ -45,11 +52,12 @@ def main(argv=None) -> dict:
             for size in args.size for obj, label in OBJECTIVES]
 
     def write(results):
-        results["rows"] = common.summarize(results, runs, ctx.tasks, args.seeds, "all+init", args)
+        results["rows"] = common.summarize(results, runs, ctx.tasks, args.seeds, "all+init", args,
+                                            args.ft_checkpoints)
         common.write_outputs(Path(args.out), NAME, results, markdown(results, runs, ctx.tasks),
                              lambda plt: plot(plt, results["rows"], ctx.tasks))
 
-    return common.run_experiment(ctx, NAME, runs, "all+init", write, argv)
+    return common.run_experiment(ctx, NAME, runs, "all+init", write, argv, args.ft_checkpoints)
 
 
 def markdown(results: dict, runs, tasks: list[str]) -> str:

@@ -141,6 +141,10 @@ def test_electra_vs_bert_resume_redoes_nothing(data, exp1, monkeypatch):
     assert electra_vs_bert.main(_argv(data, "exp1"))["rows"] == before["rows"]
     for f, content in saved.items():  # the other experiments reuse them
         f.write_bytes(content)
+    # --ft-checkpoints 2: the random initialisation and each run's second (last) snapshot, all already done.
+    last = electra_vs_bert.main(_argv(data, "exp1", "--ft-checkpoints", "2"))["rows"]
+    assert [(r["label"], r["step"]) for r in last] == [(r["label"], r["step"]) for r in before["rows"]
+                                                       if r["step"] in (0, r["steps"])]
 
 
 def test_ablations_reuses_shared_runs(data, exp1, monkeypatch):
