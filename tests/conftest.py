@@ -11,7 +11,9 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the core files are flat modules at the top level
 
-torch.set_num_threads(2)  # CI has 2 cores; more threads only contend
+# One thread: the test models are tiny, and two OpenMP threads wait on each other at every small op
+# (on a busy 2-core machine a tiny step ran 100x slower with two).
+torch.set_num_threads(1)
 
 
 @pytest.fixture

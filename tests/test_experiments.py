@@ -178,7 +178,7 @@ def test_generator_size_resumes_an_interrupted_run(data, exp1, monkeypatch):
              if json.loads(line)["split"] == "train"]
     assert steps == sorted(set(steps)) and steps[-1] == run.steps  # one unbroken run to the end
     assert len(calls.finetune) == 1
-    torch.set_num_threads(2)  # conftest's setting; the scripts' --threads 1 changed it
+    torch.set_num_threads(1)  # conftest's setting (the scripts' --threads also sets it)
 
 
 def test_user_errors(data):

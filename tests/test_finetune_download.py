@@ -2,21 +2,10 @@
 import zipfile
 
 import pytest
-import torch
 from test_finetune_model import save_train_checkpoint, tiny_config, tiny_tokenizer
 
 import finetune as ft
 from train import DownloadError
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """These models are tiny: one thread beats two (no thread barrier per small op), and on a busy
-    2-core machine two spinning threads can make a step 100x slower."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def make_zip(path, files):

@@ -12,17 +12,6 @@ import train
 from electra import Electra, Encoder, get_config
 from tokenizer import Tokenizer
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """These models are tiny: one thread beats two (no thread barrier per small op), and on a busy
-    2-core machine two spinning threads can make a step 100x slower."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 WORDS = ["good", "bad", "movie", "film", "great", "awful", "the", "a", "is", "was", "not", "very", "."]
 
 

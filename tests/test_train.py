@@ -39,15 +39,6 @@ def write_corpus(folder: Path, paragraphs: int = 120, seed: int = 0) -> Path:
     return folder
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """These models are tiny: one thread is faster than two, which wait on each other (OpenMP)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     """(corpus folder, vocab.txt, cache folder) shared by the tests of this file."""
