@@ -36,14 +36,10 @@ TASKS = "sst2,mrpc,stsb"
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    common.add_common_args(p, TASKS)
+    p = common.arg_parser(__doc__, TASKS)
     p.add_argument("--objectives", default=",".join(o for o, _ in OBJECTIVES),
                    help="comma-separated subset of the objectives to compare")
-    args = p.parse_args(argv)
-    args.out = args.out or f"experiments/results/{NAME}"
-    return args
+    return common.parse(p, argv, NAME)
 
 
 def main(argv=None) -> dict:

@@ -62,6 +62,29 @@ INIT_LABEL = "no pre-training"  # the row of step 0: the random initialisation, 
 # Command line shared by the three scripts
 
 
+def arg_parser(doc: str, default_tasks: str) -> argparse.ArgumentParser:
+    """A script's parser: its docstring's first paragraph as description, plus the shared flags."""
+    p = argparse.ArgumentParser(description=doc.split("\n\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    add_common_args(p, default_tasks)
+    return p
+
+
+def parse(p: argparse.ArgumentParser, argv, name: str) -> argparse.Namespace:
+    """Parse argv; --out defaults to experiments/results/<name>."""
+    args = p.parse_args(argv)
+    args.out = args.out or f"experiments/results/{name}"
+    return args
+
+
+def score_axes(ax) -> None:
+    """The y label, grid and legend every results plot shares."""
+    ax.set_ylabel("dev score (median over seeds)")
+    ax.grid(alpha=0.3)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
+
+
 def add_common_args(p: argparse.ArgumentParser, default_tasks: str) -> None:
     p.add_argument("--data", required=True, help="pre-training corpus: a .txt file, a folder of them, or a "
                                                  "train.py known corpus (wikitext-2, wikitext-103)")

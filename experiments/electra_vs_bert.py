@@ -28,18 +28,15 @@ TASKS = "sst2,mrpc,stsb"  # the three GLUE tasks in ../shared/data/glue
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    common.add_common_args(p, TASKS)
+    p = common.arg_parser(__doc__, TASKS)
     p.add_argument("--ft-checkpoints", default=None,
                    help="fine-tune only these snapshots, 1-based and comma-separated, e.g. 1,3 of --checkpoints "
                         "3 (default: all); the others are still saved, for a later run to fine-tune")
-    args = p.parse_args(argv)
+    args = common.parse(p, argv, NAME)
     try:
         args.ft_checkpoints = [int(i) for i in args.ft_checkpoints.split(",") if i] if args.ft_checkpoints else None
     except ValueError:
         p.error(f"--ft-checkpoints {args.ft_checkpoints}: expected snapshot numbers such as 1,3")
-    args.out = args.out or f"experiments/results/{NAME}"
     return args
 
 
@@ -94,10 +91,7 @@ def plot(plt, rows: list[dict], tasks: list[str]):
                             label=label)
         ax.set_title(common.task_header(panel) if panel != "mean" else "mean of the task medians")
         ax.set_xlabel("pre-training FLOPs")
-        ax.set_ylabel("dev score (median over seeds)")
-        ax.grid(alpha=0.3)
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=8)
+        common.score_axes(ax)
     fig.tight_layout()
     return fig
 

@@ -27,15 +27,11 @@ TASKS = "sst2,mrpc,stsb"
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    common.add_common_args(p, TASKS)
+    p = common.arg_parser(__doc__, TASKS)
     p.add_argument("--fractions", nargs="+", type=common.parse_fraction,
                    default=[common.parse_fraction(f) for f in FRACTIONS],
                    help="generator hidden size / discriminator hidden size, e.g. 1/8 1/4 1/2 1")
-    args = p.parse_args(argv)
-    args.out = args.out or f"experiments/results/{NAME}"
-    return args
+    return common.parse(p, argv, NAME)
 
 
 def main(argv=None) -> dict:
@@ -85,9 +81,7 @@ def plot(plt, rows: list[dict], tasks: list[str]):
     ax.set_xlabel("generator size / discriminator size (hidden)")
     ax.set_ylabel("dev score (median over seeds)")
     ax.set_title("Generator size at equal pre-training FLOPs")
-    ax.grid(alpha=0.3)
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=8)
+    common.score_axes(ax)
     fig.tight_layout()
     return fig
 
