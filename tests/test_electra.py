@@ -304,6 +304,57 @@ def test_hand_written_attention_equals_fast_path_with_padding():
     assert torch.allclose(h_slow[real], h_slow2[real], atol=1e-5)
 
 
+# ----------------------------------------------------------------------------- the GPU's code path, on a CPU
+
+
+@pytest.mark.parametrize("objective", electra.OBJECTIVES)
+def test_forward_is_one_graph_for_torch_compile(objective):
+    """torch.compile captures a whole forward pass in one graph: no data-dependent Python branch,
+    no .item() or boolean indexing. Each of those would also make a GPU wait for the host every step."""
+    model = Electra(micro_config(objective=objective))
+    x, seg, am = batch()
+    explained = torch._dynamo.explain(model)(x, seg, am)
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0), explained.break_reasons
+
+
+def test_compiled_step_equals_eager():
+    """--compile changes the speed, not the numbers: same masks, samples, loss and gradients.
+    fallback_random makes compiled code draw from torch's RNG as eager code does (by default
+    inductor has its own generator: other masks, equally random)."""
+    import torch._inductor.config
+    torch.manual_seed(0)
+    model = Electra(micro_config(num_layers=1)).eval()  # dropout off
+    x, seg, am = batch()
+    runs = []
+    with torch._inductor.config.patch(fallback_random=True):
+        for forward in (model, torch.compile(model)):
+            torch.manual_seed(1)
+            out = forward(x, seg, am)
+            out.loss.backward()
+            runs.append((out, [p.grad.clone() for p in model.parameters()]))
+            model.zero_grad(set_to_none=True)
+    (eager, g_eager), (compiled, g_compiled) = runs
+    assert torch.equal(eager.x_corrupt, compiled.x_corrupt)
+    assert compiled.loss.item() == pytest.approx(eager.loss.item(), rel=1e-5)
+    assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(g_eager, g_compiled))
+
+
+def test_bf16_autocast_matches_fp32():
+    """train.py's bf16 autocast (the default on GPUs): the matmuls really run in bf16, the masks and
+    samples are the same as in fp32, and the losses (computed in fp32) agree to bf16 precision."""
+    torch.manual_seed(0)
+    model = Electra(micro_config()).eval()
+    x, seg, am = batch()
+    ref = model(x, seg, am, torch.Generator().manual_seed(1))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = model(x, seg, am, torch.Generator().manual_seed(1))
+        assert model.discriminator.head(torch.randn(2, 32)).dtype == torch.bfloat16  # an nn.Linear in D
+    assert torch.equal(out.x_masked, ref.x_masked) and torch.equal(out.x_corrupt, ref.x_corrupt)
+    assert out.loss.dtype == torch.float32
+    for name in ("mlm_loss", "disc_loss", "loss"):  # bf16 keeps 8 bits of mantissa: ~0.4% per rounding
+        assert getattr(out, name).item() == pytest.approx(getattr(ref, name).item(), rel=1e-2), name
+
+
 # ----------------------------------------------------------------------------- presets and FLOPs
 
 
