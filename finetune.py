@@ -33,7 +33,7 @@ from tqdm import tqdm
 
 from electra import Electra, ElectraConfig, Encoder, config_from_hf, load_hf_encoder
 from tokenizer import Tokenizer
-from train import DownloadError, download, extract_zip
+from train import DownloadError, download, extract_zip, mixed_precision
 
 # ---------------------------------------------------------------------------------------------------------
 # Metrics. Each returns a plain float on the raw scale (accuracy in [0, 1], correlations in [-1, 1]);
@@ -701,8 +701,9 @@ def collate(data: Encoded, rows, pad_id: int, device):
 
 
 def autocast(device: torch.device):
-    """bf16 autocast on CUDA (Ampere and later), plain fp32 on CPU: the same code runs on both."""
-    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
+    """bf16 autocast on GPUs with native bf16 (Ampere and later), fp32 elsewhere: pre-training's
+    --precision auto (train.mixed_precision)."""
+    return mixed_precision(device, "auto")[1]
 
 
 def task_loss(task: Task, logits, labels):
