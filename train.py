@@ -1099,9 +1099,13 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device: t
 
             requested = stop.requested
             if world > 1:
-                flag = torch.tensor([float(requested)], device=device)
-                dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-                requested = bool(flag.item())
+                # The ranks must agree on the step they stop at. They agree at log steps (a sync point
+                # anyway): asking every step would make each step wait for the GPU (flag.item()).
+                requested = False
+                if step % cfg.log_interval == 0 or step == end:
+                    flag = torch.tensor([float(stop.requested)], device=device)
+                    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+                    requested = bool(flag.item())
             if step % cfg.ckpt_interval == 0 or step == end or requested:
                 states = [rng_state()]
                 if world > 1:

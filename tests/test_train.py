@@ -148,27 +148,51 @@ def test_ctrl_c_saves_a_loadable_checkpoint(corpus, tmp_path):
 
 
 DDP_SCRIPT = """
-import os, sys, torch, train
+import os, signal, sys, torch, train
 torch.set_num_threads(1)
+term_at = os.environ.get("SIGTERM_RANK1_AT")
+if term_at and os.environ["RANK"] == "1":  # only rank 1 is told to stop, during update term_at (0-based)
+    lr = train.learning_rate
+    def learning_rate(step, cfg):
+        if step == int(term_at):
+            signal.raise_signal(signal.SIGTERM)
+        return lr(step, cfg)
+    train.learning_rate = learning_rate
 result = train.main(sys.argv[1:])  # each rank saves the weights it ended with
 torch.save(result["model"].state_dict(), os.path.join(result["config"].out_dir, f"rank{os.environ['RANK']}.pt"))
+print(f"rank {os.environ['RANK']} ended at step {result['step']}, interrupted {result['interrupted']}")
 """
 
 
-def test_ddp_two_gloo_processes_end_with_identical_weights(corpus, tmp_path):
+def run_ddp(corpus, tmp_path, *extra, env=()):
     script = tmp_path / "ddp_run.py"
     script.write_text(DDP_SCRIPT)
     out = tmp_path / "run"
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT), **dict(env)}
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(script),
-           *args(corpus, out, "--steps", "4", "--log-interval", "2", "--grad-accum", "2", "--device", "cpu")]
-    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+           *args(corpus, out, "--log-interval", "2", "--grad-accum", "2", "--device", "cpu", *extra)]
+    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "x 2 processes" in done.stdout and "= 2 x 2 accumulation x 2 process(es)" in done.stdout
     w0, w1 = (torch.load(out / f"rank{r}.pt", weights_only=True) for r in (0, 1))
-    init = Electra(train.ElectraConfig(**torch.load(out / "ckpt.pt", weights_only=True)["model_config"])).state_dict()
     assert all(torch.equal(w0[k], w1[k]) for k in w0)
+    return out, done.stdout, w0
+
+
+@pytest.mark.parametrize("compile", [False, True], ids=["eager", "compiled"])
+def test_ddp_two_gloo_processes_end_with_identical_weights(corpus, tmp_path, compile):
+    out, printed, w0 = run_ddp(corpus, tmp_path, "--steps", "4", *(["--compile"] if compile else []))
+    assert "x 2 processes" in printed and "= 2 x 2 accumulation x 2 process(es)" in printed
+    init = Electra(train.ElectraConfig(**torch.load(out / "ckpt.pt", weights_only=True)["model_config"])).state_dict()
     assert not all(torch.equal(w0[k], init[k]) for k in w0)  # and they did train
+
+
+def test_ddp_ranks_agree_on_the_step_they_stop_at(corpus, tmp_path):
+    """Only rank 1 gets SIGTERM, during update 3; the ranks compare notes at the log steps (every 2),
+    so both save and stop at step 4 with identical weights instead of one rank waiting forever."""
+    out, printed, _ = run_ddp(corpus, tmp_path, "--steps", "10", env={"SIGTERM_RANK1_AT": "2"})
+    assert "rank 0 ended at step 4, interrupted True" in printed
+    assert "rank 1 ended at step 4, interrupted True" in printed
+    assert torch.load(out / "ckpt.pt", weights_only=True)["step"] == 4
 
 
 def test_export_hf_matches_huggingface(corpus, tmp_path):
