@@ -56,7 +56,12 @@ def main(argv=None):
     total_mb = sum(len(t.encode("utf-8")) for t in texts) / 1e6
     print(f"corpus {args.data}: {len(texts)} files, {total_mb:.1f} MB")
 
-    workdir = Path(tempfile.mkdtemp(prefix="bench-tokenizer-"))
+    with tempfile.TemporaryDirectory(prefix="bench-tokenizer-") as workdir:  # HF's trained vocab.txt
+        compare(args, texts, total_mb, lowercase, Path(workdir))
+
+
+def compare(args, texts: list[str], total_mb: float, lowercase: bool, workdir: Path) -> None:
+    """Trainer times (unless --skip-train), then encoding speed and agreement of the three tokenizers."""
     if not args.skip_train:
         print(f"\ntrainer, vocab_size={args.vocab_size}, {total_mb:.1f} MB, one process each")
         start = time.perf_counter()

@@ -7,8 +7,9 @@ HuggingFace's ElectraForMaskedLM (generator) + ElectraForPreTraining (discrimina
 Both sides get the same config, the same weights (copied with electra.to_hf_state_dicts), shared
 embeddings (HF: the generator uses the discriminator's embedding module, as ELECTRA ties them),
 the same batch and the same masks and samples: the HF step reuses electra.py's mask_positions /
-mask_tokens / sample / mlm_loss / disc_loss with the same seed, so only the networks differ. A step is forward + backward + AdamW (fused on CUDA) with bf16 autocast on CUDA,
-fp32 on CPU. Before timing, one step with dropout off checks that both sides compute the same loss.
+mask_tokens / sample / mlm_loss / disc_loss with the same seed, so only the networks differ. A step is
+forward + backward + fused AdamW, with train.py's precision (bf16 autocast on GPUs with native bf16,
+fp32 elsewhere). Before timing, one step with dropout off checks that both sides compute the same loss.
 
 Each variant runs in its own subprocess so that peak memory (CUDA: max_memory_allocated; CPU:
 the growth of the peak resident set) belongs to it alone. Prints steps/s, tokens/s (batch x seq
@@ -16,7 +17,6 @@ per step), peak memory and, on CUDA, MFU from electra.flops_per_step and the GPU
 (train.GPU_PEAK_TFLOPS, or --peak-tflops).
 """
 import argparse
-import contextlib
 import json
 import os
 import resource
@@ -94,20 +94,21 @@ def run_variant(args) -> dict:
     model.to(device)
     x, s, a = make_batch(cfg, args.batch, args.seq, device)
     cuda = device.type == "cuda"
+    loss_of = (lambda out: out.loss) if args.variant == "ours" else (lambda out: out)
+
+    # Same weights, same masks: with dropout off the two sides must compute the same loss. Checked in
+    # full fp32 (no TF32, no autocast), where the two agree to rounding; timed below as train.py runs.
+    model.eval()
+    with torch.no_grad():
+        check_loss = loss_of(model(x, s, a, rng=torch.Generator(device).manual_seed(1))).item()
+    model.train()
     if cuda:
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if cuda else contextlib.nullcontext()
-    loss_of = (lambda out: out.loss) if args.variant == "ours" else (lambda out: out)
-
-    # Same weights, same masks: with dropout off the two sides must compute the same loss.
-    model.eval()
-    with torch.no_grad(), autocast:
-        check_loss = loss_of(model(x, s, a, rng=torch.Generator(device).manual_seed(1))).item()
-    model.train()
+    _, autocast = train.mixed_precision(device, "auto")
     if args.compile:
         model.compile()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=train.ADAM_BETAS, eps=train.ADAM_EPS, fused=cuda)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=train.ADAM_BETAS, eps=train.ADAM_EPS, fused=True)
     torch.manual_seed(2)  # timed steps draw from the global RNG, as train.py does (no graph breaks under compile)
 
     def step():
