@@ -1172,7 +1172,7 @@ def startup_report(cfg, mc, model, tok, corpus, ids, train_ex, eval_ex, micro_ba
         f"compute  {flops:.3g} FLOPs per update (fwd+bwd), {total:.3g} for {cfg.steps:,} updates "
         f"(official counting: {flops_per_step_official(mc, cfg.batch_size, cfg.seq_len) * cfg.steps:.3g}; "
         f"paper Table 1: ELECTRA-Small 1.4e18)"
-        + (f"; peak {peak / 1e12:.0f} TFLOP/s per GPU for MFU" if peak else ""),
+        + (f"; peak {peak / 1e12:g} TFLOP/s per GPU for MFU" if peak else ""),
         f"run      steps {step:,} -> {end:,}; out {cfg.out_dir}; log every {cfg.log_interval}, eval every "
         f"{cfg.eval_interval}, checkpoint every {cfg.ckpt_interval}",
         f"device   {device}, {precision}{' (bf16 autocast; weights, optimizer and losses fp32)' if precision == 'bf16' else ''}"

@@ -124,6 +124,27 @@ def test_gpu_code_path_on_cpu_compile_bf16_and_exact_resume(corpus, tmp_path, ca
     assert [r["step"] for r in rows(tmp_path / "a", "eval")] == [4, 8]
 
 
+@pytest.mark.parametrize("name, tflops", [("NVIDIA H100 80GB HBM3", 989), ("NVIDIA H100 PCIe", 756),
+                                           ("NVIDIA A100-SXM4-80GB", 312), ("NVIDIA A10", 125),
+                                           ("NVIDIA L40S", 362), ("NVIDIA L4", 121), ("Tesla V100-SXM2-16GB", 125),
+                                           ("Some Future GPU", None)])
+def test_peak_flops_looked_up_from_the_gpu_name(monkeypatch, name, tflops):
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: name)
+    assert train.peak_flops(torch.device("cuda", 0), None) == (tflops * 1e12 if tflops else None)
+    assert train.peak_flops(torch.device("cuda", 0), 500) == 500e12  # --peak-tflops wins
+    assert train.peak_flops(torch.device("cpu"), None) is None
+
+
+def test_mfu_is_model_flops_over_peak(corpus, tmp_path, capsys):
+    """MFU = flops_per_step x steps/s / peak. On a CPU only with --peak-tflops (a GPU looks it up)."""
+    result = train.main(args(corpus, tmp_path / "run", "--steps", "4", "--log-interval", "2",
+                             "--peak-tflops", "0.5"))
+    assert "peak 0.5 TFLOP/s per GPU for MFU" in capsys.readouterr().out
+    flops = train.flops_per_step(result["model_config"], 8, 32)
+    for row in rows(tmp_path / "run"):
+        assert row["mfu"] == pytest.approx(flops * row["steps_per_s"] / 0.5e12)
+
+
 def test_ctrl_c_saves_a_loadable_checkpoint(corpus, tmp_path):
     out = tmp_path / "run"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
