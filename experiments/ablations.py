@@ -55,12 +55,7 @@ def main(argv=None) -> dict:
     runs = [common.make_run(ctx, obj, size, labels[obj] if len(args.size) == 1 else f"{labels[obj]}-{size}")
             for size in args.size for obj, _ in OBJECTIVES if obj in chosen]
 
-    def write(results):
-        results["rows"] = common.summarize(results, runs, ctx.tasks, args.seeds, "last", args)
-        common.write_outputs(Path(args.out), NAME, results, markdown(results, runs, ctx.tasks),
-                             lambda plt: plot(plt, results["rows"], ctx.tasks))
-
-    return common.run_experiment(ctx, NAME, runs, "last", write, argv)
+    return common.run_experiment(ctx, NAME, runs, "last", markdown, plot, argv)
 
 
 def markdown(results: dict, runs, tasks: list[str]) -> str:

@@ -371,15 +371,22 @@ def fine_tuned_steps(runs: list[Run], steps: str, select: list[int] | None = Non
     return out
 
 
-def run_experiment(ctx: Context, name: str, runs: list[Run], steps: str, write, argv: list[str],
+def run_experiment(ctx: Context, name: str, runs: list[Run], steps: str, markdown, plot, argv: list[str],
                    select: list[int] | None = None) -> dict:
     """Pre-train `runs`, fine-tune their snapshots (see fine_tuned_steps) on every task and seed.
 
-    `write(results)` redraws the experiment's outputs; it is called after every finished job, so an
-    interrupted experiment leaves its results so far. Returns the results dict (see load_results).
+    After every finished job the outputs are redrawn (summarize, then write_outputs with
+    `markdown(results, runs, tasks)` and `plot(plt, rows, tasks)`), so an interrupted experiment
+    leaves its results so far. Returns the results dict (see load_results).
     """
     a = ctx.args
     out = Path(a.out)
+
+    def write(results):
+        results["rows"] = summarize(results, runs, ctx.tasks, a.seeds, steps, a, select)
+        write_outputs(out, name, results, markdown(results, runs, ctx.tasks),
+                      lambda plt: plot(plt, results["rows"], ctx.tasks))
+
     results = load_results(out / "results.json", name)
     results.update(experiment=name, command="python " + " ".join([f"experiments/{name}.py"] + argv),
                    settings={k: v for k, v in vars(a).items()}, corpus=str(ctx.corpus), vocab=str(ctx.vocab),

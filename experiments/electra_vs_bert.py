@@ -48,13 +48,7 @@ def main(argv=None) -> dict:
     runs = [common.make_run(ctx, obj, size, label if len(args.size) == 1 else f"{label}-{size}")
             for size in args.size for obj, label in OBJECTIVES]
 
-    def write(results):
-        results["rows"] = common.summarize(results, runs, ctx.tasks, args.seeds, "all+init", args,
-                                            args.ft_checkpoints)
-        common.write_outputs(Path(args.out), NAME, results, markdown(results, runs, ctx.tasks),
-                             lambda plt: plot(plt, results["rows"], ctx.tasks))
-
-    return common.run_experiment(ctx, NAME, runs, "all+init", write, argv, args.ft_checkpoints)
+    return common.run_experiment(ctx, NAME, runs, "all+init", markdown, plot, argv, args.ft_checkpoints)
 
 
 def markdown(results: dict, runs, tasks: list[str]) -> str:

@@ -43,12 +43,7 @@ def main(argv=None) -> dict:
                             else f"{common.fraction_label(f)}-{size}", generator_fraction=f)
             for size in args.size for f in args.fractions]
 
-    def write(results):
-        results["rows"] = common.summarize(results, runs, ctx.tasks, args.seeds, "last", args)
-        common.write_outputs(Path(args.out), NAME, results, markdown(results, runs, ctx.tasks),
-                             lambda plt: plot(plt, results["rows"], ctx.tasks))
-
-    return common.run_experiment(ctx, NAME, runs, "last", write, argv)
+    return common.run_experiment(ctx, NAME, runs, "last", markdown, plot, argv)
 
 
 def markdown(results: dict, runs, tasks: list[str]) -> str:
