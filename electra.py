@@ -50,6 +50,8 @@ class ElectraConfig:
     init_std: float = 0.02  # N(0, 0.02) init, official modeling.py initializer_range
     # --- generator (Section 3.2 "Smaller Generators", Table 6 "Generator Size") ---
     generator_fraction: float = 0.25  # generator hidden = fraction * discriminator hidden (1/4 Small)
+    generator_layers: float = 1.0  # generator depth = round(this * discriminator layers) (official
+    # `generator_layers`, 1.0 for every released model: G is narrower, not shallower)
     # --- masking (Section 2; official pretrain_helpers.mask) ---
     mask_prob: float = 0.15  # k = round(mask_prob * n) positions masked (Sec. 2; 25% for Large, Table 6)
     max_predictions: int = 19  # cap on k per sequence; official max_predictions_per_seq = 19 at seq 128
@@ -108,14 +110,16 @@ def get_config(size: str, **overrides) -> ElectraConfig:
 def generator_config(config: ElectraConfig) -> ElectraConfig:
     """The generator's config, derived from the discriminator's as the official code does.
 
-    Official run_pretraining.get_generator_config: hidden = round(fraction * hidden), layers kept,
-    FFN = 4 * hidden, heads = max(1, hidden // 64). For the paper's presets this is the same as
+    Official run_pretraining.get_generator_config: hidden = round(fraction * hidden), layers =
+    round(generator_layers * layers), FFN = 4 * hidden, heads = max(1, hidden // 64). For the
+    paper's presets (generator_layers 1: every layer kept) this is the same as
     scaling hidden, heads and FFN by the fraction: Small 256/4/1024 -> 64/1/256, Base 768/12/3072 ->
     256/4/1024. The embedding size is kept: the embeddings are shared (Section 3.2).
     """
     hidden = int(round(config.hidden_size * config.generator_fraction))
     return dc_replace(config, hidden_size=hidden, intermediate_size=4 * hidden,
-                      num_heads=max(1, hidden // 64))
+                      num_heads=max(1, hidden // 64),
+                      num_layers=int(round(config.num_layers * config.generator_layers)))
 
 
 # -----------------------------------------------------------------------------
@@ -405,6 +409,36 @@ def all_tokens_mlm_loss(logits, copy_logits, x_corrupt, x, attention_mask):
     return -(log_p * w).sum() / w.sum().clamp_min(1.0)
 
 
+def disc_auc(p_original, is_original, weights):
+    """AUC of D's P(replaced) = 1 - D(x, t): the chance that a replaced token scores above an original one.
+
+        AUC = 1 / (n_r n_o) * sum_{replaced i} ( #{original j : s_j < s_i} + 1/2 #{original j : s_j = s_i} )
+
+    with s = 1 - D the score of *replaced*, over the tokens where `weights` is 1 (n_r replaced, n_o
+    original). This is the Mann-Whitney rank statistic: each replaced token's rank among the
+    originals, ties counted as half. 0.5 is chance (D ranks by nothing), 1.0 a perfect ranking. The
+    official code reports the same quantity (run_pretraining.py: disc_auc). Unlike D's accuracy it
+    moves as soon as D ranks replaced tokens higher, long before any of them crosses 0.5.
+    Sorting and binary search instead of torch.unique keep it free of host syncs (one graph under
+    torch.compile). With no replaced or no original token the AUC is undefined; it returns 0.5.
+
+    p_original, is_original, weights: the same shape ([B, T], or flat) -> a 0-dim tensor.
+    Example: replaced scores [0.8, 0.4], original scores [0.4, 0.3, 0.1]: 0.8 beats all three (3),
+    0.4 beats two and ties one (2.5), AUC = 5.5 / 6 = 0.9167.
+    """
+    s = 1.0 - p_original.detach().float().flatten()  # [N] score of *replaced*
+    w = weights.flatten().bool()
+    orig = is_original.flatten() & w
+    repl = ~is_original.flatten() & w
+    s_orig = torch.where(orig, s, torch.inf).sort().values  # [N] originals ascending, the rest (inf) last
+    below = torch.searchsorted(s_orig, s, side="left")  # [N] originals scored strictly lower
+    below_or_tied = torch.searchsorted(s_orig, s, side="right")  # [N] ... lower or equal
+    wins = (below + below_or_tied).double() / 2  # [N] = below + ties / 2; float64: sums reach ~1e9
+    pairs = repl.sum().double() * orig.sum().double()
+    auc = torch.where(pairs > 0, (wins * repl).sum() / pairs.clamp_min(1.0), torch.full_like(pairs, 0.5))
+    return auc.float()
+
+
 def electra_loss(l_mlm, l_disc, lam: float):
     """min_{theta_G, theta_D} sum_x L_MLM(x, theta_G) + lambda L_Disc(x, theta_D)  (paper, Sec. 2)."""
     return l_mlm + lam * l_disc
@@ -423,6 +457,7 @@ class ElectraOutput:
     disc_acc: torch.Tensor  # discriminator's accuracy over non-padding tokens
     disc_precision: torch.Tensor  # of the tokens D calls replaced, the fraction that were
     disc_recall: torch.Tensor  # of the replaced tokens, the fraction D finds
+    disc_auc: torch.Tensor  # P(D ranks a replaced token above an original one), disc_auc()
     replaced_frac: torch.Tensor  # replaced tokens / non-padding tokens
     main_mlm_loss: torch.Tensor  # Replace MLM / All-Tokens MLM: the main model's loss (else 0)
     m: torch.Tensor  # [B, K] masked positions
@@ -433,7 +468,7 @@ class ElectraOutput:
 
     def metrics(self) -> dict:
         names = ("loss", "mlm_loss", "disc_loss", "gen_acc", "disc_acc", "disc_precision",
-                 "disc_recall", "replaced_frac", "main_mlm_loss")
+                 "disc_recall", "disc_auc", "replaced_frac", "main_mlm_loss")
         return {n: getattr(self, n).item() for n in names}
 
 
@@ -494,6 +529,7 @@ class Electra(nn.Module):
                 disc_acc=((called_replaced == replaced) & real).sum() / n_real,
                 disc_precision=(called_replaced & replaced).sum() / called_replaced.sum().clamp_min(1),
                 disc_recall=(called_replaced & replaced).sum() / replaced.sum().clamp_min(1),
+                disc_auc=disc_auc(torch.sigmoid(logits_D.float()), is_original, attention_mask),
                 replaced_frac=replaced.sum() / n_real,
             )
         return ElectraOutput(loss=electra_loss(l_mlm, l_disc, cfg.lam), mlm_loss=l_mlm, disc_loss=l_disc,
@@ -532,7 +568,7 @@ class Electra(nn.Module):
         zero = torch.zeros((), device=x.device)
         return ElectraOutput(loss=l_gen + l_main, mlm_loss=l_gen, disc_loss=zero, main_mlm_loss=l_main,
                              gen_acc=_masked_accuracy(logits_G, x_m, m_valid), disc_acc=zero,
-                             disc_precision=zero, disc_recall=zero,
+                             disc_precision=zero, disc_recall=zero, disc_auc=zero,
                              replaced_frac=((x_corrupt != x) & real).sum() / real.sum().clamp_min(1),
                              m=m, m_valid=m_valid, x_masked=x_masked, x_corrupt=x_corrupt, p_original=None)
 
@@ -545,7 +581,7 @@ class Electra(nn.Module):
         zero = torch.zeros((), device=x.device)
         return ElectraOutput(loss=l_mlm, mlm_loss=l_mlm, disc_loss=zero, main_mlm_loss=zero,
                              gen_acc=_masked_accuracy(logits, x_m, m_valid), disc_acc=zero,
-                             disc_precision=zero, disc_recall=zero, replaced_frac=zero, m=m,
+                             disc_precision=zero, disc_recall=zero, disc_auc=zero, replaced_frac=zero, m=m,
                              m_valid=m_valid, x_masked=x_masked, x_corrupt=None, p_original=None)
 
     @torch.no_grad()

@@ -7,6 +7,7 @@ import torch
 import electra
 from electra import (
     Electra,
+    disc_auc,
     disc_loss,
     electra_loss,
     flops_per_step,
@@ -239,6 +240,38 @@ def test_embeddings_are_one_tensor_in_g_and_d():
     assert model.generator.embeddings.word.weight.data_ptr() == model.discriminator.embeddings.word.weight.data_ptr()
 
 
+def test_disc_auc_by_hand():
+    # D = P(original); the AUC ranks 1 - D, the score of *replaced*.
+    # replaced tokens score 0.8 and 0.4, originals 0.4, 0.3, 0.1 (the last token is padding):
+    # 0.8 beats all three originals (3); 0.4 beats 0.3 and 0.1 and ties 0.4 (2 + 1/2) -> 5.5 / 6
+    p_original = torch.tensor([[0.2, 0.6, 0.6, 0.7, 0.9, 0.0]])
+    is_original = torch.tensor([[False, False, True, True, True, False]])
+    am = torch.tensor([[1, 1, 1, 1, 1, 0]])
+    assert disc_auc(p_original, is_original, am).item() == pytest.approx(5.5 / 6)
+    # the padding token (replaced, scored highest) would have added a third perfect replaced token
+    assert disc_auc(p_original, is_original, torch.ones_like(am)).item() == pytest.approx((3 + 3 + 2.5) / 9)
+    # a perfect ranking is 1, the reverse 0, all scores equal 1/2 (every pair a tie)
+    labels = torch.tensor([True, True, False, False])
+    assert disc_auc(torch.tensor([0.9, 0.8, 0.2, 0.1]), labels, torch.ones(4)).item() == 1.0
+    assert disc_auc(torch.tensor([0.1, 0.2, 0.8, 0.9]), labels, torch.ones(4)).item() == 0.0
+    assert disc_auc(torch.full((4,), 0.3), labels, torch.ones(4)).item() == 0.5
+    # undefined without replaced tokens: reported as chance
+    assert disc_auc(torch.tensor([0.9, 0.8]), torch.tensor([True, True]), torch.ones(2)).item() == 0.5
+
+
+def test_disc_auc_equals_sklearn():
+    from sklearn.metrics import roc_auc_score
+
+    g = torch.Generator().manual_seed(0)
+    for _ in range(4):
+        # scores rounded to 2 decimals: many ties, which sklearn also counts as half
+        p_original = torch.rand(16, 40, generator=g).round(decimals=2)
+        is_original = torch.rand(16, 40, generator=g) < 0.85
+        weights = torch.rand(16, 40, generator=g) < 0.9
+        ref = roc_auc_score((~is_original)[weights].numpy(), (1 - p_original)[weights].numpy())
+        assert disc_auc(p_original, is_original, weights).item() == pytest.approx(ref, abs=1e-6)
+
+
 def test_losses_at_initialisation():
     # With N(0, 0.02) weights every logit is ~0: p_G ~ uniform, so L_MLM ~ ln V; D ~ 1/2, L_Disc ~ ln 2.
     cfg = get_config("tiny")
@@ -258,13 +291,14 @@ def test_metrics_are_consistent():
     out = model(x, seg, am)
     m = out.metrics()
     assert set(m) >= {"loss", "mlm_loss", "disc_loss", "gen_acc", "disc_acc", "disc_precision",
-                      "disc_recall", "replaced_frac"}
+                      "disc_recall", "disc_auc", "replaced_frac"}
     assert m["loss"] == pytest.approx(m["mlm_loss"] + 50 * m["disc_loss"], rel=1e-5)
     real = am.bool()
     is_orig = (out.x_corrupt == x)[real]
     assert m["replaced_frac"] == pytest.approx((~is_orig).float().mean().item())
     called_orig = (out.p_original[real] > 0.5)
     assert m["disc_acc"] == pytest.approx((called_orig == is_orig).float().mean().item(), abs=1e-6)
+    assert m["disc_auc"] == pytest.approx(disc_auc(out.p_original, out.x_corrupt == x, am).item())
 
 
 def test_bert_objective_trains_one_mlm_and_gives_a_fine_tuning_encoder():
@@ -365,6 +399,8 @@ def test_presets_match_the_paper():
     assert (l.hidden_size, l.num_layers, l.num_heads, l.intermediate_size, l.mask_prob) == (1024, 24, 16, 4096, 0.25)
     g = electra.generator_config
     assert (g(s).hidden_size, g(s).num_heads, g(s).intermediate_size, g(s).num_layers) == (64, 1, 256, 12)
+    # the official generator_layers: a fraction of D's depth, rounded
+    assert g(get_config("small", generator_layers=0.25)).num_layers == 3
     assert (g(b).hidden_size, g(b).num_heads, g(b).intermediate_size) == (256, 4, 1024)
     assert (g(l).hidden_size, g(l).num_heads, g(l).intermediate_size) == (256, 4, 1024)
     assert s.mask_prob == 0.15 and s.mask_token_prob == 0.85 and s.layer_norm_eps == 1e-12
