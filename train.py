@@ -47,6 +47,7 @@ from electra import (
     Electra,
     ElectraConfig,
     count_params,
+    disc_auc,
     flops_per_step,
     flops_per_step_official,
     get_config,
@@ -454,6 +455,10 @@ CLIP_NORM = 1.0  # official optimization.py: clip_by_global_norm(grads, 1.0)
 MASK_SLACK = 0.005  # official: max_predictions_per_seq = int((mask_prob + 0.005) * max_seq_length)
 VOCAB_TRAIN_CHARS = 50_000_000  # ours: the WordPiece trainer sees at most this much text (WikiText-103 has ~540M)
 
+CPU_PRESET = "tiny"  # the preset made to show ELECTRA learning on a laptop CPU (see RECIPES)
+CPU_PRESET_MINUTES = 15  # what the CPU preset's run takes on a 2-core CPU (measured, README)
+PROJECTION_STEPS = 3  # ours: updates timed, after the first (one-off set-up), for the CPU time projection
+
 # Peak dense bf16 tensor-core FLOP/s per GPU, from the vendors' data sheets, for MFU. The first
 # name found in torch.cuda.get_device_name() wins; --peak-tflops overrides.
 GPU_PEAK_TFLOPS = {"H100 PCIe": 756, "H100": 989, "H200": 989, "GH200": 989, "B200": 2250, "A100": 312,
@@ -654,7 +659,7 @@ def _atomic(path: Path, write) -> None:
 # Metrics: what a user sees
 
 METRICS = ("loss", "mlm_loss", "disc_loss", "gen_acc", "disc_acc", "disc_precision", "disc_recall",
-           "replaced_frac", "main_mlm_loss")
+           "disc_auc", "replaced_frac", "main_mlm_loss")
 
 
 def step_stats(out) -> torch.Tensor:
@@ -675,10 +680,12 @@ def evaluate(model: nn.Module, ids: np.ndarray, examples: np.ndarray, cfg: Train
 
     Runs on the first cfg.eval_batches micro-batches of held-out examples with the torch RNG
     forked and seeded, so evaluations at different steps see the same corrupted inputs and the
-    training RNG stream is not disturbed.
+    training RNG stream is not disturbed. D's AUC is computed once over all of those tokens
+    together (a ranking does not average over batches); the other metrics are batch means.
     """
     model.eval()
     total, n = torch.zeros(len(METRICS), device=device), 0
+    p_original, is_original, real = [], [], []  # D's scores and labels of every held-out token
     devices = [device.index or 0] if device.type == "cuda" else []
     with torch.random.fork_rng(devices=devices):
         torch.manual_seed(cfg.seed)
@@ -688,10 +695,18 @@ def evaluate(model: nn.Module, ids: np.ndarray, examples: np.ndarray, cfg: Train
                 break
             x, s, m = (torch.from_numpy(a).to(device) for a in collate(ids, rows, cfg.seq_len, *special))
             with autocast:
-                total += step_stats(model(x, s, m))
+                out = model(x, s, m)
+            total += step_stats(out)
             n += 1
+            if out.p_original is not None:
+                p_original.append(out.p_original.flatten())
+                is_original.append((out.x_corrupt == x).flatten())
+                real.append(m.flatten())
     model.train()
-    return stats_dict(total / max(n, 1))
+    stats = stats_dict(total / max(n, 1))
+    if p_original:
+        stats["disc_auc"] = disc_auc(torch.cat(p_original), torch.cat(is_original), torch.cat(real)).item()
+    return stats
 
 
 def plot_curves(metrics_path: Path, png_path: Path) -> None:
@@ -709,13 +724,14 @@ def plot_curves(metrics_path: Path, png_path: Path) -> None:
         (axes[1, 0], "accuracy", [("gen_acc", "G top-1 on masked"), ("disc_acc", "D, all tokens"),
                                   ("all_original_acc", "D baseline: all original"),
                                   ("disc_precision", "D precision (replaced)"),
-                                  ("disc_recall", "D recall (replaced)")]),
+                                  ("disc_recall", "D recall (replaced)"),
+                                  ("disc_auc", "D AUC, replaced vs original (0.5 = chance)")]),
     ]
     for ax, title, keys in panels:
         for i, (key, label) in enumerate(keys):  # one colour per quantity: train solid, held-out dashed
             for split, style in ((train, "-"), (held, "o--")):
                 if split:
-                    ax.plot([r["step"] for r in split], [r[key] for r in split], style, color=f"C{i}",
+                    ax.plot([r["step"] for r in split], [r.get(key, math.nan) for r in split], style, color=f"C{i}",
                             ms=3, label=f"{label or key} ({split[0]['split']})")
         ax.set_title(title)
         ax.set_xlabel("step")
@@ -1038,12 +1054,17 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device: t
             return [t.pin_memory().to(device, non_blocking=True) for t in ts]
         return ts
 
+    # Wall-clock seconds of the loop (evaluations included), carried over a --resume from the last row
+    # kept: what the AUC-vs-minutes curves are drawn against.
+    elapsed0 = json.loads(rows[-1]).get("elapsed_s", 0.0) if saved is not None and rows else 0.0
+    t_start = time.perf_counter()
     acc, n_acc = torch.zeros(len(METRICS) + 1, device=device), 0  # summed stats + grad norm since the last log
     last_train = last_eval = None
     interrupted = False
     bar = tqdm(total=cfg.steps, initial=step, unit="step", dynamic_ncols=True, disable=not master,
                desc=f"{cfg.objective}-{cfg.size}")
     t_last = time.perf_counter()
+    first_step, t_first = step, None  # for the projection of a GPU-sized run on a CPU
     with StopOnSignal() as stop:
         while step < end:
             lr = learning_rate(step, cfg)
@@ -1072,6 +1093,12 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device: t
             acc += torch.cat([stats, grad_norm.detach().float().reshape(1)])
             n_acc += 1
             bar.update(1)
+            if master and device.type == "cpu" and cfg.size != CPU_PRESET:
+                if step == first_step + 1:
+                    t_first = time.perf_counter()
+                elif step == first_step + 1 + PROJECTION_STEPS:
+                    rate = PROJECTION_STEPS / (time.perf_counter() - t_first)
+                    bar.write(cpu_projection(cfg.size, rate, end - step))
 
             if step % cfg.log_interval == 0 or step == end:
                 if world > 1:
@@ -1082,7 +1109,8 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device: t
                 mean = (acc / n_acc).tolist()
                 last_train = {"step": step, "split": "train", **stats_dict(acc[:-1] / n_acc), "grad_norm": mean[-1],
                               "lr": lr, "epoch": round(batches.epoch(step), 4), "steps_per_s": steps_per_s,
-                              "tokens_per_s": steps_per_s * cfg.batch_size * cfg.seq_len}
+                              "tokens_per_s": steps_per_s * cfg.batch_size * cfg.seq_len,
+                              "elapsed_s": elapsed0 + now - t_start}
                 if peak:
                     last_train["mfu"] = flops * steps_per_s / (peak * world)
                 write_row(last_train)
@@ -1093,7 +1121,8 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device: t
 
             if master and len(eval_ex) and (step % cfg.eval_interval == 0 or step == end):
                 last_eval = {"step": step, "split": "eval",
-                             **evaluate(raw, ids, eval_ex, cfg, micro_batch, special, device, autocast)}
+                             **evaluate(raw, ids, eval_ex, cfg, micro_batch, special, device, autocast),
+                             "elapsed_s": elapsed0 + time.perf_counter() - t_start}
                 write_row(last_eval)
                 plot_curves(metrics_path, out_dir / "curves.png")
                 bar.write(f"step {step:,} held-out: {progress_line(last_eval, cfg.objective)}")
@@ -1131,6 +1160,28 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device: t
             "eval": last_eval, "interrupted": interrupted}
 
 
+def cpu_projection(size: str, steps_per_s: float, remaining: int) -> str:
+    """One line for a GPU-sized run started on a CPU: how long it would take, and the CPU preset.
+
+    Example: cpu_projection("small", 0.1, 1_000_000) -> "no GPU: --size small's remaining 1,000,000
+    updates take about 116 days at the 0.1 steps/s of the first updates on this CPU ..."
+    """
+    return (f"no GPU: --size {size}'s remaining {remaining:,} updates take about "
+            f"{duration(remaining / steps_per_s)} at the {steps_per_s:.3g} steps/s of the first updates on "
+            f"this CPU (still running, in case you mean it; Ctrl-C saves a checkpoint). To see ELECTRA learn "
+            f"on a CPU in {CPU_PRESET_MINUTES} minutes: python train.py --size {CPU_PRESET} --data <a .txt file "
+            f"or folder of books>")
+
+
+def duration(seconds: float) -> str:
+    """A length of time in the largest unit it has two of: 90 -> '90 seconds', 600 -> '10 minutes',
+    1e7 -> '116 days'."""
+    for unit, length in (("years", 365 * 86400), ("days", 86400), ("hours", 3600), ("minutes", 60)):
+        if seconds >= 2 * length:
+            return f"{seconds / length:.3g} {unit}"
+    return f"{seconds:.3g} seconds"
+
+
 def progress_line(row: dict, objective: str) -> str:
     """The few numbers shown on the progress bar and after each evaluation."""
     if objective in ("replace_mlm", "all_tokens_mlm"):
@@ -1140,7 +1191,7 @@ def progress_line(row: dict, objective: str) -> str:
     else:
         text = (f"L_MLM {row['mlm_loss']:.3f} L_Disc {row['disc_loss']:.4f} G_acc {row['gen_acc']:.3f} "
                 f"D_acc {row['disc_acc']:.4f} (all-original {row['all_original_acc']:.4f}) "
-                f"D_P/R {row['disc_precision']:.2f}/{row['disc_recall']:.2f}")
+                f"D_P/R {row['disc_precision']:.2f}/{row['disc_recall']:.2f} D_AUC {row['disc_auc']:.3f}")
     if "tokens_per_s" in row:
         text += f" | {row['tokens_per_s']:,.0f} tok/s"
     if "mfu" in row:

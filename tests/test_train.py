@@ -1,4 +1,5 @@
 """train.py end to end on text the tests write: tiny runs on CPU, a few steps each."""
+import contextlib
 import json
 import os
 import random
@@ -14,7 +15,7 @@ import torch
 import transformers
 
 import train
-from electra import Electra
+from electra import Electra, disc_auc
 from tokenizer import Tokenizer
 from tokenizer import train as train_vocab
 
@@ -74,8 +75,11 @@ def test_tiny_run_learns_and_writes_metrics_and_curves(corpus, tmp_path, capsys)
     assert mean(first, "mlm_loss") > 3.5 and mean(last, "mlm_loss") < mean(first, "mlm_loss") - 0.35
     assert mean(last, "disc_loss") < mean(first, "disc_loss") - 0.05
     for key in ("loss", "mlm_loss", "disc_loss", "gen_acc", "disc_acc", "disc_precision", "disc_recall",
-                "replaced_frac", "all_original_acc", "lr", "grad_norm", "tokens_per_s", "steps_per_s"):
+                "disc_auc", "replaced_frac", "all_original_acc", "lr", "grad_norm", "tokens_per_s", "steps_per_s",
+                "elapsed_s"):
         assert key in train_rows[-1]
+    assert "D_AUC" in printed
+    assert 0 < train_rows[0]["elapsed_s"] < train_rows[-1]["elapsed_s"]
     assert train_rows[-1]["loss"] == pytest.approx(train_rows[-1]["mlm_loss"] + 50 * train_rows[-1]["disc_loss"])
     held = rows(out, "eval")
     assert [r["step"] for r in held] == [20, 40] and held[1]["mlm_loss"] < held[0]["mlm_loss"]
@@ -85,6 +89,48 @@ def test_tiny_run_learns_and_writes_metrics_and_curves(corpus, tmp_path, capsys)
     assert ckpt["step"] == 40 and set(ckpt) >= {"model", "optimizer", "rng", "train_config", "vocab_hash"}
     assert ckpt["vocab_hash"] == Tokenizer.load(corpus[1]).hash() and (out / "vocab.txt").is_file()
     assert not list(out.glob("*.tmp*"))
+
+
+def test_held_out_auc_ranks_all_held_out_tokens_together(corpus, tmp_path):
+    """evaluate's disc_auc is one ranking over every held-out token, not a mean of per-batch AUCs."""
+    result = train.main(args(corpus, tmp_path / "run", "--steps", "6", "--eval-interval", "6", "--eval-batches", "3"))
+    cfg, model, tok = result["config"], result["model"], result["tokenizer"]
+    ids, line_offsets = train.encode_corpus(Path(corpus[0]), tok, corpus[2], progress=False)
+    _, eval_ex = train.build_examples(line_offsets, cfg.seq_len, cfg.seed, cfg.eval_fraction)
+    special = (tok.cls_id, tok.sep_id, tok.pad_id)
+    got = train.evaluate(model, ids, eval_ex, cfg, 8, special, torch.device("cpu"), contextlib.nullcontext())
+    # the same held-out batches and corruptions, redone by hand
+    model.eval()
+    torch.manual_seed(cfg.seed)
+    p, orig, real, per_batch = [], [], [], []
+    for i in range(3):
+        x, s, m = (torch.from_numpy(a) for a in train.collate(ids, eval_ex[i * 8:(i + 1) * 8], cfg.seq_len, *special))
+        with torch.no_grad():
+            out = model(x, s, m)
+        p.append(out.p_original)
+        orig.append(out.x_corrupt == x)
+        real.append(m)
+        per_batch.append(out.disc_auc.item())
+    pooled = disc_auc(torch.cat(p), torch.cat(orig), torch.cat(real)).item()
+    assert got["disc_auc"] == pytest.approx(pooled, abs=1e-6)
+    assert got["disc_auc"] != pytest.approx(sum(per_batch) / 3, abs=1e-6)  # the mean of batches differs
+
+
+def test_gpu_sized_run_on_a_cpu_projects_its_time_and_names_the_cpu_preset(corpus, tmp_path, capsys):
+    small = [a if a != "tiny" else "small" for a in args(corpus, tmp_path / "small", "--steps", "6")]
+    train.main(small)
+    printed = capsys.readouterr().out
+    assert "no GPU: --size small's remaining 2 updates take about" in printed
+    assert f"python train.py --size {train.CPU_PRESET} --data" in printed
+    train.main(args(corpus, tmp_path / "tiny", "--steps", "6"))
+    assert "no GPU" not in capsys.readouterr().out  # the CPU preset itself says nothing
+
+
+def test_duration_picks_a_readable_unit():
+    assert train.duration(90) == "90 seconds"
+    assert train.duration(600) == "10 minutes"
+    assert train.duration(1e7) == "116 days"  # 1e7 / 86,400 = 115.7
+    assert train.duration(3 * 365 * 86400) == "3 years"
 
 
 def test_resume_equals_an_uninterrupted_run(corpus, tmp_path):
