@@ -560,8 +560,11 @@ class Electra(nn.Module):
         if self.discriminator is not None:
             return self.discriminator
         disc = Discriminator(self.config)
-        missing, _ = disc.load_state_dict(self.mlm.state_dict(), strict=False)
-        assert all(k.startswith("head") for k in missing), missing
+        # Only the encoder's tensors: the MLM head (dense H -> E, LayerNorm E, output bias) and D's head
+        # share the name "head" but not its shape once the embedding size differs from the hidden size.
+        encoder = {k: v for k, v in self.mlm.state_dict().items() if not k.startswith(("head", "output_bias"))}
+        missing, unexpected = disc.load_state_dict(encoder, strict=False)
+        assert not unexpected and all(k.startswith("head") for k in missing), (missing, unexpected)
         return disc
 
 

@@ -476,3 +476,20 @@ def test_every_objective_has_a_flops_count_and_unknown_is_refused():
     assert f["all_tokens_mlm"] > f["replace_mlm"] > f["bert"]  # the main MLM plus a generator
     with pytest.raises(ValueError, match="unknown objective 'gan'"):
         Electra(micro_config(objective="gan"))
+
+
+@pytest.mark.parametrize("objective", electra.OBJECTIVES)
+def test_fine_tuning_encoder_at_small_size_where_embedding_is_not_hidden(objective):
+    """Small has E = 128 != H = 256, so the MLM head (H -> E) and D's head (H -> H) differ in shape:
+    the encoder handed to fine-tuning must still be built, and compute what the trained one computes."""
+    cfg = get_config("small", objective=objective, vocab_size=200, cls_id=1, sep_id=2, mask_id=3, pad_id=0)
+    assert cfg.embedding_size != cfg.hidden_size
+    torch.manual_seed(0)
+    model = Electra(cfg).eval()
+    trained = model.discriminator if model.discriminator is not None else model.mlm
+    enc = model.fine_tuning_encoder().eval()
+    x, seg, am = batch(B=2, T=12)
+    with torch.no_grad():
+        h = enc.hidden_states(x, seg, am)
+        assert h.shape == (2, 12, cfg.hidden_size)
+        assert torch.equal(h, trained.hidden_states(x, seg, am))
