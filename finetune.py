@@ -431,6 +431,7 @@ class FinetuneConfig:
     head_dropout: float = 0.1           # Table 7 "Dropout 0.1"; the official head: dropout(keep_prob=0.9)
     adam_betas: tuple[float, float] = (0.9, 0.999)  # Table 7 "Adam beta1, beta2"
     adam_eps: float = 1e-6              # Table 7 "Adam epsilon 1e-6"
+    adam_bias_correction: bool = False  # False: the official optimizer (AdamWeightDecay); True: torch's AdamW
     grad_clip: float = 1.0              # official optimization.py: clip_by_global_norm(grads, 1.0)
     double_unordered: bool = True       # official: train MRPC and STS-B on both sentence orders
     eval_batch_size: int = 128          # evaluation only: no effect on results, larger is faster
@@ -500,6 +501,47 @@ def param_groups(model, num_layers: int, lr: float, decay: float, weight_decay: 
         group["params"].append(p)
         group["names"].append(name)
     return [groups[k] for k in sorted(groups)]
+
+
+class AdamWeightDecay(torch.optim.Optimizer):
+    """The official fine-tuning optimizer (model/optimization.py AdamWeightDecayOptimizer, BERT's): Adam
+    with decoupled weight decay and *no* bias correction. Per parameter p with gradient g:
+
+        m = beta1 m + (1 - beta1) g;   v = beta2 v + (1 - beta2) g^2
+        p = p - lr (m / (sqrt(v) + eps) + weight_decay p)
+
+    torch's AdamW divides m by (1 - beta1^t) and v by (1 - beta2^t). For a steady gradient the official
+    update is (1 - beta1^t) / sqrt(1 - beta2^t) times AdamW's: 3.16x at update 1, 6.57x at 12 (the
+    largest), 1.26x at 1,000 with betas 0.9/0.999, and most GLUE runs (RTE: ~780 updates) end in that
+    range. The paper's numbers were produced with this one.
+    """
+
+    def __init__(self, params, lr: float, betas: tuple[float, float], eps: float, weight_decay: float = 0.0):
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if not state:
+                    state["m"], state["v"] = torch.zeros_like(p), torch.zeros_like(p)
+                m, v = state["m"], state["v"]
+                m.mul_(beta1).add_(p.grad, alpha=1 - beta1)
+                v.mul_(beta2).addcmul_(p.grad, p.grad, value=1 - beta2)
+                update = m / (v.sqrt() + group["eps"]) + group["weight_decay"] * p
+                p.sub_(group["lr"] * update)
+
+
+def build_optimizer(groups: list[dict], ft: FinetuneConfig) -> torch.optim.Optimizer:
+    """The official AdamWeightDecay over param_groups' groups, or torch's AdamW with --adam_bias_correction."""
+    groups = [{k: v for k, v in g.items() if k != "names"} for g in groups]
+    if ft.adam_bias_correction:
+        return torch.optim.AdamW(groups, lr=ft.lr, betas=ft.adam_betas, eps=ft.adam_eps, weight_decay=ft.weight_decay)
+    return AdamWeightDecay(groups, lr=ft.lr, betas=ft.adam_betas, eps=ft.adam_eps, weight_decay=ft.weight_decay)
 
 
 def lr_factor(step: int, total_steps: int, warmup_steps: int) -> float:
@@ -757,8 +799,7 @@ def finetune_seed(task: Task, pre: Pretrained, train: Encoded, dev: dict[str, En
     model.to(device)
     groups = param_groups(model, pre.config.num_layers, ft.lr, ft.layer_decay, ft.weight_decay,
                           ft.official_layer_decay)
-    opt = torch.optim.AdamW([{k: v for k, v in g.items() if k != "names"} for g in groups],
-                            lr=ft.lr, betas=ft.adam_betas, eps=ft.adam_eps)
+    opt = build_optimizer(groups, ft)
     epochs = ft.epochs or task.epochs
     steps_per_epoch = math.ceil(len(train) / ft.batch_size)
     total = epochs * steps_per_epoch
@@ -922,6 +963,8 @@ def parse_args(argv=None):
                    help="use only the first N rows of train.tsv (before MRPC/STS-B's swapped copies)")
     p.add_argument("--single_order", action="store_true",
                    help="do not also train MRPC/STS-B on swapped sentence pairs (the official code does)")
+    p.add_argument("--adam_bias_correction", action="store_true",
+                   help="torch's AdamW (bias-corrected) instead of the official optimizer, which has no bias correction")
     return p.parse_args(argv)
 
 
@@ -940,9 +983,10 @@ def main(argv=None) -> dict:
         lr=args.lr, layer_decay=args.layer_decay, official_layer_decay=not args.layer_decay_fixed,
         weight_decay=args.weight_decay, epochs=args.epochs, batch_size=args.batch_size,
         max_seq_len=args.max_seq_len, double_unordered=not args.single_order,
-        max_train_examples=args.max_train_examples))
+        max_train_examples=args.max_train_examples, adam_bias_correction=args.adam_bias_correction))
     print(f"fine-tuning {pre.source} ({pre.config.num_layers} layers, hidden {pre.config.hidden_size}) on "
-          f"{args.device}: lr {ft.lr:g}, layer decay {ft.layer_decay}, batch {ft.batch_size}")
+          f"{args.device}: lr {ft.lr:g}, layer decay {ft.layer_decay}, batch {ft.batch_size}, "
+          f"{'AdamW (bias-corrected)' if ft.adam_bias_correction else 'Adam without bias correction (official)'}")
     report = {"init": pre.source, "device": args.device, "recipe": {k: (list(v) if isinstance(v, tuple) else v)
                                                                      for k, v in vars(ft).items()}, "tasks": {}}
     for task in tasks:

@@ -82,6 +82,44 @@ def test_lr_schedule_by_hand():
     assert factors == pytest.approx([0.5, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1])
 
 
+def test_official_optimizer_two_steps_by_hand():
+    # lr 0.1, betas 0.9/0.999, eps 1e-6, weight decay 0.01, p = 2.
+    # step 1, g = 0.5:  m = 0.1*0.5 = 0.05, v = 0.001*0.25 = 2.5e-4, sqrt(v) = 0.0158114
+    #   update = 0.05 / (0.0158114 + 1e-6) + 0.01*2 = 3.162078 + 0.02 = 3.182078 -> p = 2 - 0.3182078 = 1.6817922
+    # step 2, g = -0.5: m = 0.045 - 0.05 = -0.005, v = 2.4975e-4 + 2.5e-4 = 4.9975e-4, sqrt(v) = 0.0223551
+    #   update = -0.005 / 0.0223561 + 0.01*1.6817922 = -0.2236530 + 0.0168179 = -0.2068348 -> p = 1.7024757
+    # (torch's AdamW, bias-corrected, would move p by lr * (1 + 0.02) = 0.102 in step 1, not 0.318)
+    p = torch.nn.Parameter(torch.tensor([2.0], dtype=torch.float64))
+    opt = ft.AdamWeightDecay([{"params": [p], "weight_decay": 0.01}], lr=0.1, betas=(0.9, 0.999), eps=1e-6)
+    for g, expected in ((0.5, 1.6817922327), (-0.5, 1.7024757121)):
+        p.grad = torch.tensor([g], dtype=torch.float64)
+        opt.step()
+        assert p.item() == pytest.approx(expected, abs=1e-9)
+
+
+def test_official_update_is_larger_than_bias_corrected_adamw():
+    """For a steady gradient the official update is (1 - 0.9^t) / sqrt(1 - 0.999^t) times AdamW's:
+    3.16x at update 1, 6.57x at 12, 1.26x at 1,000 (what build_optimizer's note in train.py quotes)."""
+    ours = torch.nn.Parameter(torch.zeros(1, dtype=torch.float64))
+    theirs = torch.nn.Parameter(torch.zeros(1, dtype=torch.float64))
+    recipe = ft.FinetuneConfig(lr=1e-3)
+    opts = [ft.build_optimizer([{"params": [ours], "names": ["p"]}], recipe),
+            ft.build_optimizer([{"params": [theirs], "names": ["p"]}], dataclasses.replace(recipe, adam_bias_correction=True))]
+    assert isinstance(opts[0], ft.AdamWeightDecay) and isinstance(opts[1], torch.optim.AdamW)
+    ratios = {}
+    for t in range(1, 1001):
+        before = ours.item(), theirs.item()
+        for p, opt in zip((ours, theirs), opts):
+            p.grad = torch.ones(1, dtype=torch.float64)
+            opt.step()
+        ratios[t] = (before[0] - ours.item()) / (before[1] - theirs.item())
+    assert ratios[1] == pytest.approx(3.162, abs=1e-3)
+    assert ratios[12] == pytest.approx(6.569, abs=1e-3) and max(ratios, key=ratios.get) == 12
+    assert ratios[1000] == pytest.approx(1.258, abs=1e-3)
+    assert ft.parse_args(["--task", "rte", "--init", "x", "--adam_bias_correction"]).adam_bias_correction
+    assert not ft.parse_args(["--task", "rte", "--init", "x"]).adam_bias_correction
+
+
 def test_recipe_by_model_size():
     assert (ft.recipe_for(get_config("small"), ft.FinetuneConfig()).lr, ) == (3e-4,)
     large = ft.recipe_for(get_config("large"), ft.FinetuneConfig())
