@@ -635,6 +635,10 @@ def flops_per_step_official(config: ElectraConfig, batch: int, seq: int,
     flops_per_step for the differences). Matmuls 2mn; dense embedding lookups; elementwise ops
     counted (dropout 4, LayerNorm 5, GELU 8, softmax 5 per element); backward = forward;
     the MLM output softmax at output_frac = 20/128 of positions; heads = hidden // 64.
+    The official script counts only ELECTRA and BERT; the Sec. 3.5 ablations are counted in its
+    convention from their parts: Replace MLM = the generator + the full-size MLM (its output at
+    output_frac of positions), All-Tokens MLM = the generator + the full-size MLM with its output at
+    every position + the copy head (dense H -> 1, then a sigmoid counted as an activation).
     """
     DROP, LN, ACT, SOFT = 4, 5, 8, 5
 
@@ -651,23 +655,26 @@ def flops_per_step_official(config: ElectraConfig, batch: int, seq: int,
             f += 2 * h * e + h
         return s * f
 
-    def mlm_output(h, e, v, s):
+    def mlm_output(h, e, v, s, frac=output_frac):
         f = 2 * e * v + 2 * h * e + e + ACT * e + LN * e + SOFT * v + 2 * v
-        return output_frac * s * f
+        return frac * s * f
 
     def classifier(h, s):
         return s * (2 * h * h + h + ACT * h + 2 * h)
 
-    c, E, V = config, config.embedding_size, config.vocab_size
+    c, E, V, H = config, config.embedding_size, config.vocab_size, config.hidden_size
+    main = c.num_layers * block(H, c.intermediate_size, seq) + inputs(H, E, V, seq)
     if c.objective == "bert":
-        fwd = (c.num_layers * block(c.hidden_size, c.intermediate_size, seq) +
-               inputs(c.hidden_size, E, V, seq) + mlm_output(c.hidden_size, E, V, seq))
-    else:
-        g = generator_config(c)
-        fwd = (c.num_layers * block(c.hidden_size, c.intermediate_size, seq) +
-               inputs(c.hidden_size, E, V, seq) + classifier(c.hidden_size, seq) +
-               g.num_layers * block(g.hidden_size, g.intermediate_size, seq) +
-               inputs(g.hidden_size, E, V, seq) + mlm_output(g.hidden_size, E, V, seq))
+        return 2.0 * batch * (main + mlm_output(H, E, V, seq))
+    g = generator_config(c)
+    fwd = (main + g.num_layers * block(g.hidden_size, g.intermediate_size, seq) +
+           inputs(g.hidden_size, E, V, seq) + mlm_output(g.hidden_size, E, V, seq))
+    if c.objective in ("electra", "electra_15"):
+        fwd += classifier(H, seq)
+    elif c.objective == "replace_mlm":
+        fwd += mlm_output(H, E, V, seq)
+    else:  # all_tokens_mlm
+        fwd += mlm_output(H, E, V, seq, frac=1.0) + seq * (2 * H + 1 + ACT)
     return 2.0 * batch * fwd
 
 
