@@ -105,6 +105,40 @@ def get_config(size: str, **overrides) -> ElectraConfig:
     return ElectraConfig(**{**SIZES[size], **overrides})
 
 
+def check_config(config: ElectraConfig) -> None:
+    """Raise ValueError, naming the field, for a config no model can be built from (the discriminator's
+    and the generator_config derived from it)."""
+    c = config
+    if c.objective not in OBJECTIVES:
+        raise ValueError(f"unknown objective {c.objective!r}: choose one of {', '.join(OBJECTIVES)}")
+    for name in ("vocab_size", "embedding_size", "hidden_size", "num_layers", "num_heads", "intermediate_size",
+                 "max_position", "type_vocab_size", "max_predictions"):
+        if getattr(c, name) < 1:
+            raise ValueError(f"{name} = {getattr(c, name)}: must be at least 1")
+    for name in ("dropout", "attention_dropout", "mask_prob", "mask_token_prob", "bert_mask_token_prob",
+                 "bert_random_token_prob"):
+        if not 0 <= getattr(c, name) <= 1:
+            raise ValueError(f"{name} = {getattr(c, name)}: must be a probability in [0, 1]")
+    if c.bert_mask_token_prob + c.bert_random_token_prob > 1:
+        raise ValueError(f"bert_mask_token_prob + bert_random_token_prob = "
+                         f"{c.bert_mask_token_prob + c.bert_random_token_prob}: must be at most 1")
+    for name in ("temperature", "layer_norm_eps", "init_std"):
+        if not (math.isfinite(getattr(c, name)) and getattr(c, name) > 0):
+            raise ValueError(f"{name} = {getattr(c, name)}: must be a positive number")
+    if not (math.isfinite(c.lam) and c.lam >= 0):
+        raise ValueError(f"lam = {c.lam}: must be a number >= 0")
+    if not 0 < c.generator_fraction <= 1:
+        raise ValueError(f"generator_fraction = {c.generator_fraction}: must be in (0, 1]")
+    if c.hidden_size % c.num_heads:
+        raise ValueError(f"hidden_size {c.hidden_size} is not divisible by num_heads {c.num_heads}: each head "
+                         f"gets hidden_size / num_heads dimensions")
+    g = generator_config(c)
+    if g.hidden_size < 1 or g.hidden_size % g.num_heads:
+        raise ValueError(f"generator_fraction {c.generator_fraction} gives the generator hidden size "
+                         f"{g.hidden_size} with {g.num_heads} head(s) (hidden // 64): choose a fraction of "
+                         f"hidden_size {c.hidden_size} that is at least 1 and divisible by its heads")
+
+
 def generator_config(config: ElectraConfig) -> ElectraConfig:
     """The generator's config, derived from the discriminator's as the official code does.
 
@@ -449,8 +483,7 @@ class Electra(nn.Module):
 
     def __init__(self, config: ElectraConfig):
         super().__init__()
-        if config.objective not in OBJECTIVES:
-            raise ValueError(f"unknown objective {config.objective!r}: choose one of {', '.join(OBJECTIVES)}")
+        check_config(config)
         self.config = config
         obj = config.objective
         self.embeddings = Embeddings(config)  # one module, the same Parameters in G and D
