@@ -33,7 +33,7 @@ from tqdm import tqdm
 
 from electra import Electra, ElectraConfig, Encoder, config_from_hf, load_hf_encoder
 from tokenizer import Tokenizer
-from train import DownloadError, check_flags, download, extract_zip, mixed_precision
+from train import DownloadError, check_flags, download, extract_zip, int_at_least, mixed_precision
 
 # ---------------------------------------------------------------------------------------------------------
 # Metrics. Each returns a plain float on the raw scale (accuracy in [0, 1], correlations in [-1, 1]);
@@ -990,21 +990,17 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
-def _int_at_least(low: int, what: str):
-    return lambda v: v >= low, f"an integer >= {low} ({what})"
-
-
 # The range of every numeric flag (train.check_flags gives the one-line error).
 FLAG_RANGES = {
-    "--seeds": _int_at_least(1, "runs per task"),
-    "--seed": _int_at_least(0, "the first seed"),
+    "--seeds": int_at_least(1, "runs per task"),
+    "--seed": int_at_least(0, "the first seed"),
     "--lr": (lambda v: math.isfinite(v) and v > 0, "a positive number (the peak learning rate)"),
     "--layer_decay": (lambda v: 0 < v <= 1, "in (0, 1] (1: no layer-wise decay)"),
     "--weight_decay": (lambda v: math.isfinite(v) and v >= 0, "a number >= 0"),
-    "--epochs": _int_at_least(1, "passes over train.tsv; leave it out for the paper's 3, or 10 for RTE and STS-B"),
-    "--batch_size": _int_at_least(1, "examples per update"),
-    "--max_seq_len": _int_at_least(3, "room for [CLS], [SEP] and a token"),
-    "--max_train_examples": _int_at_least(1, "rows of train.tsv"),
+    "--epochs": int_at_least(1, "passes over train.tsv; leave it out for the paper's 3, or 10 for RTE and STS-B"),
+    "--batch_size": int_at_least(1, "examples per update"),
+    "--max_seq_len": int_at_least(3, "room for [CLS], [SEP] and a token"),
+    "--max_train_examples": int_at_least(1, "rows of train.tsv"),
 }
 
 

@@ -1007,8 +1007,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
-def _int_at_least(low: int, what: str):
-    return lambda v: v == int(v) and v >= low, f"an integer >= {low} ({what})"
+def int_at_least(low: int, what: str):
+    return lambda v: v >= low, f"an integer >= {low} ({what})"
 
 
 def _positive(what: str):
@@ -1022,22 +1022,22 @@ def _non_negative(what: str):
 # The range of every numeric flag: flag -> (test, what it must be). Checked by check_flags.
 FLAG_RANGES = {
     # a trained vocab holds the specials and at least one piece
-    "--vocab-size": _int_at_least(len(WORDPIECE.specials) + 1, "the special tokens and at least one piece"),
-    "--seq-len": _int_at_least(SHORT_SEQ_MIN, "the example builder's shortest target length"),
-    "--batch-size": _int_at_least(1, "sequences per update"),
-    "--grad-accum": _int_at_least(1, "micro-batches per update"),
+    "--vocab-size": int_at_least(len(WORDPIECE.specials) + 1, "the special tokens and at least one piece"),
+    "--seq-len": int_at_least(SHORT_SEQ_MIN, "the example builder's shortest target length"),
+    "--batch-size": int_at_least(1, "sequences per update"),
+    "--grad-accum": int_at_least(1, "micro-batches per update"),
     "--lr": _positive("the peak learning rate"),
-    "--steps": _int_at_least(1, "updates"),
-    "--warmup": _int_at_least(0, "warm-up updates"),
+    "--steps": int_at_least(1, "updates"),
+    "--warmup": int_at_least(0, "warm-up updates"),
     "--weight-decay": _non_negative("AdamW weight decay"),
     "--clip-norm": _positive("the gradient-norm clip"),
     "--eval-fraction": (lambda v: 0 <= v < 1, "a share in [0, 1) (0: no held-out set)"),
-    "--eval-batches": _int_at_least(1, "micro-batches per evaluation"),
-    "--log-interval": _int_at_least(1, "updates between metrics lines"),
-    "--eval-interval": _int_at_least(1, "updates between evaluations"),
-    "--ckpt-interval": _int_at_least(1, "updates between checkpoints"),
-    "--stop-at": _int_at_least(1, "the update to stop after"),
-    "--seed": _int_at_least(0, "the random seed"),
+    "--eval-batches": int_at_least(1, "micro-batches per evaluation"),
+    "--log-interval": int_at_least(1, "updates between metrics lines"),
+    "--eval-interval": int_at_least(1, "updates between evaluations"),
+    "--ckpt-interval": int_at_least(1, "updates between checkpoints"),
+    "--stop-at": int_at_least(1, "the update to stop after"),
+    "--seed": int_at_least(0, "the random seed"),
     "--peak-tflops": _positive("the accelerator's peak TFLOP/s"),
 }
 
@@ -1131,8 +1131,9 @@ def main(argv=None) -> dict:
                          f"continue it with --resume (which falls back to {prev_path.name} if {ckpt_path.name} is "
                          f"unreadable), or start a new run with another --out (nothing was overwritten)")
     check_writable(out_dir)
-    with run_lock(out_dir, int(os.environ.get("RANK", "0"))):
-        saved = load_checkpoint(ckpt_path, set_aside=True) if args.resume else None
+    rank = int(os.environ.get("RANK", "0"))  # torchrun's; setup_distributed joins the group below
+    with run_lock(out_dir, rank):
+        saved = load_checkpoint(ckpt_path, set_aside=rank == 0) if args.resume else None
         cfg = resolve_config(args, saved["train_config"] if saved else None)
         rank, _, world, device = setup_distributed(cfg.device)
         try:
@@ -1303,7 +1304,8 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device: t
             if (step % cfg.log_interval == 0 or step % cfg.eval_interval == 0 or step % cfg.ckpt_interval == 0
                     or step == end or stop.requested) and diverged_at.item():
                 bar.close()
-                kept = (f"the last good checkpoint, {ckpt_path} at step {last_ckpt:,}, is untouched"
+                good = ckpt_path if ckpt_path.is_file() else previous_checkpoint(ckpt_path)  # after a fallback
+                kept = (f"the last good checkpoint, {good} at step {last_ckpt:,}, is untouched"
                         if last_ckpt is not None else "no checkpoint was written")
                 raise SystemExit(f"the loss is not finite at step {diverged_at.item():,} (lr {cfg.lr:g}): the run "
                                  f"diverged and was stopped; {kept}. Start a new run with a lower --lr (e.g. "
