@@ -107,6 +107,40 @@ def get_config(size: str, **overrides) -> ElectraConfig:
     return ElectraConfig(**{**SIZES[size], **overrides})
 
 
+def check_config(config: ElectraConfig) -> None:
+    """Raise ValueError, naming the field, for a config no model can be built from (the discriminator's
+    and the generator_config derived from it)."""
+    c = config
+    if c.objective not in OBJECTIVES:
+        raise ValueError(f"unknown objective {c.objective!r}: choose one of {', '.join(OBJECTIVES)}")
+    for name in ("vocab_size", "embedding_size", "hidden_size", "num_layers", "num_heads", "intermediate_size",
+                 "max_position", "type_vocab_size", "max_predictions"):
+        if getattr(c, name) < 1:
+            raise ValueError(f"{name} = {getattr(c, name)}: must be at least 1")
+    for name in ("dropout", "attention_dropout", "mask_prob", "mask_token_prob", "bert_mask_token_prob",
+                 "bert_random_token_prob"):
+        if not 0 <= getattr(c, name) <= 1:
+            raise ValueError(f"{name} = {getattr(c, name)}: must be a probability in [0, 1]")
+    if c.bert_mask_token_prob + c.bert_random_token_prob > 1:
+        raise ValueError(f"bert_mask_token_prob + bert_random_token_prob = "
+                         f"{c.bert_mask_token_prob + c.bert_random_token_prob}: must be at most 1")
+    for name in ("temperature", "layer_norm_eps", "init_std"):
+        if not (math.isfinite(getattr(c, name)) and getattr(c, name) > 0):
+            raise ValueError(f"{name} = {getattr(c, name)}: must be a positive number")
+    if not (math.isfinite(c.lam) and c.lam >= 0):
+        raise ValueError(f"lam = {c.lam}: must be a number >= 0")
+    if not 0 < c.generator_fraction <= 1:
+        raise ValueError(f"generator_fraction = {c.generator_fraction}: must be in (0, 1]")
+    if c.hidden_size % c.num_heads:
+        raise ValueError(f"hidden_size {c.hidden_size} is not divisible by num_heads {c.num_heads}: each head "
+                         f"gets hidden_size / num_heads dimensions")
+    g = generator_config(c)
+    if g.hidden_size < 1 or g.hidden_size % g.num_heads:
+        raise ValueError(f"generator_fraction {c.generator_fraction} gives the generator hidden size "
+                         f"{g.hidden_size} with {g.num_heads} head(s) (hidden // 64): choose a fraction of "
+                         f"hidden_size {c.hidden_size} that is at least 1 and divisible by its heads")
+
+
 def generator_config(config: ElectraConfig) -> ElectraConfig:
     """The generator's config, derived from the discriminator's as the official code does.
 
@@ -484,8 +518,7 @@ class Electra(nn.Module):
 
     def __init__(self, config: ElectraConfig):
         super().__init__()
-        if config.objective not in OBJECTIVES:
-            raise ValueError(f"unknown objective {config.objective!r}: choose one of {', '.join(OBJECTIVES)}")
+        check_config(config)
         self.config = config
         obj = config.objective
         self.embeddings = Embeddings(config)  # one module, the same Parameters in G and D
@@ -596,8 +629,11 @@ class Electra(nn.Module):
         if self.discriminator is not None:
             return self.discriminator
         disc = Discriminator(self.config)
-        missing, _ = disc.load_state_dict(self.mlm.state_dict(), strict=False)
-        assert all(k.startswith("head") for k in missing), missing
+        # Only the encoder's tensors: the MLM head (dense H -> E, LayerNorm E, output bias) and D's head
+        # share the name "head" but not its shape once the embedding size differs from the hidden size.
+        encoder = {k: v for k, v in self.mlm.state_dict().items() if not k.startswith(("head", "output_bias"))}
+        missing, unexpected = disc.load_state_dict(encoder, strict=False)
+        assert not unexpected and all(k.startswith("head") for k in missing), (missing, unexpected)
         return disc
 
 
@@ -668,6 +704,10 @@ def flops_per_step_official(config: ElectraConfig, batch: int, seq: int,
     flops_per_step for the differences). Matmuls 2mn; dense embedding lookups; elementwise ops
     counted (dropout 4, LayerNorm 5, GELU 8, softmax 5 per element); backward = forward;
     the MLM output softmax at output_frac = 20/128 of positions; heads = hidden // 64.
+    The official script counts only ELECTRA and BERT; the Sec. 3.5 ablations are counted in its
+    convention from their parts: Replace MLM = the generator + the full-size MLM (its output at
+    output_frac of positions), All-Tokens MLM = the generator + the full-size MLM with its output at
+    every position + the copy head (dense H -> 1, then a sigmoid counted as an activation).
     """
     DROP, LN, ACT, SOFT = 4, 5, 8, 5
 
@@ -684,23 +724,26 @@ def flops_per_step_official(config: ElectraConfig, batch: int, seq: int,
             f += 2 * h * e + h
         return s * f
 
-    def mlm_output(h, e, v, s):
+    def mlm_output(h, e, v, s, frac=output_frac):
         f = 2 * e * v + 2 * h * e + e + ACT * e + LN * e + SOFT * v + 2 * v
-        return output_frac * s * f
+        return frac * s * f
 
     def classifier(h, s):
         return s * (2 * h * h + h + ACT * h + 2 * h)
 
-    c, E, V = config, config.embedding_size, config.vocab_size
+    c, E, V, H = config, config.embedding_size, config.vocab_size, config.hidden_size
+    main = c.num_layers * block(H, c.intermediate_size, seq) + inputs(H, E, V, seq)
     if c.objective == "bert":
-        fwd = (c.num_layers * block(c.hidden_size, c.intermediate_size, seq) +
-               inputs(c.hidden_size, E, V, seq) + mlm_output(c.hidden_size, E, V, seq))
-    else:
-        g = generator_config(c)
-        fwd = (c.num_layers * block(c.hidden_size, c.intermediate_size, seq) +
-               inputs(c.hidden_size, E, V, seq) + classifier(c.hidden_size, seq) +
-               g.num_layers * block(g.hidden_size, g.intermediate_size, seq) +
-               inputs(g.hidden_size, E, V, seq) + mlm_output(g.hidden_size, E, V, seq))
+        return 2.0 * batch * (main + mlm_output(H, E, V, seq))
+    g = generator_config(c)
+    fwd = (main + g.num_layers * block(g.hidden_size, g.intermediate_size, seq) +
+           inputs(g.hidden_size, E, V, seq) + mlm_output(g.hidden_size, E, V, seq))
+    if c.objective in ("electra", "electra_15"):
+        fwd += classifier(H, seq)
+    elif c.objective == "replace_mlm":
+        fwd += mlm_output(H, E, V, seq)
+    else:  # all_tokens_mlm
+        fwd += mlm_output(H, E, V, seq, frac=1.0) + seq * (2 * H + 1 + ACT)
     return 2.0 * batch * fwd
 
 

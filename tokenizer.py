@@ -63,6 +63,11 @@ class WordPieceConfig:
     criterion: str = "likelihood"  # trainer: "likelihood" (likelihood_gain) or "ratio" (pair_score); see learn_vocab
     corpus_suffixes: tuple[str, ...] = (".txt", ".raw")  # text files in a corpus folder (WikiText ships .raw)
     corpus_chunk_chars: int = 1 << 20  # encode_corpus: ~1 MB of text per task sent to a worker process
+    # decode_text: a corpus file is refused as not text when it has a NUL byte (as git and grep decide),
+    # or when more than this share of its first binary_sniff_chars characters are control characters
+    # other than whitespace (text, even Latin-1 read as such, has almost none; random bytes ~25%)
+    binary_control_fraction: float = 0.1
+    binary_sniff_chars: int = 1 << 20
     cache_format: str = "electra-wordpiece-corpus-v1"  # part of the cache key; bump when the ids would change
 
     @property
@@ -488,6 +493,10 @@ class Tokenizer:
 
         decode(encode(x)) == " ".join(basic_tokenize(x)) when no word became [UNK].
         """
+        ids = list(ids)
+        bad = next((i for i in ids if not 0 <= i < len(self.id_to_token)), None)
+        if bad is not None:
+            raise ValueError(f"token id {bad} is not in the vocabulary (ids run from 0 to {len(self.id_to_token) - 1})")
         tokens = [self.id_to_token[i] for i in ids if not (skip_special and i in self.special_ids)]
         return " ".join(tokens).replace(" " + self.config.prefix, "").strip()
 
@@ -751,22 +760,33 @@ def corpus_files(path: str | os.PathLike, config: WordPieceConfig = CONFIG) -> l
     return files
 
 
-def decode_text(data: bytes, name: str | os.PathLike) -> str:
+def decode_text(data: bytes, name: str | os.PathLike, config: WordPieceConfig = CONFIG) -> str:
     """Bytes to text: UTF-8 (a leading BOM dropped), else Latin-1 with a one-line warning.
 
     Latin-1 maps every byte to a character, so no text is ever dropped. Line endings CRLF and CR
-    become LF.
+    become LF. A file that is not text (a NUL byte, or mostly control characters: a program, an
+    image) raises ValueError naming it, instead of being trained on.
 
     >>> decode_text(b"caf\\xc3\\xa9\\r\\nnext\\rlast", "a.txt")
     'café\\nnext\\nlast'
     """
+    if b"\x00" in data:
+        raise ValueError(f"{name} is not a text file (it has NUL bytes): pass .txt files of plain text")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         print(f"warning: {name} is not UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start}); read as Latin-1",
               file=sys.stderr)
         text = data.decode("latin-1")
+    sample = text[:config.binary_sniff_chars]
+    controls = len(_NON_TEXT.findall(sample))
+    if controls > config.binary_control_fraction * len(sample):
+        raise ValueError(f"{name} is not a text file ({controls / len(sample):.0%} of its characters are control "
+                         f"characters): pass .txt files of plain text")
     return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+_NON_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # control characters but \t \n \r
 
 
 def read_corpus(path: str | os.PathLike) -> Iterator[tuple[str, str]]:

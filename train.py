@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
+import fcntl
 import http.client
 import json
 import math
@@ -46,6 +48,7 @@ from electra import (
     OBJECTIVES,
     Electra,
     ElectraConfig,
+    check_config,
     count_params,
     disc_auc,
     flops_per_step,
@@ -54,6 +57,7 @@ from electra import (
     hf_config_dict,
     to_hf_state_dicts,
 )
+from tokenizer import CONFIG as WORDPIECE
 from tokenizer import Tokenizer, encode_corpus, read_corpus
 from tokenizer import train as train_vocab
 
@@ -335,6 +339,44 @@ def documents(line_offsets: np.ndarray) -> list[tuple[int, int]]:
     return docs
 
 
+SENTENCE_END_TOKENS = (".", "!", "?")  # basic_tokenize splits punctuation off: a sentence ends at one of these
+
+
+def split_long_lines(ids: np.ndarray, line_offsets: np.ndarray, max_tokens: int,
+                     sentence_end_ids) -> tuple[np.ndarray, int]:
+    """Cut every line longer than max_tokens into pieces of at most max_tokens, each its own document.
+
+    The example builder trims what does not fit in an example, as the official one does: a 5 MB
+    file with no newline (2M tokens, one "sentence") became one example of 126 tokens. A piece ends
+    after the last sentence end (a token in sentence_end_ids) that keeps it within max_tokens, or at
+    max_tokens when there is none. Each piece is a document of its own (a blank line before and after
+    it), so the builder makes it one whole example [CLS] piece [SEP] rather than joining it to the
+    next piece and trimming that. Returns (new line_offsets, number of lines split).
+
+    Example: max_tokens 4, one line of 10 tokens "a b . c d e . f g h" (ends after tokens 3 and 7):
+    offsets [0, 10] -> [0, 0, 3, 3, 7, 7, 10, 10], line lengths [0, 3, 0, 4, 0, 3, 0].
+    """
+    lengths = np.diff(line_offsets)
+    long = np.flatnonzero(lengths > max_tokens)
+    if len(long) == 0:
+        return line_offsets, 0
+    parts, prev = [], 0
+    for i in long.tolist():
+        start, end = int(line_offsets[i]), int(line_offsets[i + 1])
+        cuts = np.flatnonzero(np.isin(ids[start:end], sentence_end_ids)) + start + 1  # just after a sentence end
+        starts, pos = [start], start  # the blank line before the first piece
+        while end - pos > max_tokens:
+            j = np.searchsorted(cuts, pos + max_tokens, side="right") - 1  # the last cut that fits
+            cut = int(cuts[j]) if j >= 0 and cuts[j] > pos else pos + max_tokens
+            starts += [pos, cut]  # the piece [pos, cut), then a blank line at cut
+            pos = cut
+        starts += [pos, end]  # the last piece, then a blank line
+        parts += [line_offsets[prev:i], np.array(starts, dtype=line_offsets.dtype)]
+        prev = i + 1
+    parts.append(line_offsets[prev:])
+    return np.concatenate(parts), len(long)
+
+
 def build_examples(line_offsets: np.ndarray, max_len: int, seed: int, eval_fraction: float):
     """All pre-training examples of the corpus, split by document into training and held-out sets.
 
@@ -453,6 +495,9 @@ ADAM_EPS = 1e-6  # Table 6 "Adam epsilon"
 WEIGHT_DECAY = 0.01  # Table 6 "Weight Decay"; official excludes LayerNorm and bias
 CLIP_NORM = 1.0  # official optimization.py: clip_by_global_norm(grads, 1.0)
 MASK_SLACK = 0.005  # official: max_predictions_per_seq = int((mask_prob + 0.005) * max_seq_length)
+# A write that fails with less free space than this is a full disk (a write error under torch.save has
+# no errno): any preset's checkpoint is larger (tiny's embedding table alone is 8192 x 128 x 4 B = 4 MiB).
+DISK_FULL_BYTES = 1 << 20
 VOCAB_TRAIN_CHARS = 50_000_000  # ours: the WordPiece trainer sees at most this much text (WikiText-103 has ~540M)
 
 CPU_PRESET = "tiny"  # the preset made to show ELECTRA learning on a laptop CPU (see RECIPES)
@@ -522,7 +567,8 @@ def model_config(cfg: TrainConfig, tok: Tokenizer) -> ElectraConfig:
                     mask_id=tok.mask_id, objective=cfg.objective,
                     max_position=max(mc.max_position, cfg.seq_len))
     if "max_predictions" not in cfg.overrides:
-        mc = dc_replace(mc, max_predictions=int((mc.mask_prob + MASK_SLACK) * cfg.seq_len))
+        mc = dc_replace(mc, max_predictions=max(1, int((mc.mask_prob + MASK_SLACK) * cfg.seq_len)))
+    check_config(mc)
     return mc
 
 
@@ -537,8 +583,12 @@ def build_optimizer(model: nn.Module, cfg: TrainConfig, fused: bool = True) -> t
     Official optimization.py excludes "LayerNorm", "layer_norm" and "bias" by name; here that is
     every parameter with fewer than 2 dimensions (biases, LayerNorm gains and offsets).
     Deviation: the official AdamWeightDecayOptimizer has no bias correction; torch's AdamW has.
-    With 10k warm-up steps the two differ only in the first few hundred updates, where the lr
-    is tiny anyway, and torch has a fused kernel for it (one kernel for all parameters on a GPU;
+    For a steady gradient the official update is (1 - 0.9^t) / sqrt(1 - 0.999^t) times AdamW's:
+    3.16x at update 1, 6.57x at update 12 (the largest), 1.96x at 300, 1.26x at 1,000, 1.03x at
+    3,000, within 1% only after ~3,900 updates (finetune.AdamWeightDecay is the official one;
+    tests/test_finetune_model.py measures these ratios). Pre-training runs 10k warm-up updates,
+    so the difference falls where the lr is still small, and the runs are hundreds of thousands
+    of updates long; torch has a fused kernel for AdamW (one kernel for all parameters on a GPU;
     8x faster than the default loop on a CPU for `tiny`: 1.4 ms instead of 10.9 ms per update).
     """
     params = [p for p in model.parameters() if p.requires_grad]
@@ -606,16 +656,50 @@ def save_checkpoint(path: Path, model: Electra, optimizer, step: int, cfg: Train
         "vocab_hash": vocab_hash,
         "rng": rng,
     }
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(state, tmp)
-    os.replace(tmp, path)
+    _atomic(path, lambda p: torch.save(state, p), keep_previous=True)
 
 
-def load_checkpoint(path: Path, flag: str = "--resume") -> dict:
+def previous_checkpoint(path: Path) -> Path:
+    """Where save_checkpoint keeps the checkpoint it replaced: ckpt.pt -> ckpt.prev.pt."""
+    return path.with_name(path.stem + ".prev" + path.suffix)
+
+
+def _read_checkpoint(path: Path) -> tuple[dict | None, str]:
+    """(the checkpoint, "") or (None, why it cannot be read)."""
     if not path.is_file():
-        raise SystemExit(f"{flag}: no checkpoint at {path}; point --out at the run folder that has "
-                         f"ckpt.pt (or start a new run without {flag})")
-    return torch.load(path, map_location="cpu", weights_only=True)
+        return None, "missing"
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True), ""
+    except Exception as e:  # truncated (an interrupted copy), corrupt, or not a checkpoint at all
+        return None, f"unreadable: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+
+
+def _no_checkpoint(path: Path, flag: str) -> SystemExit:
+    return SystemExit(f"{flag}: no checkpoint at {path}; point --out at the run folder that has "
+                      f"ckpt.pt (or start a new run without {flag})")
+
+
+def load_checkpoint(path: Path, flag: str = "--resume", set_aside: bool = False) -> dict:
+    """The checkpoint at `path`, or, when it is missing or unreadable, the previous one that
+    save_checkpoint kept (saying so). Neither: one line naming both. set_aside (--resume): rename an
+    unreadable `path` to path.unreadable, so the next save does not keep it as the previous one."""
+    saved, why = _read_checkpoint(path)
+    if saved is not None:
+        return saved
+    prev = previous_checkpoint(path)
+    fallback, why_prev = _read_checkpoint(prev)
+    if fallback is None:
+        if why == why_prev == "missing":
+            raise _no_checkpoint(path, flag)
+        raise SystemExit(f"{flag}: no readable checkpoint: {path} is {why}; the previous one {prev} is {why_prev}")
+    note = ""
+    if set_aside and path.is_file():
+        aside = path.with_name(path.name + ".unreadable")
+        os.replace(path, aside)
+        note = f" ({path.name} moved to {aside.name})"
+    print(f"{flag}: {path} is {why}; falling back to the previous checkpoint {prev} (step {fallback['step']:,})"
+          f"{note}")
+    return fallback
 
 
 def export_hf(model: Electra, vocab_path: Path, out: Path) -> list[Path]:
@@ -649,10 +733,35 @@ def export_hf(model: Electra, vocab_path: Path, out: Path) -> list[Path]:
     return written
 
 
-def _atomic(path: Path, write) -> None:
+def _atomic(path: Path, write, keep_previous: bool = False) -> None:
+    """write(tmp) then rename tmp to `path`, so `path` is always a whole file. keep_previous: first
+    hard-link the file being replaced to previous_checkpoint(path), the fallback of load_checkpoint.
+    A failed write removes its .tmp; a full disk (or any other OSError) ends in one line saying so."""
     tmp = path.with_name(path.name + ".tmp")
-    write(tmp)
-    os.replace(tmp, path)
+    try:
+        write(tmp)
+        if keep_previous and path.is_file():
+            prev = previous_checkpoint(path)
+            prev_tmp = prev.with_name(prev.name + ".tmp")
+            prev_tmp.unlink(missing_ok=True)
+            try:
+                os.link(path, prev_tmp)  # a second name for the old file: no copy, and path never goes missing
+            except OSError:  # a file system without hard links
+                shutil.copyfile(path, prev_tmp)
+            os.replace(prev_tmp, prev)
+        os.replace(tmp, path)
+    except BaseException as e:
+        free = shutil.disk_usage(path.parent).free if path.parent.is_dir() else None
+        tmp.unlink(missing_ok=True)
+        if not isinstance(e, (OSError, RuntimeError)):  # Ctrl-C, a bug: not a write error
+            raise
+        full = getattr(e, "errno", None) == errno.ENOSPC or (free is not None and free < DISK_FULL_BYTES)
+        if not full and not isinstance(e, OSError):
+            raise
+        raise SystemExit(f"{'disk full: ' if full else ''}could not write {path} ({type(e).__name__}: "
+                         f"{str(e).splitlines()[0] if str(e) else e}); {free or 0:,} bytes free on its disk. "
+                         f"{tmp.name} was removed and the files already there are intact: free some space "
+                         f"(or use another --out) and run again") from e
 
 
 # -----------------------------------------------------------------------------
@@ -709,11 +818,33 @@ def evaluate(model: nn.Module, ids: np.ndarray, examples: np.ndarray, cfg: Train
     return stats
 
 
+def read_metrics(metrics_path: Path) -> list[dict]:
+    """The rows of metrics.jsonl ([] when there is none yet). A last line cut short (the process was
+    killed mid-write, or the disk filled) is dropped; a broken line before it is an error naming it."""
+    if not metrics_path.is_file():
+        return []
+    lines = metrics_path.read_text().splitlines()
+    rows = []
+    for i, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError as e:
+            if i == len(lines):
+                break
+            raise SystemExit(f"{metrics_path}, line {i}: not a JSON metrics row ({e}); delete or repair that "
+                             f"line (the checkpoint does not depend on it)") from e
+    return rows
+
+
 def plot_curves(metrics_path: Path, png_path: Path) -> None:
     """Redraw curves.png from metrics.jsonl: losses, accuracies (with D's all-original baseline), lr."""
     from matplotlib.figure import Figure  # its own canvas: no pyplot, no switch of the global backend
 
-    rows = [json.loads(line) for line in metrics_path.read_text().splitlines() if line.strip()]
+    rows = read_metrics(metrics_path)
+    if not rows:
+        return  # a checkpoint before the first log line (--ckpt-interval < --log-interval): nothing to draw yet
     train = [r for r in rows if r["split"] == "train"]
     held = [r for r in rows if r["split"] == "eval"]
     fig = Figure(figsize=(11, 7.5))
@@ -887,7 +1018,53 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its ckpt.pt")
     p.add_argument("--export-hf", default=None, metavar="DIR",
                    help="write the checkpoint in --out in HuggingFace's ELECTRA layout to DIR, then exit")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    check_flags(args, FLAG_RANGES)
+    return args
+
+
+def int_at_least(low: int, what: str):
+    return lambda v: v >= low, f"an integer >= {low} ({what})"
+
+
+def _positive(what: str):
+    return lambda v: math.isfinite(v) and v > 0, f"a positive number ({what})"
+
+
+def _non_negative(what: str):
+    return lambda v: math.isfinite(v) and v >= 0, f"a number >= 0 ({what})"
+
+
+# The range of every numeric flag: flag -> (test, what it must be). Checked by check_flags.
+FLAG_RANGES = {
+    # a trained vocab holds the specials and at least one piece
+    "--vocab-size": int_at_least(len(WORDPIECE.specials) + 1, "the special tokens and at least one piece"),
+    "--seq-len": int_at_least(SHORT_SEQ_MIN, "the example builder's shortest target length"),
+    "--batch-size": int_at_least(1, "sequences per update"),
+    "--grad-accum": int_at_least(1, "micro-batches per update"),
+    "--lr": _positive("the peak learning rate"),
+    "--steps": int_at_least(1, "updates"),
+    "--warmup": int_at_least(0, "warm-up updates"),
+    "--weight-decay": _non_negative("AdamW weight decay"),
+    "--clip-norm": _positive("the gradient-norm clip"),
+    "--eval-fraction": (lambda v: 0 <= v < 1, "a share in [0, 1) (0: no held-out set)"),
+    "--eval-batches": int_at_least(1, "micro-batches per evaluation"),
+    "--log-interval": int_at_least(1, "updates between metrics lines"),
+    "--eval-interval": int_at_least(1, "updates between evaluations"),
+    "--ckpt-interval": int_at_least(1, "updates between checkpoints"),
+    "--stop-at": int_at_least(1, "the update to stop after"),
+    "--seed": int_at_least(0, "the random seed"),
+    "--peak-tflops": _positive("the accelerator's peak TFLOP/s"),
+}
+
+
+def check_flags(args: argparse.Namespace, ranges: dict) -> None:
+    """One line for a numeric flag out of its range (train.py's FLAG_RANGES, finetune.py's own).
+    A flag that was not given (None) is not checked: its value comes from a preset or a checkpoint."""
+    for flag, (ok, what) in ranges.items():
+        value = getattr(args, flag.lstrip("-").replace("-", "_"))
+        if value is not None and not ok(value):
+            raise SystemExit(f"{flag} {value}: must be {what}")
 
 
 def parse_overrides(items: list[str]) -> dict:
@@ -936,6 +1113,10 @@ def resolve_config(args: argparse.Namespace, saved: dict | None) -> TrainConfig:
     size = given.get("size", TrainConfig.size)
     if size not in RECIPES:
         raise SystemExit(f"unknown size {size!r}: choose one of {', '.join(RECIPES)}")
+    try:
+        check_config(get_config(size, **overrides))
+    except ValueError as e:
+        raise SystemExit(f"--set {' '.join(args.overrides)}: {e} (size {size})") from e
     r = RECIPES[size]
     objective = given.get("objective", TrainConfig.objective)
     preset = dict(vocab_size=r.vocab_size, seq_len=r.seq_len, batch_size=r.batch_size, lr=r.lr,
@@ -958,18 +1139,52 @@ def main(argv=None) -> dict:
         for f in files:
             print(f"  {f}")
         return {"model": model, "step": saved["step"], "files": files}
-    saved = load_checkpoint(ckpt_path) if args.resume else None
-    cfg = resolve_config(args, saved["train_config"] if saved else None)
-    if saved is None and ckpt_path.exists():
-        raise SystemExit(f"{ckpt_path} exists: continue that run with --resume, or start a new one with "
-                         f"another --out (nothing was overwritten)")
+    prev_path = previous_checkpoint(ckpt_path)
+    if args.resume and not (ckpt_path.exists() or prev_path.exists()):
+        raise _no_checkpoint(ckpt_path, "--resume")
+    if not args.resume and (ckpt_path.exists() or prev_path.exists()):
+        raise SystemExit(f"{out_dir} holds a run ({', '.join(str(p) for p in (ckpt_path, prev_path) if p.exists())}): "
+                         f"continue it with --resume (which falls back to {prev_path.name} if {ckpt_path.name} is "
+                         f"unreadable), or start a new run with another --out (nothing was overwritten)")
     check_writable(out_dir)
-    rank, _, world, device = setup_distributed(cfg.device)
-    try:
-        return train(cfg, saved, rank, world, device)
-    finally:
-        if world > 1:
-            dist.destroy_process_group()
+    rank = int(os.environ.get("RANK", "0"))  # torchrun's; setup_distributed joins the group below
+    with run_lock(out_dir, rank):
+        saved = load_checkpoint(ckpt_path, set_aside=rank == 0) if args.resume else None
+        cfg = resolve_config(args, saved["train_config"] if saved else None)
+        rank, _, world, device = setup_distributed(cfg.device)
+        try:
+            return train(cfg, saved, rank, world, device)
+        finally:
+            if world > 1:
+                dist.destroy_process_group()
+
+
+LOCK_FILE = "train.lock"  # in --out; flock-ed by the run using the folder (the kernel releases it when it dies)
+
+
+@contextlib.contextmanager
+def run_lock(out_dir: Path, rank: int):
+    """One run per --out: an exclusive flock on out_dir/train.lock for as long as the run lasts.
+    A second run gets one line and exits. Under DDP only rank 0 takes it (the ranks share --out)."""
+    if rank != 0:
+        yield
+        return
+    with open(out_dir / LOCK_FILE, "a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            holder = f.read().strip() or "another process"
+            raise SystemExit(f"--out {out_dir} is in use by another train.py run ({holder}): wait for it to "
+                             f"finish, or choose another --out") from None
+        f.seek(0)
+        f.truncate()
+        f.write(f"pid {os.getpid()}\n")
+        f.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device: torch.device) -> dict:
@@ -988,7 +1203,16 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device: t
                 ids, line_offsets = encode_corpus(corpus, tok, cache_dir, progress=master)
             except (DownloadError, FileNotFoundError, ValueError) as e:
                 raise SystemExit(str(e)) from e
+            except KeyboardInterrupt:
+                raise SystemExit("interrupted while preparing the data (download, vocabulary or tokenising), "
+                                 "before any training: nothing partial was written; run the same command "
+                                 "again to start over") from None
         barrier(world)
+    line_offsets, n_split = split_long_lines(ids, line_offsets, cfg.seq_len - 2,
+                                             [tok.vocab[t] for t in SENTENCE_END_TOKENS if t in tok.vocab])
+    if n_split:
+        say(f"split {n_split:,} line(s) longer than {cfg.seq_len - 2} tokens (--seq-len {cfg.seq_len} less "
+            f"[CLS] and [SEP]) into pieces, at sentence ends where possible, so none of their text is dropped")
     if saved is not None and saved["vocab_hash"] != tok.hash():
         raise SystemExit(f"the vocabulary ({cfg.vocab or out_dir / 'vocab.txt'}, sha256 {tok.hash()[:12]}) does not "
                          f"match the checkpoint's (sha256 {saved['vocab_hash'][:12]}): resume with the run's own "
@@ -1018,9 +1242,8 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device: t
         optimizer.load_state_dict(saved["optimizer"])
         step = saved["step"]
         set_rng_state(saved["rng"][rank])
-        rows = [r for r in metrics_path.read_text().splitlines() if json.loads(r)["step"] <= step] \
-            if metrics_path.is_file() else []
-        _atomic(metrics_path, lambda p: p.write_text("".join(r + "\n" for r in rows)))
+        rows = [r for r in read_metrics(metrics_path) if r["step"] <= step]
+        _atomic(metrics_path, lambda p: p.write_text("".join(json.dumps(r) + "\n" for r in rows)))
     else:
         torch.manual_seed(cfg.seed + rank)  # different masks and dropout on each rank
         metrics_path.unlink(missing_ok=True)
@@ -1059,6 +1282,10 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device: t
     elapsed0 = json.loads(rows[-1]).get("elapsed_s", 0.0) if saved is not None and rows else 0.0
     t_start = time.perf_counter()
     acc, n_acc = torch.zeros(len(METRICS) + 1, device=device), 0  # summed stats + grad norm since the last log
+    # The first update whose loss or gradient norm was not finite (0: none), kept on the device and read
+    # only where the loop waits for the device anyway (logs, evaluations, checkpoints, the end).
+    diverged_at = torch.zeros((), dtype=torch.long, device=device)
+    last_ckpt = step if saved is not None else None
     last_train = last_eval = None
     interrupted = False
     bar = tqdm(total=cfg.steps, initial=step, unit="step", dynamic_ncols=True, disable=not master,
@@ -1090,6 +1317,8 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device: t
                     f"lower --batch-size. The last checkpoint ({ckpt_path}) is intact; continue with --resume."
                 ) from e
             step += 1
+            finite = torch.isfinite(stats[0]) & torch.isfinite(grad_norm.detach())
+            diverged_at = torch.where((diverged_at == 0) & ~finite, step, diverged_at)
             acc += torch.cat([stats, grad_norm.detach().float().reshape(1)])
             n_acc += 1
             bar.update(1)
@@ -1099,6 +1328,15 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device: t
                 elif step == first_step + 1 + PROJECTION_STEPS:
                     rate = PROJECTION_STEPS / (time.perf_counter() - t_first)
                     bar.write(cpu_projection(cfg.size, rate, end - step))
+            if (step % cfg.log_interval == 0 or step % cfg.eval_interval == 0 or step % cfg.ckpt_interval == 0
+                    or step == end or stop.requested) and diverged_at.item():
+                bar.close()
+                good = ckpt_path if ckpt_path.is_file() else previous_checkpoint(ckpt_path)  # after a fallback
+                kept = (f"the last good checkpoint, {good} at step {last_ckpt:,}, is untouched"
+                        if last_ckpt is not None else "no checkpoint was written")
+                raise SystemExit(f"the loss is not finite at step {diverged_at.item():,} (lr {cfg.lr:g}): the run "
+                                 f"diverged and was stopped; {kept}. Start a new run with a lower --lr (e.g. "
+                                 f"{cfg.lr / 10:g}) or a longer --warmup")
 
             if step % cfg.log_interval == 0 or step == end:
                 if world > 1:
@@ -1144,6 +1382,7 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device: t
                 if master:
                     save_checkpoint(ckpt_path, raw, optimizer, step, cfg, mc, tok.hash(), states)
                     plot_curves(metrics_path, out_dir / "curves.png")
+                last_ckpt = step
             if requested:
                 interrupted = True
                 break

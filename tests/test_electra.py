@@ -510,5 +510,39 @@ def test_every_objective_has_a_flops_count_and_unknown_is_refused():
          for o in electra.OBJECTIVES}
     assert f["electra"] == f["electra_15"]
     assert f["all_tokens_mlm"] > f["replace_mlm"] > f["bert"]  # the main MLM plus a generator
+    off = {o: flops_per_step_official(electra.ElectraConfig(**{**cfg.__dict__, "objective": o}), 128, 128)
+           for o in electra.OBJECTIVES}
+    assert off["electra"] == off["electra_15"] and off["all_tokens_mlm"] > off["replace_mlm"] > off["bert"]
+
+
+def test_official_flops_of_the_mlm_ablations_include_the_full_size_mlm():
+    # A generator as large as the MLM (fraction 1, FFN 4H, heads H // 64 as the official count assumes)
+    # costs what BERT's MLM costs, so Replace MLM = generator + full-size MLM = exactly 2 x BERT.
+    cfg = get_config("small", generator_fraction=1.0, intermediate_size=4 * 256)
+    flops = lambda objective, **kw: flops_per_step_official(  # noqa: E731
+        electra.ElectraConfig(**{**cfg.__dict__, "objective": objective}), 128, 128, **kw)
+    assert flops("replace_mlm") == pytest.approx(2 * flops("bert"), rel=1e-12)
+    # All-Tokens MLM: the MLM's output at all 128 positions instead of 15.625% of them, plus the copy
+    # head per token: dense 2H + bias 1 + sigmoid 8 = 2*256 + 9 = 521 FLOPs; x 128 tokens x batch 128 x 2.
+    extra_output = flops("bert", output_frac=1.0) - flops("bert")
+    copy_head = 2 * 128 * 128 * 521
+    assert flops("all_tokens_mlm") - flops("replace_mlm") == pytest.approx(extra_output + copy_head, rel=1e-12)
     with pytest.raises(ValueError, match="unknown objective 'gan'"):
         Electra(micro_config(objective="gan"))
+
+
+@pytest.mark.parametrize("objective", electra.OBJECTIVES)
+def test_fine_tuning_encoder_at_small_size_where_embedding_is_not_hidden(objective):
+    """Small has E = 128 != H = 256, so the MLM head (H -> E) and D's head (H -> H) differ in shape:
+    the encoder handed to fine-tuning must still be built, and compute what the trained one computes."""
+    cfg = get_config("small", objective=objective, vocab_size=200, cls_id=1, sep_id=2, mask_id=3, pad_id=0)
+    assert cfg.embedding_size != cfg.hidden_size
+    torch.manual_seed(0)
+    model = Electra(cfg).eval()
+    trained = model.discriminator if model.discriminator is not None else model.mlm
+    enc = model.fine_tuning_encoder().eval()
+    x, seg, am = batch(B=2, T=12)
+    with torch.no_grad():
+        h = enc.hidden_states(x, seg, am)
+        assert h.shape == (2, 12, cfg.hidden_size)
+        assert torch.equal(h, trained.hidden_states(x, seg, am))

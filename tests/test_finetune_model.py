@@ -82,6 +82,44 @@ def test_lr_schedule_by_hand():
     assert factors == pytest.approx([0.5, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1])
 
 
+def test_official_optimizer_two_steps_by_hand():
+    # lr 0.1, betas 0.9/0.999, eps 1e-6, weight decay 0.01, p = 2.
+    # step 1, g = 0.5:  m = 0.1*0.5 = 0.05, v = 0.001*0.25 = 2.5e-4, sqrt(v) = 0.0158114
+    #   update = 0.05 / (0.0158114 + 1e-6) + 0.01*2 = 3.162078 + 0.02 = 3.182078 -> p = 2 - 0.3182078 = 1.6817922
+    # step 2, g = -0.5: m = 0.045 - 0.05 = -0.005, v = 2.4975e-4 + 2.5e-4 = 4.9975e-4, sqrt(v) = 0.0223551
+    #   update = -0.005 / 0.0223561 + 0.01*1.6817922 = -0.2236530 + 0.0168179 = -0.2068348 -> p = 1.7024757
+    # (torch's AdamW, bias-corrected, would move p by lr * (1 + 0.02) = 0.102 in step 1, not 0.318)
+    p = torch.nn.Parameter(torch.tensor([2.0], dtype=torch.float64))
+    opt = ft.AdamWeightDecay([{"params": [p], "weight_decay": 0.01}], lr=0.1, betas=(0.9, 0.999), eps=1e-6)
+    for g, expected in ((0.5, 1.6817922327), (-0.5, 1.7024757121)):
+        p.grad = torch.tensor([g], dtype=torch.float64)
+        opt.step()
+        assert p.item() == pytest.approx(expected, abs=1e-9)
+
+
+def test_official_update_is_larger_than_bias_corrected_adamw():
+    """For a steady gradient the official update is (1 - 0.9^t) / sqrt(1 - 0.999^t) times AdamW's:
+    3.16x at update 1, 6.57x at 12, 1.26x at 1,000 (what build_optimizer's note in train.py quotes)."""
+    ours = torch.nn.Parameter(torch.zeros(1, dtype=torch.float64))
+    theirs = torch.nn.Parameter(torch.zeros(1, dtype=torch.float64))
+    recipe = ft.FinetuneConfig(lr=1e-3)
+    opts = [ft.build_optimizer([{"params": [ours], "names": ["p"]}], recipe),
+            ft.build_optimizer([{"params": [theirs], "names": ["p"]}], dataclasses.replace(recipe, adam_bias_correction=True))]
+    assert isinstance(opts[0], ft.AdamWeightDecay) and isinstance(opts[1], torch.optim.AdamW)
+    ratios = {}
+    for t in range(1, 1001):
+        before = ours.item(), theirs.item()
+        for p, opt in zip((ours, theirs), opts):
+            p.grad = torch.ones(1, dtype=torch.float64)
+            opt.step()
+        ratios[t] = (before[0] - ours.item()) / (before[1] - theirs.item())
+    assert ratios[1] == pytest.approx(3.162, abs=1e-3)
+    assert ratios[12] == pytest.approx(6.569, abs=1e-3) and max(ratios, key=ratios.get) == 12
+    assert ratios[1000] == pytest.approx(1.258, abs=1e-3)
+    assert ft.parse_args(["--task", "rte", "--init", "x", "--adam_bias_correction"]).adam_bias_correction
+    assert not ft.parse_args(["--task", "rte", "--init", "x"]).adam_bias_correction
+
+
 def test_recipe_by_model_size():
     assert (ft.recipe_for(get_config("small"), ft.FinetuneConfig()).lr, ) == (3e-4,)
     large = ft.recipe_for(get_config("large"), ft.FinetuneConfig())
@@ -264,7 +302,7 @@ def test_cli_errors(tmp_path):
     (tmp_path / "data" / "train.tsv").write_text("sentence\tlabel\ngood\t1\nbad\t0\textra\n")
     with pytest.raises(SystemExit, match=r"train.tsv, line 3: expected 2 tab-separated fields, found 3"):
         ft.main(["--task", "sst2", "--init", run, "--data_dir", str(tmp_path / "data")])
-    with pytest.raises(SystemExit, match="--seeds must be at least 1"):
+    with pytest.raises(SystemExit, match=r"--seeds 0: must be an integer >= 1"):
         ft.main(["--task", "sst2", "--init", run, "--seeds", "0"])
     with pytest.raises(SystemExit, match="does not exist"):
         ft.main(["--task", "sst2", "--init", str(tmp_path / "missing")])
@@ -299,3 +337,89 @@ def test_predict_keeps_row_order_and_ignores_padding():
     batched = ft.predict(model, task, data, 4, tok.pad_id, torch.device("cpu"))  # sorted by length, padded
     assert batched == pytest.approx(one_by_one, abs=1e-5)
     assert len(set(batched.round(6))) == len(texts)  # distinct outputs: a row mix-up would show
+
+
+# --- issue 15: one clear line for every user error, never NaN in results.json
+
+
+def test_corrupt_weights_and_malformed_json_name_the_file(tmp_path):
+    hf_dir = tmp_path / "hf"
+    transformers.ElectraModel(transformers.ElectraConfig(embedding_size=16, **HF_SIZES)).save_pretrained(hf_dir)
+    tiny_tokenizer(40).save(hf_dir / "vocab.txt")
+    weights = (hf_dir / "model.safetensors").read_bytes()
+    (hf_dir / "model.safetensors").write_bytes(weights[:len(weights) // 3])  # an interrupted download
+    with pytest.raises(SystemExit, match=r"^error: .*hf/model.safetensors is not readable \(.*\): download it again"):
+        ft.main(["--task", "sst2", "--init", str(hf_dir)])
+    (hf_dir / "model.safetensors").write_bytes(weights)
+    (hf_dir / "tokenizer_config.json").write_text('{"do_lower_case": tru')
+    with pytest.raises(SystemExit, match=r"^error: .*hf/tokenizer_config.json is not valid JSON \(Expecting value"):
+        ft.main(["--task", "sst2", "--init", str(hf_dir)])
+    (hf_dir / "config.json").write_text('{"model_type": "electra",')
+    with pytest.raises(SystemExit, match=r"^error: .*hf/config.json is not valid JSON"):
+        ft.main(["--task", "sst2", "--init", str(hf_dir)])
+
+
+def test_stsb_score_nan_is_refused_with_file_and_line(tmp_path):
+    tok = tiny_tokenizer()
+    save_train_checkpoint(tmp_path / "run", tok, tiny_config(tok))
+    d = tmp_path / "STS-B"
+    d.mkdir()
+    head = "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore"
+    rows = [f"{i}\tg\tf\ty\to\tn\tn\tthe film\ta {w} film\t{s}" for i, (w, s) in
+            enumerate([("good", "4.0"), ("bad", "nan"), ("good", "inf")])]
+    (d / "train.tsv").write_text("\n".join([head] + rows) + "\n")
+    (d / "dev.tsv").write_text("\n".join([head] + rows[:1]) + "\n")
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit, match=r"STS-B/train.tsv, line 3: score 'nan' is not a finite number"):
+        ft.main(["--task", "stsb", "--init", str(tmp_path / "run"), "--data_dir", str(d), "--out_dir", str(out)])
+    assert not (out / "results.json").exists()
+
+
+def test_diverged_fine_tuning_stops_and_writes_no_nan(tmp_path, monkeypatch):
+    tok = tiny_tokenizer()
+    save_train_checkpoint(tmp_path / "run", tok, tiny_config(tok))
+    d = tmp_path / "SST-2"
+    d.mkdir()
+    (d / "train.tsv").write_text("sentence\tlabel\n" + "\n".join(sentiment_rows(8)) + "\n")
+    (d / "dev.tsv").write_text("sentence\tlabel\n" + "\n".join(sentiment_rows(4)) + "\n")
+    loss = ft.task_loss
+    monkeypatch.setattr(ft, "task_loss", lambda *a: loss(*a) * float("nan"))
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit, match=r"sst2 seed 0: the loss is not finite at step 1 \(epoch 1, lr 0.0003\)"
+                                         r": fine-tuning diverged; .* Lower --lr"):
+        ft.main(["--task", "sst2", "--init", str(tmp_path / "run"), "--data_dir", str(d), "--out_dir", str(out),
+                 "--batch_size", "4"])
+    assert not (out / "results.json").exists()
+
+
+@pytest.mark.parametrize("flag, value, message", [
+    ("--epochs", "0", "--epochs 0: must be an integer >= 1 (passes over train.tsv; leave it out for the paper's"),
+    ("--batch_size", "0", "--batch_size 0: must be an integer >= 1 (examples per update)"),
+    ("--lr", "nan", "--lr nan: must be a positive number"),
+    ("--lr", "-1", "--lr -1.0: must be a positive number"),
+    ("--layer_decay", "0", "--layer_decay 0.0: must be in (0, 1]"),
+    ("--weight_decay", "-1", "--weight_decay -1.0: must be a number >= 0"),
+    ("--max_seq_len", "2", "--max_seq_len 2: must be an integer >= 3"),
+    ("--max_seq_len", "65", "--max_seq_len 65: must be at most 64, the positions"),
+    ("--max_train_examples", "0", "--max_train_examples 0: must be an integer >= 1"),
+    ("--seeds", "-1", "--seeds -1: must be an integer >= 1"),
+    ("--seed", "-1", "--seed -1: must be an integer >= 0"),
+])
+def test_every_numeric_flag_is_range_checked(tmp_path, flag, value, message):
+    tok = tiny_tokenizer()
+    save_train_checkpoint(tmp_path / "run", tok, tiny_config(tok))  # max_position 64
+    with pytest.raises(SystemExit) as e:
+        ft.main(["--task", "sst2", "--init", str(tmp_path / "run"), "--out_dir", str(tmp_path / "out"), flag, value])
+    assert str(e.value.code).startswith(message) and "\n" not in str(e.value.code)
+
+
+def test_epochs_is_honoured(tmp_path):
+    tok = tiny_tokenizer()
+    save_train_checkpoint(tmp_path / "run", tok, tiny_config(tok))
+    pre = ft.load_pretrained(tmp_path / "run")
+    data = ft.encode_examples([ft.Example(str(i), r.split("\t")[0], None, int(r[-1]))
+                               for i, r in enumerate(sentiment_rows(4))], tok, 16)
+    for epochs, expected in ((1, [1]), (None, [1, 2, 3])):  # None: the task's (SST-2: 3, Table 7)
+        recipe = ft.recipe_for(pre.config, ft.FinetuneConfig(epochs=epochs, batch_size=4))
+        run = ft.finetune_seed(ft.get_task("sst2"), pre, data, {"dev": data}, {}, recipe, seed=0, device="cpu")
+        assert [h["epoch"] for h in run["history"]] == expected

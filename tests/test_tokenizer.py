@@ -197,3 +197,12 @@ def test_docstring_examples():
 
     result = doctest.testmod(tokenizer)
     assert result.attempted > 20 and result.failed == 0
+
+
+def test_decode_rejects_ids_outside_the_vocab():
+    tok = Tokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat"])
+    assert tok.decode([5, 6]) == "the cat"
+    with pytest.raises(ValueError, match=r"token id 99999 is not in the vocabulary \(ids run from 0 to 6\)"):
+        tok.decode([5, 99999])
+    with pytest.raises(ValueError, match="token id -1 is not in the vocabulary"):
+        tok.decode([-1])  # not the last entry, as Python's negative indexing would give

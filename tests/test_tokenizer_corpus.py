@@ -93,3 +93,17 @@ def test_read_corpus_takes_wikitext_raw_files(tmp_path):
     (tmp_path / "wiki.valid.raw").write_text(" = Title = \n", encoding="utf-8")
     (tmp_path / "README").write_text("not text of the corpus", encoding="utf-8")
     assert list(read_corpus(tmp_path)) == [(str(tmp_path / "wiki.valid.raw"), " = Title = \n")]
+
+
+def test_binary_files_are_refused_with_their_name(tmp_path):
+    png = tmp_path / "image.txt"  # a PNG header: NUL bytes
+    png.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
+    with pytest.raises(ValueError, match=r"image.txt is not a text file \(it has NUL bytes\)"):
+        list(read_corpus(png))
+    noise = tmp_path / "noise.txt"  # no NUL but mostly control characters (here 30 of 40)
+    noise.write_bytes(b"\x01\x02\x03\x04\x05\x06" * 5 + b"plain text")
+    with pytest.raises(ValueError, match=r"noise.txt is not a text file \(75% of its characters are control"):
+        list(read_corpus(noise))
+    ok = tmp_path / "ok.txt"  # a stray form feed or escape in real text is fine
+    ok.write_bytes(b"a page\x0cthe next page \x1b[1mbold\n" + b"plain words here . " * 20)
+    assert list(read_corpus(ok))[0][1].startswith("a page\x0c")

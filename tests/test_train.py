@@ -1,8 +1,13 @@
 """train.py end to end on text the tests write: tiny runs on CPU, a few steps each."""
 import contextlib
+import errno
+import fcntl
 import json
+import math
 import os
 import random
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -10,6 +15,7 @@ import time
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 import transformers
@@ -333,7 +339,7 @@ def test_resume_errors_and_existing_run(corpus, tmp_path):
     out = tmp_path / "run"
     train.main(args(corpus, out, "--steps", "4", "--stop-at", "2", "--log-interval", "1"))
     before = (out / "ckpt.pt").read_bytes()
-    with pytest.raises(SystemExit, match=r"ckpt.pt exists: continue that run with --resume"):
+    with pytest.raises(SystemExit, match=r"holds a run \(.*ckpt.pt\): continue it with --resume"):
         train.main(args(corpus, out, "--steps", "4"))
     with pytest.raises(SystemExit, match=r"different settings: --size small \(checkpoint: tiny\)"):
         train.main(["--out", str(out), "--resume", "--size", "small"])
@@ -359,3 +365,218 @@ def test_unwritable_output_folder(corpus, tmp_path):
     (tmp_path / "a_file").write_text("x")
     with pytest.raises(SystemExit, match="cannot write there.*--out DIR"):
         train.main(args(corpus, tmp_path / "a_file" / "run", "--steps", "3"))
+
+
+# --- issue 15: nothing lost, one clear line for every user error
+
+def test_checkpoint_before_the_first_log_line(corpus, tmp_path):
+    """--ckpt-interval 2 with the default --log-interval 100: the checkpoint at step 2 comes before any
+    metrics line (plot_curves once read a metrics.jsonl that did not exist yet)."""
+    out = tmp_path / "run"
+    result = train.main(args(corpus, out, "--steps", "4", "--ckpt-interval", "2", "--eval-interval", "1000"))
+    assert result["step"] == 4 and torch.load(out / "ckpt.pt", weights_only=True)["step"] == 4
+    assert [r["step"] for r in rows(out)] == [4]
+
+
+def test_a_diverged_run_stops_with_one_line(corpus, tmp_path):
+    out = tmp_path / "run"
+    with pytest.raises(SystemExit) as e:
+        train.main(args(corpus, out, "--lr", "1e6", "--warmup", "1", "--steps", "20", "--log-interval", "1",
+                        "--ckpt-interval", "1"))
+    message = str(e.value.code)  # a message, so the exit status is 1
+    assert re.fullmatch(r"the loss is not finite at step \d+ \(lr 1e\+06\): the run diverged and was stopped; "
+                        r".*Start a new run with a lower --lr \(e.g. 100000\) or a longer --warmup", message)
+    assert all(math.isfinite(r["loss"]) for r in rows(out))  # no NaN row written (NaN is not JSON either)
+    if (out / "ckpt.pt").exists():  # every checkpoint written holds finite weights
+        assert all(torch.isfinite(t).all() for t in torch.load(out / "ckpt.pt", weights_only=True)["model"].values())
+
+
+def test_divergence_keeps_the_last_good_checkpoint(corpus, tmp_path, monkeypatch):
+    forward, calls = Electra.forward, []
+
+    def nan_from_update_5(self, *a, **k):
+        out = forward(self, *a, **k)
+        calls.append(1)
+        if len(calls) >= 5:
+            out.loss = out.loss * float("nan")
+        return out
+    monkeypatch.setattr(Electra, "forward", nan_from_update_5)
+    out = tmp_path / "run"
+    with pytest.raises(SystemExit, match=r"not finite at step 5 .*the last good checkpoint, .*ckpt.pt at step 4, "
+                                         r"is untouched"):
+        train.main(args(corpus, out, "--steps", "10", "--ckpt-interval", "2", "--log-interval", "3",
+                        "--eval-interval", "1000"))
+    saved = torch.load(out / "ckpt.pt", weights_only=True)
+    assert saved["step"] == 4 and all(torch.isfinite(t).all() for t in saved["model"].values())
+    assert [r["step"] for r in rows(out)] == [3]
+
+
+def test_one_run_per_out_folder(corpus, tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    with open(out / "train.lock", "a+") as held:  # another run holds the lock (flock is per open file)
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        held.write("pid 4242\n")
+        held.flush()
+        with pytest.raises(SystemExit, match=r"--out .*run is in use by another train.py run \(pid 4242\): wait "
+                                             r"for it to finish, or choose another --out"):
+            train.main(args(corpus, out, "--steps", "2"))
+    assert not (out / "metrics.jsonl").exists() and not (out / "ckpt.pt").exists()
+    train.main(args(corpus, out, "--steps", "2"))  # released: the folder is free again
+    train.main(["--out", str(out), "--resume", "--cache-dir", str(corpus[2]), "--steps", "2"])  # and after a run
+
+
+def test_unreadable_checkpoint_falls_back_to_the_previous_one(corpus, tmp_path, capsys):
+    out = tmp_path / "run"
+    train.main(args(corpus, out, "--steps", "6", "--ckpt-interval", "2", "--stop-at", "4", "--log-interval", "1"))
+    assert torch.load(out / "ckpt.prev.pt", weights_only=True)["step"] == 2
+    data = (out / "ckpt.pt").read_bytes()
+    (out / "ckpt.pt").write_bytes(data[:len(data) // 2])  # an interrupted copy
+    with pytest.raises(SystemExit, match=r"holds a run \(.*ckpt.pt, .*ckpt.prev.pt\): continue it with --resume "
+                                         r"\(which falls back to ckpt.prev.pt if ckpt.pt is unreadable\)"):
+        train.main(args(corpus, out, "--steps", "6"))
+    exported = train.main(["--out", str(out), "--export-hf", str(tmp_path / "hf")])
+    assert exported["step"] == 2 and (out / "ckpt.pt").exists()  # export only reads
+    capsys.readouterr()
+    result = train.main(["--out", str(out), "--resume", "--cache-dir", str(corpus[2]), "--log-interval", "1"])
+    printed = capsys.readouterr().out
+    assert re.search(r"--resume: .*ckpt.pt is unreadable: .*; falling back to the previous checkpoint "
+                     r".*ckpt.prev.pt \(step 2\) \(ckpt.pt moved to ckpt.pt.unreadable\)", printed)
+    assert result["step"] == 6 and [r["step"] for r in rows(out)] == list(range(1, 7))
+    assert (out / "ckpt.pt.unreadable").read_bytes() == data[:len(data) // 2]  # nothing deleted
+    for name in ("ckpt.pt", "ckpt.prev.pt"):
+        (out / name).write_bytes(b"not a checkpoint")
+    with pytest.raises(SystemExit, match=r"no readable checkpoint: .*ckpt.pt is unreadable: .*; the previous one "
+                                         r".*ckpt.prev.pt is unreadable"):
+        train.main(["--out", str(out), "--resume"])
+
+
+def test_a_5_mb_line_is_split_into_whole_examples(corpus, tmp_path):
+    """A 5 MB file with no newline: every token reaches an example (it was 1 example of 126 tokens)."""
+    rng = random.Random(0)
+    sentences = [f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)} ." for _ in range(220_000)]
+    text = " ".join(sentences)[:5_000_000]  # the last sentence is cut: a piece may end without "."
+    (tmp_path / "one_line.txt").write_text(text)
+    tok = Tokenizer.load(corpus[1])
+    ids, offsets = train.encode_corpus(tmp_path / "one_line.txt", tok, tmp_path / "cache", progress=False)
+    assert len(np.diff(offsets)[np.diff(offsets) > 0]) == 1  # one line of text
+    seq = 128
+    pieces_offsets, n_split = train.split_long_lines(ids, offsets, seq - 2, [tok.vocab["."]])
+    assert n_split == 1
+    pieces = np.diff(pieces_offsets)[np.diff(pieces_offsets) > 0]
+    assert pieces.sum() == len(ids) and pieces.max() <= seq - 2
+    ends = pieces_offsets[1:][np.diff(pieces_offsets) > 0]
+    assert (ids[ends[:-1] - 1] == tok.vocab["."]).all()  # each piece but the last ends a sentence
+    # a piece is cut only where the next sentence would not fit: shorter than 126 by less than a sentence
+    longest_sentence = np.diff(np.flatnonzero(ids == tok.vocab["."])).max()
+    assert pieces[:-1].min() > seq - 2 - longest_sentence
+    train_ex, held = train.build_examples(pieces_offsets, seq, seed=0, eval_fraction=0.01)
+    examples = np.concatenate([train_ex, held])
+    assert len(examples) == len(pieces)  # one example per piece, none trimmed
+    assert examples[:, 1].sum() + examples[:, 3].sum() == len(ids)
+    unsplit = sum(len(e) for e in train.build_examples(offsets, seq, seed=0, eval_fraction=0.01))
+    assert unsplit == 1  # what it was before
+
+
+def test_long_lines_are_reported(corpus, tmp_path, capsys):
+    folder = tmp_path / "data"
+    write_corpus(folder, paragraphs=40)
+    (folder / "c.txt").write_text(" ".join(["the cat sees the river ."] * 60) + "\n")  # 360 tokens, one line
+    train.main(args((folder, corpus[1], corpus[2]), tmp_path / "run", "--steps", "2"))
+    assert "split 1 line(s) longer than 30 tokens (--seq-len 32 less [CLS] and [SEP]) into pieces" \
+        in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("flag, value, message", [
+    ("--steps", "0", "--steps 0: must be an integer >= 1 (updates)"),
+    ("--steps", "-5", "--steps -5: must be an integer >= 1 (updates)"),
+    ("--batch-size", "0", "--batch-size 0: must be an integer >= 1"),
+    ("--grad-accum", "0", "--grad-accum 0: must be an integer >= 1"),
+    ("--log-interval", "0", "--log-interval 0: must be an integer >= 1"),
+    ("--eval-interval", "0", "--eval-interval 0: must be an integer >= 1"),
+    ("--ckpt-interval", "-1", "--ckpt-interval -1: must be an integer >= 1"),
+    ("--eval-batches", "0", "--eval-batches 0: must be an integer >= 1"),
+    ("--lr", "nan", "--lr nan: must be a positive number"),
+    ("--lr", "-1", "--lr -1.0: must be a positive number"),
+    ("--lr", "inf", "--lr inf: must be a positive number"),
+    ("--warmup", "-1", "--warmup -1: must be an integer >= 0"),
+    ("--weight-decay", "-0.1", "--weight-decay -0.1: must be a number >= 0"),
+    ("--clip-norm", "0", "--clip-norm 0.0: must be a positive number"),
+    ("--eval-fraction", "1", "--eval-fraction 1.0: must be a share in [0, 1)"),
+    ("--seq-len", "4", "--seq-len 4: must be an integer >= 5"),
+    ("--vocab-size", "3", "--vocab-size 3: must be an integer >= 6"),
+    ("--stop-at", "0", "--stop-at 0: must be an integer >= 1"),
+    ("--seed", "-1", "--seed -1: must be an integer >= 0"),
+    ("--peak-tflops", "-2", "--peak-tflops -2.0: must be a positive number"),
+])
+def test_every_numeric_flag_is_range_checked(corpus, tmp_path, flag, value, message):
+    with pytest.raises(SystemExit) as e:
+        train.main(args(corpus, tmp_path / "run", flag, value))
+    assert str(e.value.code).startswith(message) and "\n" not in str(e.value.code)
+    assert not (tmp_path / "run").exists()  # refused before anything was written
+
+
+@pytest.mark.parametrize("override, message", [
+    ("num_heads=3", "hidden_size 32 is not divisible by num_heads 3"),
+    ("num_layers=0", "num_layers = 0: must be at least 1"),
+    ("dropout=1.5", "dropout = 1.5: must be a probability in [0, 1]"),
+    ("generator_fraction=0", "generator_fraction = 0.0: must be in (0, 1]"),
+])
+def test_set_values_are_checked_against_the_model(corpus, tmp_path, override, message):
+    with pytest.raises(SystemExit, match=re.escape(message)):
+        train.main(args(corpus, tmp_path / "run", "--set", override))
+
+
+def test_a_binary_file_is_refused_by_name(corpus, tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "ls.txt").write_bytes(Path("/bin/ls").read_bytes() if Path("/bin/ls").is_file()
+                                               else b"\x7fELF\x02\x01\x01\x00" * 100)
+    with pytest.raises(SystemExit, match=r"ls.txt is not a text file \(it has NUL bytes\)"):
+        train.main(args(corpus, tmp_path / "run", "--data", str(tmp_path / "data"), "--steps", "2"))
+
+
+@pytest.mark.parametrize("error", ["enospc", "torch_write_failed"])
+def test_disk_full_while_checkpointing(corpus, tmp_path, monkeypatch, error):
+    out = tmp_path / "run"
+    save = torch.save
+
+    def full_disk(obj, f, *a, **k):
+        if torch.load(out / "ckpt.pt", weights_only=True)["step"] if (out / "ckpt.pt").exists() else False:
+            Path(f).write_bytes(b"half a checkpoint")
+            if error == "enospc":
+                raise OSError(errno.ENOSPC, "No space left on device")
+            raise RuntimeError("[enforce fail at inline_container.cc:626] . unexpected pos 256 vs 128")
+        return save(obj, f, *a, **k)
+    monkeypatch.setattr(train.torch, "save", full_disk)
+    if error == "torch_write_failed":  # torch's own writer reports no errno: the free space tells
+        monkeypatch.setattr(train.shutil, "disk_usage", lambda p: shutil._ntuple_diskusage(10 ** 9, 10 ** 9, 4096))
+    with pytest.raises(SystemExit, match=r"^disk full: could not write .*ckpt.pt .*; 4,096 bytes free on its disk. "
+                                         r"ckpt.pt.tmp was removed" if error != "enospc" else r"^disk full: "):
+        train.main(args(corpus, out, "--steps", "6", "--ckpt-interval", "2", "--log-interval", "1"))
+    assert not list(out.glob("*.tmp"))
+    assert torch.load(out / "ckpt.pt", weights_only=True)["step"] == 2  # the last good checkpoint
+
+
+def test_a_partial_last_metrics_line_is_tolerated_on_resume(corpus, tmp_path):
+    out = tmp_path / "run"
+    train.main(args(corpus, out, "--steps", "4", "--stop-at", "2", "--log-interval", "1"))
+    with open(out / "metrics.jsonl", "a") as f:
+        f.write('{"step": 3, "split": "tr')  # killed mid-write
+    result = train.main(["--out", str(out), "--resume", "--cache-dir", str(corpus[2]), "--log-interval", "1"])
+    assert result["step"] == 4 and [r["step"] for r in rows(out)] == [1, 2, 3, 4]
+    lines = (out / "metrics.jsonl").read_text().splitlines()
+    lines[1] = lines[1][:10]  # a broken line in the middle is not silently dropped
+    (out / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(SystemExit, match=r"metrics.jsonl, line 2: not a JSON metrics row"):
+        train.read_metrics(out / "metrics.jsonl")
+
+
+def test_ctrl_c_while_training_the_vocabulary(corpus, tmp_path, monkeypatch):
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(train, "train_vocab", interrupted)
+    out = tmp_path / "run"
+    folder, _, cache = corpus
+    with pytest.raises(SystemExit, match="interrupted while preparing the data .* nothing partial was written"):
+        train.main(["--data", str(folder), "--cache-dir", str(cache), "--out", str(out), *TINY])
+    assert not (out / "vocab.txt").exists() and not (out / "ckpt.pt").exists()
