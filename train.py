@@ -474,15 +474,19 @@ class Recipe:
     seq_len: int  # tokens per example
     warmup: int  # linear warm-up updates
     vocab_size: int  # WordPiece vocabulary trained when --vocab is not given
+    eval_interval: int = 2000  # updates between held-out evaluations (and curves.png redraws)
 
 
 RECIPES = {
-    # ours, for a laptop CPU: ELECTRA-Small's seq 128 (same example builder), a quarter of its
-    # batch so a step stays well under a second, twice its peak lr because a 4-layer 128-wide
-    # model trains stably at 1e-3 and a short run needs it, warm-up scaled with the short run,
-    # and an 8k vocab so the embedding table (V x 128) does not dwarf a 4-layer encoder.
-    "tiny": Recipe(batch_size=32, lr=1e-3, steps=10_000, bert_steps=10_000, seq_len=128, warmup=500,
-                   vocab_size=8192),
+    # ours, for a laptop CPU: one command that shows the discriminator learning in 15 minutes on 2
+    # cores (README, "See ELECTRA learn on a CPU"; the search is experiments/cpu_preset.py).
+    # ELECTRA-Small's seq 128 (same example builder); a quarter of its batch so a step takes ~0.4 s;
+    # twice its peak lr (a 4-layer 128-wide model trains stably at 1e-3 and a short run needs it);
+    # 1,800 updates (~12.5 minutes at the 2.45 steps/s measured, plus data preparation and
+    # evaluations) with a warm-up of 100; an 8k vocab so the embedding table (V x 128) does not
+    # dwarf a 4-layer encoder; held-out AUC every 100 updates, so the curve is visible.
+    "tiny": Recipe(batch_size=32, lr=1e-3, steps=1_800, bert_steps=1_800, seq_len=128, warmup=100,
+                   vocab_size=8192, eval_interval=100),
     "small": Recipe(batch_size=128, lr=5e-4, steps=1_000_000, bert_steps=1_450_000, seq_len=128,
                     warmup=10_000, vocab_size=30522),
     "base": Recipe(batch_size=256, lr=2e-4, steps=766_000, bert_steps=1_000_000, seq_len=512,
@@ -1003,7 +1007,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help=f"share of documents held out (default {d.eval_fraction})")
     p.add_argument("--eval-batches", type=int, default=d.eval_batches, help=f"micro-batches per evaluation (default {d.eval_batches})")
     p.add_argument("--log-interval", type=int, default=d.log_interval, help=f"updates between metrics.jsonl lines (default {d.log_interval})")
-    p.add_argument("--eval-interval", type=int, default=d.eval_interval, help=f"updates between held-out evaluations (default {d.eval_interval})")
+    p.add_argument("--eval-interval", type=int, default=None, help="updates between held-out evaluations (preset)")
     p.add_argument("--ckpt-interval", type=int, default=d.ckpt_interval, help=f"updates between checkpoints (default {d.ckpt_interval})")
     p.add_argument("--stop-at", type=int, default=None,
                    help="stop with a checkpoint after this update (the schedule still runs to --steps)")
@@ -1101,6 +1105,9 @@ def resolve_config(args: argparse.Namespace, saved: dict | None) -> TrainConfig:
                    eval_interval=args.eval_interval, ckpt_interval=args.ckpt_interval, stop_at=args.stop_at,
                    device=args.device, compile=args.compile, precision=args.precision,
                    peak_tflops=args.peak_tflops)
+    size = saved["size"] if saved is not None else given.get("size", TrainConfig.size)
+    if session["eval_interval"] is None and size in RECIPES:
+        session["eval_interval"] = RECIPES[size].eval_interval
     if saved is not None:
         run = {k: saved[k] for k in RUN_FIELDS}
         changed = {k: (run[k], v) for k, v in given.items() if run[k] != v}
@@ -1110,7 +1117,6 @@ def resolve_config(args: argparse.Namespace, saved: dict | None) -> TrainConfig:
                              f"Resume with the checkpoint's settings (drop those flags), or start a new run "
                              f"with another --out.")
         return TrainConfig(**run, **session)
-    size = given.get("size", TrainConfig.size)
     if size not in RECIPES:
         raise SystemExit(f"unknown size {size!r}: choose one of {', '.join(RECIPES)}")
     try:
@@ -1279,7 +1285,7 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device: t
 
     # Wall-clock seconds of the loop (evaluations included), carried over a --resume from the last row
     # kept: what the AUC-vs-minutes curves are drawn against.
-    elapsed0 = json.loads(rows[-1]).get("elapsed_s", 0.0) if saved is not None and rows else 0.0
+    elapsed0 = rows[-1].get("elapsed_s", 0.0) if saved is not None and rows else 0.0
     t_start = time.perf_counter()
     acc, n_acc = torch.zeros(len(METRICS) + 1, device=device), 0  # summed stats + grad norm since the last log
     # The first update whose loss or gradient norm was not finite (0: none), kept on the device and read

@@ -149,6 +149,8 @@ def test_resume_equals_an_uninterrupted_run(corpus, tmp_path):
     assert result["step"] == 10
     a, b = rows(tmp_path / "a"), rows(tmp_path / "b")
     assert [r["step"] for r in b] == list(range(1, 11))
+    # the minutes carry over the resume: the curves are drawn against them
+    assert all(r1["elapsed_s"] < r2["elapsed_s"] for r1, r2 in zip(b, b[1:]))
     for ra, rb in zip(a, b):  # dropout, masks, samples and data order all continue exactly
         for key in ("loss", "mlm_loss", "disc_loss", "gen_acc", "disc_acc", "lr", "grad_norm"):
             assert ra[key] == rb[key], (ra["step"], key)
