@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
-import fcntl
 import http.client
 import json
 import math
@@ -34,6 +33,12 @@ import urllib.error
 import urllib.request
 import zipfile
 import zlib
+
+try:
+    import fcntl
+except ImportError:  # Windows has no flock; msvcrt's non-blocking byte lock does the same job
+    fcntl = None
+    import msvcrt
 from dataclasses import asdict, dataclass, field, fields
 from dataclasses import replace as dc_replace
 from pathlib import Path
@@ -1177,8 +1182,8 @@ def run_lock(out_dir: Path, rank: int):
         return
     with open(out_dir / LOCK_FILE, "a+") as f:
         try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+            _lock(f)
+        except (BlockingIOError, PermissionError):  # PermissionError: msvcrt's answer when it is held
             f.seek(0)
             holder = f.read().strip() or "another process"
             raise SystemExit(f"--out {out_dir} is in use by another train.py run ({holder}): wait for it to "
@@ -1190,7 +1195,18 @@ def run_lock(out_dir: Path, rank: int):
         try:
             yield
         finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+            _lock(f, release=True)
+
+
+def _lock(f, release: bool = False) -> None:
+    """Take (non-blocking) or release an exclusive lock on open file f; the OS drops it if we die."""
+    if fcntl is not None:
+        fcntl.flock(f, fcntl.LOCK_UN if release else fcntl.LOCK_EX | fcntl.LOCK_NB)
+    else:
+        pos = f.tell()
+        f.seek(0)
+        msvcrt.locking(f.fileno(), msvcrt.LK_UNLCK if release else msvcrt.LK_NBLCK, 1)
+        f.seek(pos)
 
 
 def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device: torch.device) -> dict:
