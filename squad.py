@@ -15,9 +15,35 @@ GLUE. This file is the pipeline in the order a reader meets it:
     python squad.py --task squad1 --init path/to/hf-electra-small-discriminator
     python squad.py --task squad2 --init ckpt.pt --data_dir ../shared/data/squad
 """
+import argparse
 import collections
+import json
+import math
 import re
 import string
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from electra import ElectraConfig, Encoder
+from finetune import (
+    FinetuneConfig,
+    _atomic_write_text,
+    autocast,
+    build_optimizer,
+    load_pretrained,
+    lr_factor,
+    param_groups,
+    recipe_for,
+)
+from tokenizer import Tokenizer, is_punctuation, is_whitespace
+from train import DownloadError, check_flags, download, int_at_least
 
 # ---------------------------------------------------------------------------------------------------------
 # The official evaluation (SQuAD's evaluate-v2.0.py, which for answerable questions scores as v1.1's).
@@ -161,3 +187,520 @@ def evaluate(dataset: list[dict], predictions: dict[str, str], null_odds: dict[s
         out["best_exact"], out["best_exact_thresh"] = best_threshold(predictions, exact, odds, answerable)
         out["best_f1"], out["best_f1_thresh"] = best_threshold(predictions, f1, odds, answerable)
     return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Data: the official JSON files, downloaded once into the cache, or read from --data_dir.
+# ---------------------------------------------------------------------------------------------------------
+
+SQUAD_BASE_URL = "https://rajpurkar.github.io/SQuAD-explorer/dataset"  # the official site's files
+# (train file, dev file) per task, and their sizes in bytes, checked after a download from SQUAD_BASE_URL.
+SQUAD_FILES = {"squad1": ("train-v1.1.json", "dev-v1.1.json"), "squad2": ("train-v2.0.json", "dev-v2.0.json")}
+SQUAD_SIZES = {"train-v1.1.json": 30_288_272, "dev-v1.1.json": 4_854_279,
+               "train-v2.0.json": 42_123_633, "dev-v2.0.json": 4_370_528}
+DEFAULT_CACHE = Path("cache") / "squad"
+
+
+def squad_files(task: str, data_dir=None, cache_dir=DEFAULT_CACHE, base_url: str = SQUAD_BASE_URL) -> tuple[Path, Path]:
+    """(train, dev) JSON paths: from --data_dir, or downloaded into `cache_dir` once (train.download: a
+    ".part" file renamed when complete; the official files' sizes checked, a mirror's by Content-Length)."""
+    names = SQUAD_FILES[task]
+    if data_dir is not None:
+        paths = tuple(Path(data_dir) / n for n in names)
+        for path in paths:
+            if not path.is_file():
+                raise FileNotFoundError(f"--data_dir {data_dir} has no {path.name}: put the official "
+                                        f"{' and '.join(names)} there, or leave --data_dir out to download them")
+        return paths
+    return tuple(download(f"{base_url}/{n}", Path(cache_dir) / n, SQUAD_SIZES[n] if base_url == SQUAD_BASE_URL
+                          else None, desc=f"SQuAD {n}") for n in names)
+
+
+def read_dataset(path: Path) -> list[dict]:
+    """The "data" list of a SQuAD JSON file (articles -> paragraphs -> qas), with a clear error if it is not one."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))["data"]
+        for article in data:  # every field the pipeline reads, so a wrong file fails here, not mid-run
+            for paragraph in article["paragraphs"]:
+                if not isinstance(paragraph["context"], str):
+                    raise TypeError("a context is not a string")
+                for qa in paragraph["qas"]:
+                    qa["id"], qa["question"]
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as e:
+        raise ValueError(f"{path} is not a SQuAD JSON file ({type(e).__name__}: {e}); expected "
+                         f"{{\"data\": [{{\"paragraphs\": [{{\"context\", \"qas\": [{{\"id\", \"question\", "
+                         f"\"answers\"}}]}}]}}]}}") from None
+    return data
+
+
+@dataclass
+class Example:
+    """One question on one context, the context cut into pieces with their character offsets."""
+    qid: str
+    question: str
+    context: str
+    pieces: list[tuple[int, int]]   # [start, end) character offsets of each piece of the context
+    answer: tuple[int, int] | None  # first and last piece of the (first) gold answer; None: no answer
+
+
+def context_pieces(context: str) -> list[tuple[int, int]]:
+    """Cut the context at whitespace and around every punctuation character, keeping character offsets.
+
+    WordPiece never joins across these cuts (basic_tokenize splits there too), so every token belongs
+    to exactly one piece, and a span of tokens maps back to context[start of first piece : end of last].
+    The official code cuts at whitespace only and then guesses the answer's characters inside the word
+    (get_final_text); cutting at punctuation as well makes the guess unnecessary: "(1985)." -> "1985".
+
+    >>> c = "Born (1985), he"; [c[a:b] for a, b in context_pieces(c)]
+    ['Born', '(', '1985', ')', ',', 'he']
+    """
+    pieces, start = [], None
+    for i, ch in enumerate(context):
+        if is_whitespace(ch) or is_punctuation(ch):
+            if start is not None:
+                pieces.append((start, i))
+                start = None
+            if not is_whitespace(ch):
+                pieces.append((i, i + 1))
+        elif start is None:
+            start = i
+    if start is not None:
+        pieces.append((start, len(context)))
+    return pieces
+
+
+def read_examples(dataset: list[dict], max_examples: int | None = None) -> list[Example]:
+    """Examples of every question; the answer is the first gold answer's pieces (training uses it)."""
+    examples = []
+    for article in dataset:
+        for paragraph in article["paragraphs"]:
+            context = paragraph["context"]
+            pieces = context_pieces(context)
+            for qa in paragraph["qas"]:
+                answer = None
+                if qa.get("answers") and not qa.get("is_impossible", False):
+                    first = qa["answers"][0]
+                    a, b = first["answer_start"], first["answer_start"] + len(first["text"])
+                    inside = [i for i, (s, e) in enumerate(pieces) if s < b and e > a]  # pieces it overlaps
+                    answer = (inside[0], inside[-1]) if inside else None
+                examples.append(Example(qa["id"], qa["question"], context, pieces, answer))
+                if max_examples is not None and len(examples) >= max_examples:
+                    return examples
+    return examples
+
+
+def subset(dataset: list[dict], qids: set[str]) -> list[dict]:
+    """The dataset with only the questions in `qids` (to score a --max_dev_examples prefix)."""
+    return [{"paragraphs": [{**p, "qas": [qa for qa in p["qas"] if qa["id"] in qids]} for p in a["paragraphs"]]}
+            for a in dataset]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Features: [CLS] question [SEP] window of the context [SEP], windows doc_stride tokens apart.
+# ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SquadConfig:
+    """SQuAD's settings, as the official configure_finetuning.py and the paper's Table 7."""
+    max_seq_len: int = 512       # official max_seq_length for SQuAD (GLUE uses 128)
+    doc_stride: int = 128        # official doc_stride: a new window every 128 context tokens
+    max_query_len: int = 64      # official max_query_length: longer questions are cut
+    max_answer_len: int = 30     # official max_answer_length, in tokens
+    n_best: int = 20             # official n_best_size: top start and end positions searched
+    epochs: int = 2              # Table 7: "2 for SQuAD"
+    null_threshold: float = 0.0  # 2.0: predict no answer when null odds > this (BERT's null_score_diff_threshold)
+
+
+@dataclass
+class Feature:
+    """One window of one example, ready for the model."""
+    example: int                # index into the examples
+    ids: list[int]
+    segments: list[int]
+    token_piece: dict[int, int]  # position of each context token -> index of its piece
+    max_context: dict[int, bool]  # position -> whether this window gives the token its most context
+    start: int = 0               # training target positions; 0 ([CLS]) when the answer is not in the window
+    end: int = 0
+
+
+def doc_windows(num_tokens: int, window: int, stride: int) -> list[tuple[int, int]]:
+    """(start, length) of the windows over a context of num_tokens tokens, as the official code: each
+    starts `stride` tokens after the last, the last one ends at the context's end.
+
+    >>> doc_windows(10, 4, 3)
+    [(0, 4), (3, 4), (6, 4)]
+    >>> doc_windows(3, 4, 3)
+    [(0, 3)]
+    """
+    windows, start = [], 0
+    while True:
+        length = min(window, num_tokens - start)
+        windows.append((start, length))
+        if start + length >= num_tokens:
+            return windows
+        start += min(length, stride)
+
+
+def is_max_context(windows: list[tuple[int, int]], w: int, position: int) -> bool:
+    """Whether window w is the one where the token at `position` has the most context around it (official
+    _check_is_max_context: score min(left, right) + 0.01 * window length, the first best wins).
+
+    >>> windows = doc_windows(10, 6, 2)  # tokens 0..5, 2..7, 4..9
+    >>> [is_max_context(windows, w, 4) for w in range(3)]  # token 4: min(4, 1), min(2, 3), min(0, 5)
+    [False, True, False]
+    """
+    best, best_score = None, None
+    for i, (start, length) in enumerate(windows):
+        end = start + length - 1
+        if start <= position <= end:
+            score = min(position - start, end - position) + 0.01 * length
+            if best_score is None or score > best_score:
+                best, best_score = i, score
+    return best == w
+
+
+def improve_answer_span(doc_ids: list[int], start: int, end: int, answer_ids: list[int]) -> tuple[int, int]:
+    """The tightest sub-span of tokens start..end whose ids are the answer's own (official
+    _improve_answer_span): the answer "1895" inside the piece "1895s" stays the whole piece, but a
+    span that overshoots by whole tokens is trimmed.
+
+    >>> improve_answer_span([7, 8, 9], 0, 2, [8])
+    (1, 1)
+    """
+    for s in range(start, end + 1):
+        for e in range(end, s - 1, -1):
+            if doc_ids[s:e + 1] == answer_ids:
+                return s, e
+    return start, end
+
+
+def make_features(examples: list[Example], tok: Tokenizer, cfg: SquadConfig, training: bool) -> list[Feature]:
+    """Tokenise every example and cut its context into windows (the official convert_examples_to_features)."""
+    features = []
+    for ex_index, ex in enumerate(examples):
+        query = tok.encode(ex.question)[:cfg.max_query_len]
+        doc_ids, doc_piece, first_token = [], [], []
+        for p, (a, b) in enumerate(ex.pieces):
+            first_token.append(len(doc_ids))
+            ids = tok.encode(ex.context[a:b])
+            doc_ids += ids
+            doc_piece += [p] * len(ids)
+        first_token.append(len(doc_ids))
+        answer = None
+        if training and ex.answer is not None:
+            s, e = first_token[ex.answer[0]], first_token[ex.answer[1] + 1] - 1
+            if e >= s:
+                text = ex.context[ex.pieces[ex.answer[0]][0]:ex.pieces[ex.answer[1]][1]]
+                answer = improve_answer_span(doc_ids, s, e, tok.encode(text))
+        room = cfg.max_seq_len - len(query) - 3  # [CLS], [SEP], [SEP]
+        if room < 1:
+            raise ValueError(f"--max_seq_len {cfg.max_seq_len} leaves no room for the context after a "
+                             f"{len(query)}-token question: raise it or lower --max_query_len")
+        windows = doc_windows(len(doc_ids), room, cfg.doc_stride)
+        for w, (start, length) in enumerate(windows):
+            offset = len(query) + 2  # the first context token's position
+            ids = [tok.cls_id, *query, tok.sep_id, *doc_ids[start:start + length], tok.sep_id]
+            segments = [0] * offset + [1] * (length + 1)
+            token_piece = {offset + i: doc_piece[start + i] for i in range(length)}
+            max_context = {offset + i: is_max_context(windows, w, start + i) for i in range(length)}
+            f = Feature(ex_index, ids, segments, token_piece, max_context)
+            if answer is not None and start <= answer[0] and answer[1] < start + length:
+                f.start, f.end = answer[0] - start + offset, answer[1] - start + offset
+            features.append(f)
+    return features
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The model: start and end logits from one linear layer on the discriminator's last states.
+# ---------------------------------------------------------------------------------------------------------
+
+MASKED_LOGIT = -1e4  # positions outside the context: exp(-1e4) is 0 in fp32 and bf16, and no overflow
+
+
+class SpanModel(nn.Module):
+    """The pre-trained encoder plus a span head: [start_t, end_t] = W h_t + b for every position t.
+
+    The head is one dense layer to 2 outputs, BERT's and the official ELECTRA's non-joint head (its
+    configure_finetuning.py also offers joint_prediction, an end head conditioned on the start, which we
+    do not implement). It is named `classifier` so that finetune.layer_depth gives it the head's lr.
+    Logits outside the context window and [CLS] are masked, so a span never starts in the question.
+    """
+
+    def __init__(self, config: ElectraConfig):
+        super().__init__()
+        self.encoder = Encoder(config)
+        self.classifier = nn.Linear(config.hidden_size, 2)
+        nn.init.xavier_uniform_(self.classifier.weight)
+        nn.init.zeros_(self.classifier.bias)
+
+    def forward(self, input_ids, segment_ids, attention_mask):
+        """[B, T] inputs -> start and end logits [B, T] (fp32)."""
+        h = self.encoder.hidden_states(input_ids, segment_ids, attention_mask)  # [B, T, H]
+        logits = self.classifier(h).float()                                       # [B, T, 2]
+        allowed = (attention_mask.bool() & segment_ids.bool())
+        allowed[:, 0] = True  # [CLS]: the "no answer" span of SQuAD 2.0 (and of a window without the answer)
+        logits = logits.masked_fill(~allowed[..., None], MASKED_LOGIT)
+        return logits[..., 0], logits[..., 1]
+
+
+def span_loss(start_logits, end_logits, starts, ends):
+    """Mean of the start and end cross-entropies (official and BERT: (start_loss + end_loss) / 2)."""
+    return (F.cross_entropy(start_logits, starts) + F.cross_entropy(end_logits, ends)) / 2
+
+
+def collate(features: list[Feature], rows, pad_id: int, device):
+    """Pad the chosen features to the longest of them: input_ids, segment_ids, attention_mask [B, T]."""
+    T = max(len(features[r].ids) for r in rows)
+    ids = torch.full((len(rows), T), pad_id, dtype=torch.long)
+    seg = torch.zeros((len(rows), T), dtype=torch.long)
+    mask = torch.zeros((len(rows), T), dtype=torch.long)
+    for i, r in enumerate(rows):
+        n = len(features[r].ids)
+        ids[i, :n] = torch.tensor(features[r].ids)
+        seg[i, :n] = torch.tensor(features[r].segments)
+        mask[i, :n] = 1
+    return ids.to(device), seg.to(device), mask.to(device)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Answers: the n-best span search, the null score, the official prediction files.
+# ---------------------------------------------------------------------------------------------------------
+
+
+def top_positions(logits: np.ndarray, n: int) -> list[int]:
+    """The n positions with the largest logits, best first (official _get_best_indexes).
+
+    >>> top_positions(np.array([0.1, 3.0, -1.0, 2.0]), 2)
+    [1, 3]
+    """
+    return [int(i) for i in np.argsort(-logits, kind="stable")[:n]]
+
+
+def candidate_spans(start_logits: np.ndarray, end_logits: np.ndarray, feature: Feature, cfg: SquadConfig):
+    """(score = start + end logit, start position, end position) of every valid span among the n_best
+    starts x n_best ends: both in the context, start where this window has the token's most context,
+    end >= start, at most max_answer_len tokens (official write_predictions' filters)."""
+    spans = []
+    for s in top_positions(start_logits, cfg.n_best):
+        for e in top_positions(end_logits, cfg.n_best):
+            if s not in feature.token_piece or e not in feature.token_piece or not feature.max_context[s]:
+                continue
+            if e < s or e - s + 1 > cfg.max_answer_len:
+                continue
+            spans.append((float(start_logits[s] + end_logits[e]), s, e))
+    return spans
+
+
+def null_odds_of(null_score: float, best_span_score: float) -> float:
+    """SQuAD 2.0's null odds: score of the [CLS]-[CLS] "no answer" span minus the best span's score.
+
+    BERT's run_squad scoring (score_null - best_non_null start - end logit), with score_null the lowest
+    [CLS] score over the example's windows. The official ELECTRA code adds a trained answerability
+    classifier (answerable_classifier in configure_finetuning.py) whose logit it combines with this
+    difference; we could not check its exact formula and do not implement it.
+
+    >>> null_odds_of(1.5, 4.0)
+    -2.5
+    """
+    return null_score - best_span_score
+
+
+def predict_answers(examples: list[Example], features: list[Feature], start_logits: list[np.ndarray],
+                    end_logits: list[np.ndarray], cfg: SquadConfig, v2: bool) -> tuple[dict, dict]:
+    """predictions.json {qid: answer text} and null_odds.json {qid: odds} (empty for SQuAD 1.1).
+
+    Each example takes the best-scoring span over all its windows; its text is the context's own
+    characters from the span's first piece to its last. For 2.0 the answer is "" when its null odds
+    exceed cfg.null_threshold.
+    """
+    by_example = collections.defaultdict(list)
+    for f, s, e in zip(features, start_logits, end_logits):
+        by_example[f.example].append((f, s, e))
+    predictions, null_odds = {}, {}
+    for i, ex in enumerate(examples):
+        spans, null_score = [], math.inf
+        for f, s, e in by_example[i]:
+            null_score = min(null_score, float(s[0] + e[0]))
+            spans += [(score, f, a, b) for score, a, b in candidate_spans(s, e, f, cfg)]
+        best = max(spans, key=lambda x: x[0], default=None)
+        text, best_score = "", 0.0  # no valid span at all: the official "empty" entry, score 0
+        if best is not None:
+            best_score, f, a, b = best
+            text = ex.context[ex.pieces[f.token_piece[a]][0]:ex.pieces[f.token_piece[b]][1]]
+        if v2:
+            null_odds[ex.qid] = null_odds_of(null_score, best_score)
+            if null_odds[ex.qid] > cfg.null_threshold:
+                text = ""
+        predictions[ex.qid] = text
+    return predictions, null_odds
+
+
+@torch.no_grad()
+def model_logits(model: SpanModel, features: list[Feature], batch_size: int, pad_id: int, device):
+    """Start and end logits of every feature (numpy, unpadded), in the features' order."""
+    model.eval()
+    starts, ends = [], []
+    for begin in range(0, len(features), batch_size):
+        rows = list(range(begin, min(begin + batch_size, len(features))))
+        with autocast(device):
+            s, e = model(*collate(features, rows, pad_id, device))
+        for i, r in enumerate(rows):
+            n = len(features[r].ids)
+            starts.append(s[i, :n].cpu().numpy())
+            ends.append(e[i, :n].cpu().numpy())
+    return starts, ends
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Training: Table 7's recipe, reusing finetune.py's layer-wise lr, optimizer and schedule.
+# ---------------------------------------------------------------------------------------------------------
+
+
+def finetune(pre, train: list[Feature], ft: FinetuneConfig, epochs: int, seed: int, device) -> tuple[SpanModel, list]:
+    """Fine-tune a span model on the training features; returns it and the mean loss of each epoch."""
+    device = torch.device(device)
+    torch.manual_seed(seed)
+    model = SpanModel(pre.config)
+    model.encoder.load_state_dict(pre.encoder_state)
+    model.to(device)
+    opt = build_optimizer(param_groups(model, pre.config.num_layers, ft.lr, ft.layer_decay, ft.weight_decay,
+                                       ft.official_layer_decay), ft)
+    total = epochs * math.ceil(len(train) / ft.batch_size)
+    warmup = round(ft.warmup_fraction * total)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: lr_factor(step, total, warmup))
+    order_rng = torch.Generator().manual_seed(seed)
+    epoch_losses = []
+    for epoch in range(1, epochs + 1):
+        model.train()
+        order = torch.randperm(len(train), generator=order_rng).tolist()
+        losses = []
+        for begin in tqdm(range(0, len(train), ft.batch_size), desc=f"squad epoch {epoch}/{epochs}",
+                          dynamic_ncols=True, leave=False):
+            rows = order[begin:begin + ft.batch_size]
+            with autocast(device):
+                s, e = model(*collate(train, rows, pre.tokenizer.pad_id, device))
+            targets = torch.tensor([[train[r].start, train[r].end] for r in rows], device=device)
+            loss = span_loss(s, e, targets[:, 0], targets[:, 1])
+            if not torch.isfinite(loss):
+                raise SystemExit(f"error: the loss is not finite at step {sched.last_epoch + 1:,}: fine-tuning "
+                                 f"diverged; lower --lr")
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), ft.grad_clip)
+            opt.step()
+            sched.step()
+            losses.append(loss.item())
+        epoch_losses.append(float(np.mean(losses)))
+        tqdm.write(f"squad epoch {epoch}: loss {epoch_losses[-1]:.4f}")
+    return model, epoch_losses
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The command line.
+# ---------------------------------------------------------------------------------------------------------
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--task", required=True, choices=list(SQUAD_FILES), help="SQuAD 1.1 or 2.0")
+    p.add_argument("--init", required=True, help="train.py checkpoint, or HuggingFace ELECTRA/BERT folder")
+    p.add_argument("--vocab", default=None, help="vocab.txt (default: the one beside --init)")
+    p.add_argument("--data_dir", default=None, help="folder holding the official train/dev JSON files "
+                                                    "(default: download into --cache_dir)")
+    p.add_argument("--cache_dir", default=str(DEFAULT_CACHE), help="where downloaded SQuAD files are kept")
+    p.add_argument("--squad_url", default=SQUAD_BASE_URL, help="base URL of the SQuAD JSON files")
+    p.add_argument("--out_dir", default="out/squad", help="predictions.json, null_odds.json, results.json")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--lr", type=float, default=None, help="default: Table 7's for the model size")
+    p.add_argument("--layer_decay", type=float, default=None, help="default: 0.8 (0.9 for large)")
+    p.add_argument("--epochs", type=int, default=SquadConfig.epochs)
+    p.add_argument("--batch_size", type=int, default=FinetuneConfig.batch_size)
+    p.add_argument("--max_seq_len", type=int, default=None,
+                   help=f"default: {SquadConfig.max_seq_len}, or the model's positions if it has fewer")
+    p.add_argument("--doc_stride", type=int, default=SquadConfig.doc_stride)
+    p.add_argument("--max_query_len", type=int, default=SquadConfig.max_query_len)
+    p.add_argument("--max_answer_len", type=int, default=SquadConfig.max_answer_len)
+    p.add_argument("--n_best", type=int, default=SquadConfig.n_best)
+    p.add_argument("--null_threshold", type=float, default=SquadConfig.null_threshold)
+    p.add_argument("--max_train_examples", type=int, default=None, help="use only the first N training questions")
+    p.add_argument("--max_dev_examples", type=int, default=None, help="predict and score the first N dev questions")
+    return p.parse_args(argv)
+
+
+FLAG_RANGES = {
+    "--seed": int_at_least(0, "the seed"),
+    "--lr": (lambda v: math.isfinite(v) and v > 0, "a positive number (the peak learning rate)"),
+    "--layer_decay": (lambda v: 0 < v <= 1, "in (0, 1] (1: no layer-wise decay)"),
+    "--epochs": int_at_least(1, "passes over the training questions (Table 7: 2)"),
+    "--batch_size": int_at_least(1, "windows per update"),
+    "--max_seq_len": int_at_least(5, "room for [CLS], a question token, [SEP], a context token, [SEP]"),
+    "--doc_stride": int_at_least(1, "context tokens between window starts"),
+    "--max_query_len": int_at_least(1, "question tokens kept"),
+    "--max_answer_len": int_at_least(1, "tokens in the longest answer"),
+    "--n_best": int_at_least(1, "start and end positions searched"),
+    "--null_threshold": (math.isfinite, "a finite number"),
+    "--max_train_examples": int_at_least(1, "training questions"),
+    "--max_dev_examples": int_at_least(1, "dev questions"),
+}
+EVAL_BATCH_SIZE = 64  # evaluation only: no effect on results
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    check_flags(args, FLAG_RANGES)
+    out = Path(args.out_dir)
+    v2 = args.task == "squad2"
+    try:
+        pre = load_pretrained(args.init, args.vocab)
+        train_path, dev_path = squad_files(args.task, args.data_dir, args.cache_dir, args.squad_url)
+        train_data, dev_data = read_dataset(train_path), read_dataset(dev_path)
+    except DownloadError as e:
+        # train.download's message ends with a hint about train.py's own corpus: keep its first line only
+        raise SystemExit(f"error: {str(e).splitlines()[0]} If you are offline, fetch "
+                         f"{' and '.join(SQUAD_FILES[args.task])} another way and pass --data_dir FOLDER.") from None
+    except (FileNotFoundError, ValueError) as e:
+        raise SystemExit(f"error: {e}") from None
+    max_seq_len = min(SquadConfig.max_seq_len, pre.config.max_position) if args.max_seq_len is None \
+        else args.max_seq_len
+    if max_seq_len > pre.config.max_position:
+        raise SystemExit(f"--max_seq_len {max_seq_len}: must be at most {pre.config.max_position}, the positions "
+                         f"{pre.source} has embeddings for")
+    cfg = SquadConfig(max_seq_len=max_seq_len, doc_stride=args.doc_stride, max_query_len=args.max_query_len,
+                      max_answer_len=args.max_answer_len, n_best=args.n_best, epochs=args.epochs,
+                      null_threshold=args.null_threshold)
+    ft = recipe_for(pre.config, FinetuneConfig(lr=args.lr, layer_decay=args.layer_decay, batch_size=args.batch_size,
+                                               max_seq_len=max_seq_len, epochs=cfg.epochs))
+    train_examples = read_examples(train_data, args.max_train_examples)
+    dev_examples = read_examples(dev_data, args.max_dev_examples)
+    try:
+        train_features = make_features(train_examples, pre.tokenizer, cfg, training=True)
+        dev_features = make_features(dev_examples, pre.tokenizer, cfg, training=False)
+    except ValueError as e:
+        raise SystemExit(f"error: {e}") from None
+    print(f"{args.task}: {len(train_examples):,} training questions in {len(train_features):,} windows, "
+          f"{len(dev_examples):,} dev questions in {len(dev_features):,} windows; {pre.source} on {args.device}: "
+          f"lr {ft.lr:g}, layer decay {ft.layer_decay}, batch {ft.batch_size}, {cfg.epochs} epochs")
+    t0 = time.time()
+    model, losses = finetune(pre, train_features, ft, cfg.epochs, args.seed, args.device)
+    starts, ends = model_logits(model, dev_features, EVAL_BATCH_SIZE, pre.tokenizer.pad_id, torch.device(args.device))
+    predictions, null_odds = predict_answers(dev_examples, dev_features, starts, ends, cfg, v2)
+    scored = subset(dev_data, set(predictions)) if args.max_dev_examples is not None else dev_data
+    metrics = evaluate(scored, predictions, null_odds if v2 else None)
+    _atomic_write_text(out / "predictions.json", json.dumps(predictions, indent=2, ensure_ascii=False))
+    if v2:
+        _atomic_write_text(out / "null_odds.json", json.dumps(null_odds, indent=2))
+    report = {"task": args.task, "init": pre.source, "device": args.device, "seconds": time.time() - t0,
+              "train_loss": losses, "dev": metrics, "squad": vars(cfg),
+              "recipe": {k: (list(v) if isinstance(v, tuple) else v) for k, v in vars(ft).items()}}
+    _atomic_write_text(out / "results.json", json.dumps(report, indent=2, allow_nan=False))
+    print(" ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in metrics.items()))
+    print(f"wrote {out / 'predictions.json'}" + (f", {out / 'null_odds.json'}" if v2 else "")
+          + f", {out / 'results.json'}")
+    return report
+
+
+if __name__ == "__main__":
+    main()

@@ -1,7 +1,17 @@
-"""squad.py: the official SQuAD evaluation against hand-worked cases."""
+"""squad.py: the official SQuAD evaluation against hand-worked cases; features, span search and the null
+odds by hand; a tiny model fine-tuned end to end on a file served from 127.0.0.1."""
+import dataclasses
+import json
+
+import numpy as np
 import pytest
+from test_finetune_model import (  # the tiny train.py run folder of finetune's tests
+    save_train_checkpoint,
+    tiny_config,
+)
 
 import squad
+from tokenizer import Tokenizer
 
 
 @pytest.mark.parametrize("text, normalised", [
@@ -70,3 +80,188 @@ def test_best_threshold_keeps_zero_when_answering_never_helps():
 def test_missing_prediction_is_a_clear_error():
     with pytest.raises(ValueError, match="no prediction for question 2"):
         squad.evaluate(dataset([qa("1", "a"), qa("2", "b")]), {"1": "a"})
+
+
+# --- features: pieces, windows, answer positions -------------------------------------------------------
+
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "where", "is", "paris", "in", "france", "the", "cat",
+         "sat", "on", "mat", "a", "dog", "ran", ".", ",", "(", ")", "who", "what", "color", "sky", "blue", "19",
+         "##85", "born", "he", "was", "?"]
+FILLER = "the cat sat on the mat . a dog ran . "
+
+
+def tokenizer():
+    return Tokenizer(VOCAB)
+
+
+def squad_file(path, long_repeats=6):
+    """A SQuAD 2.0 file: a short context, one longer than a 32-token window, an unanswerable question."""
+    long_context = FILLER * long_repeats + "paris is in France ."
+    short = "He was born (1985), the sky is blue."
+    qas_short = [{"id": "born", "question": "who was born ?", "is_impossible": False,
+                  "answers": [{"text": "1985", "answer_start": short.index("1985")}]},
+                 {"id": "sky", "question": "what color is the sky ?", "is_impossible": False,
+                  "answers": [{"text": "blue", "answer_start": short.index("blue")}]}]
+    qas_long = [{"id": "paris", "question": "where is paris ?", "is_impossible": False,
+                 "answers": [{"text": "France", "answer_start": long_context.index("France")}]},
+                {"id": "none", "question": "where is the sky ?", "is_impossible": True, "answers": [],
+                 "plausible_answers": [{"text": "mat", "answer_start": long_context.index("mat")}]}]
+    data = {"version": "v2.0", "data": [{"title": "t", "paragraphs": [{"context": short, "qas": qas_short},
+                                                                      {"context": long_context, "qas": qas_long}]}]}
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return data["data"]
+
+
+def test_pieces_map_answers_back_to_the_exact_characters():
+    context = "He was born (1985), the sky"
+    pieces = squad.context_pieces(context)
+    assert [context[a:b] for a, b in pieces] == ["He", "was", "born", "(", "1985", ")", ",", "the", "sky"]
+    # every piece is tokenised on its own: together they give the same ids as the whole text
+    tok = tokenizer()
+    assert sum((tok.encode(context[a:b]) for a, b in pieces), []) == tok.encode(context)
+
+
+def test_windows_cover_a_long_context_and_only_they_hold_the_answer(tmp_path):
+    data = squad_file(tmp_path / "s.json")
+    tok = tokenizer()
+    examples = squad.read_examples(data)
+    cfg = squad.SquadConfig(max_seq_len=32, doc_stride=8)
+    features = squad.make_features(examples, tok, cfg, training=True)
+    paris = [f for f in features if examples[f.example].qid == "paris"]
+    none = [f for f in features if examples[f.example].qid == "none"]
+    doc_len = len(tok.encode(examples[2].context))  # 6 * 11 filler tokens + 5 = 71
+    assert doc_len == 71
+    # question "where is paris ?" = 4 tokens: room 32 - 4 - 3 = 25 per window, stride 8:
+    # starts 0, 8, ..., 48 (48 + 25 >= 71): 7 windows
+    assert len(paris) == 7 and all(len(f.ids) <= 32 for f in features)
+    france = tok.encode("france")
+    for f in paris:
+        if f.start:
+            assert f.ids[f.start:f.end + 1] == france
+    # "france" is token 69 of the context: in windows starting at 48 (and no other with room for it)
+    assert [f.start > 0 for f in paris] == [False] * 6 + [True]
+    assert all(f.start == f.end == 0 for f in none)  # unanswerable: every window points at [CLS]
+    # each context token has its maximum context in exactly one window
+    counts = np.zeros(doc_len, dtype=int)
+    offset = 4 + 2
+    for w, f in enumerate(paris):
+        for p, best in f.max_context.items():
+            counts[8 * w + p - offset] += best
+    assert counts.tolist() == [1] * doc_len
+
+
+def test_improve_answer_span_keeps_a_partial_piece_whole():
+    tok = tokenizer()
+    ids = tok.encode("born 1985 ,")  # born 19 ##85 ,
+    assert squad.improve_answer_span(ids, 0, 3, tok.encode("1985")) == (1, 2)
+    assert squad.improve_answer_span(ids, 1, 2, tok.encode("85")) == (1, 2)  # no exact match: unchanged
+
+
+def test_predict_answers_by_hand():
+    context = "He was born (1985), the sky"
+    ex = squad.Example("q", "?", context, squad.context_pieces(context), None)
+    # [CLS] ? [SEP] he was born ( 19 ##85 ) , the sky [SEP]: positions 3.. are pieces 0, 1, 2, 3, 4, 4, 5, ...
+    piece_of = [0, 1, 2, 3, 4, 4, 5, 6, 7, 8]
+    f = squad.Feature(0, [0] * 14, [0] * 3 + [1] * 11, {3 + i: p for i, p in enumerate(piece_of)},
+                      {3 + i: True for i in range(10)})
+    start, end = np.zeros(14), np.zeros(14)
+    start[7], end[8] = 3.0, 2.0         # "19 ##85": score 5 -> "1985" without the parentheses
+    start[0], end[0] = 1.0, 0.5         # null score 1.5
+    start[1], end[1] = 9.0, 9.0         # in the question: not a span
+    start[12], end[4] = 4.0, 4.0        # "sky".."was" ends before it starts; "he was" scores only 4
+    cfg = squad.SquadConfig()
+    preds, odds = squad.predict_answers([ex], [f], [start], [end], cfg, v2=True)
+    assert preds == {"q": "1985"} and odds == {"q": pytest.approx(1.5 - 5.0)}
+    start[0] = 10.0                     # null odds 10.5 - 5 > 0: no answer
+    preds, odds = squad.predict_answers([ex], [f], [start], [end], cfg, v2=True)
+    assert preds == {"q": ""} and odds["q"] == pytest.approx(5.5)
+    preds, odds = squad.predict_answers([ex], [f], [start], [end], cfg, v2=False)
+    assert preds == {"q": "1985"} and odds == {}  # SQuAD 1.1 always answers
+    cfg1 = squad.SquadConfig(max_answer_len=1)  # "19 ##85" is 2 tokens: now only 1-token spans
+    preds, _ = squad.predict_answers([ex], [f], [start], [end], cfg1, v2=False)
+    assert preds["q"] != "1985"
+
+
+def test_span_model_masks_the_question_and_padding():
+    tok = tokenizer()
+    model = squad.SpanModel(tiny_config(tok))
+    f = squad.make_features(squad.read_examples(squad_file_data()), tok, squad.SquadConfig(max_seq_len=64), True)
+    ids, seg, mask = squad.collate(f, [0, 1], tok.pad_id, "cpu")
+    s, e = model(ids, seg, mask)
+    blocked = ~((seg == 1) & (mask == 1))
+    blocked[:, 0] = False
+    assert (s[blocked] == squad.MASKED_LOGIT).all() and (e[blocked] == squad.MASKED_LOGIT).all()
+    assert (s[~blocked] > squad.MASKED_LOGIT).all()
+
+
+def squad_file_data():
+    short = "He was born (1985), the sky is blue."
+    return [{"paragraphs": [{"context": short, "qas": [
+        {"id": "a", "question": "who was born ?", "answers": [{"text": "1985", "answer_start": 13}]},
+        {"id": "b", "question": "what color is the sky ?", "answers": [{"text": "blue", "answer_start": 31}]}]}]}]
+
+
+# --- end to end: download from a local server, fine-tune a tiny model, write the official files -----------
+
+
+def tiny_run(tmp_path):
+    tok = tokenizer()
+    cfg = dataclasses.replace(tiny_config(tok), num_layers=1)
+    save_train_checkpoint(tmp_path / "run", tok, cfg)
+    return tmp_path / "run"
+
+
+def test_cli_downloads_fine_tunes_and_writes_official_files(tmp_path, http_server, capsys):
+    root, url = http_server
+    data = squad_file(root / "train-v2.0.json")
+    squad_file(root / "dev-v2.0.json")
+    run = tiny_run(tmp_path)
+    argv = ["--task", "squad2", "--init", str(run), "--squad_url", url, "--cache_dir", str(tmp_path / "cache"),
+            "--out_dir", str(tmp_path / "out"), "--max_seq_len", "32", "--doc_stride", "8", "--batch_size", "8",
+            "--device", "cpu"]
+    report = squad.main(argv)
+    out = tmp_path / "out"
+    preds = json.loads((out / "predictions.json").read_text())
+    odds = json.loads((out / "null_odds.json").read_text())
+    qids = {"born", "sky", "paris", "none"}
+    assert set(preds) == qids and set(odds) == qids
+    assert all(isinstance(v, str) for v in preds.values()) and all(isinstance(v, float) for v in odds.values())
+    contexts = [p["context"] for p in data[0]["paragraphs"]]
+    assert all(v == "" or any(v in c for c in contexts) for v in preds.values())  # answers are context text
+    assert report["dev"]["total"] == 4 and report["dev"]["HasAns_total"] == 3 and "best_f1" in report["dev"]
+    assert report["squad"]["max_answer_len"] == 30 and report["recipe"]["epochs"] == 2
+    assert json.loads((out / "results.json").read_text())["dev"] == report["dev"]
+    # the files were cached: a second run needs no server
+    for name in ("train-v2.0.json", "dev-v2.0.json"):
+        (root / name).unlink()
+    squad.main(argv)
+    assert "wrote" in capsys.readouterr().out
+
+
+def test_offline_download_and_bad_data_are_one_clear_line(tmp_path, http_server):
+    root, url = http_server
+    run = tiny_run(tmp_path)
+    base = ["--task", "squad1", "--init", str(run), "--cache_dir", str(tmp_path / "cache"), "--device", "cpu"]
+    with pytest.raises(SystemExit, match="could not download SQuAD train-v1.1.json.*--data_dir") as e:
+        squad.main(base + ["--squad_url", url])  # the server has no such file: HTTP 404
+    assert "\n" not in str(e.value)  # one line
+    (tmp_path / "local").mkdir()
+    with pytest.raises(SystemExit, match="has no train-v1.1.json"):
+        squad.main(base + ["--data_dir", str(tmp_path / "local")])
+    (tmp_path / "local" / "train-v1.1.json").write_text("{\"data\": [{\"title\": 1}]}")
+    (tmp_path / "local" / "dev-v1.1.json").write_text("[]")
+    with pytest.raises(SystemExit, match="train-v1.1.json is not a SQuAD JSON file"):
+        squad.main(base + ["--data_dir", str(tmp_path / "local")])
+    with pytest.raises(SystemExit, match="--doc_stride"):
+        squad.main(base + ["--doc_stride", "0"])
+
+
+def test_a_few_steps_lower_the_loss(tmp_path):
+    from finetune import FinetuneConfig, load_pretrained
+
+    pre = load_pretrained(tiny_run(tmp_path))
+    features = squad.make_features(squad.read_examples(squad_file_data()), pre.tokenizer,
+                                   squad.SquadConfig(max_seq_len=64), training=True)
+    ft = FinetuneConfig(lr=1e-3, layer_decay=0.8, batch_size=2)
+    _, losses = squad.finetune(pre, features, ft, epochs=15, seed=0, device="cpu")
+    assert losses[-1] < 0.5 * losses[0]
