@@ -309,7 +309,12 @@ class SquadConfig:
     max_answer_len: int = 30     # official max_answer_length, in tokens
     n_best: int = 20             # official n_best_size: top start and end positions searched
     epochs: int = 2              # Table 7: "2 for SQuAD"
-    null_threshold: float = 0.0  # 2.0: predict no answer when null odds > this (BERT's null_score_diff_threshold)
+    # SQuAD 2.0 (official configure_finetuning.py): answerable_classifier=True, answerable_uses_start_logits
+    # =True, answerable_weight=0.5; qa_na_threshold=-2.75 is its "no answer" cut on the null odds.
+    answerable_classifier: bool = True  # False: BERT's null score ([CLS] start + end minus the best span's)
+    answerable_weight: float = 0.5      # weight of the answerability loss beside the span loss
+    answerable_hidden: int = 512        # width of the classifier's GELU layer (official dense(.., 512, gelu))
+    null_threshold: float = -2.75       # 2.0: answers with null odds > this count as "no answer"
 
 
 @dataclass
@@ -322,6 +327,7 @@ class Feature:
     max_context: dict[int, bool]  # position -> whether this window gives the token its most context
     start: int = 0               # training target positions; 0 ([CLS]) when the answer is not in the window
     end: int = 0
+    impossible: bool = False     # the question has no answer (official: the example's is_impossible, not the window's)
 
 
 def doc_windows(num_tokens: int, window: int, stride: int) -> list[tuple[int, int]]:
@@ -404,7 +410,7 @@ def make_features(examples: list[Example], tok: Tokenizer, cfg: SquadConfig, tra
             segments = [0] * offset + [1] * (length + 1)
             token_piece = {offset + i: doc_piece[start + i] for i in range(length)}
             max_context = {offset + i: is_max_context(windows, w, start + i) for i in range(length)}
-            f = Feature(ex_index, ids, segments, token_piece, max_context)
+            f = Feature(ex_index, ids, segments, token_piece, max_context, impossible=ex.answer is None)
             if answer is not None and start <= answer[0] and answer[1] < start + length:
                 f.start, f.end = answer[0] - start + offset, answer[1] - start + offset
             features.append(f)
@@ -419,34 +425,58 @@ MASKED_LOGIT = -1e4  # positions outside the context: exp(-1e4) is 0 in fp32 and
 
 
 class SpanModel(nn.Module):
-    """The pre-trained encoder plus a span head: [start_t, end_t] = W h_t + b for every position t.
+    """The pre-trained encoder plus a span head: [start_t, end_t] = W h_t + b for every position t, and for
+    SQuAD 2.0 the official answerability classifier.
 
-    The head is one dense layer to 2 outputs, BERT's and the official ELECTRA's non-joint head (its
-    configure_finetuning.py also offers joint_prediction, an end head conditioned on the start, which we
-    do not implement). It is named `classifier` so that finetune.layer_depth gives it the head's lr.
-    Logits outside the context window and [CLS] are masked, so a span never starts in the question.
+    Span head: one dense layer to 2 outputs, BERT's and the official ELECTRA's non-joint head. The official
+    configure_finetuning.py defaults to joint_prediction=True (an end head conditioned on the start, searched
+    with a beam); we do not implement it. Logits outside the context and [CLS] are masked as the official
+    qa_tasks.py's answer_mask = input_mask * segment_ids + one_hot(0), so a span never starts in the question.
+
+    Answerability (official answerable_classifier, answerable_uses_start_logits): the [CLS] state and the
+    states averaged under softmax(start logits), concatenated, dense(512, GELU), dense(1): one logit per
+    window, trained with sigmoid cross-entropy on "has no answer".
+
+    Every head is under `classifier` so that finetune.layer_depth gives it the head's lr (official: the
+    task head's depth).
     """
 
-    def __init__(self, config: ElectraConfig):
+    def __init__(self, config: ElectraConfig, answerable: bool = False, answerable_hidden: int = 512):
         super().__init__()
         self.encoder = Encoder(config)
-        self.classifier = nn.Linear(config.hidden_size, 2)
-        nn.init.xavier_uniform_(self.classifier.weight)
-        nn.init.zeros_(self.classifier.bias)
+        heads = {"span": nn.Linear(config.hidden_size, 2)}
+        if answerable:
+            heads["answerable_hidden"] = nn.Linear(2 * config.hidden_size, answerable_hidden)
+            heads["answerable"] = nn.Linear(answerable_hidden, 1)
+        self.classifier = nn.ModuleDict(heads)
+        for layer in heads.values():  # tf.layers.dense's default init, as the official heads
+            nn.init.xavier_uniform_(layer.weight)
+            nn.init.zeros_(layer.bias)
 
     def forward(self, input_ids, segment_ids, attention_mask):
-        """[B, T] inputs -> start and end logits [B, T] (fp32)."""
+        """[B, T] inputs -> start and end logits [B, T] and the answerability logit [B] (zeros without the
+        classifier), all fp32."""
         h = self.encoder.hidden_states(input_ids, segment_ids, attention_mask)  # [B, T, H]
-        logits = self.classifier(h).float()                                       # [B, T, 2]
-        allowed = (attention_mask.bool() & segment_ids.bool())
+        logits = self.classifier["span"](h).float()                               # [B, T, 2]
+        allowed = attention_mask.bool() & segment_ids.bool()
         allowed[:, 0] = True  # [CLS]: the "no answer" span of SQuAD 2.0 (and of a window without the answer)
         logits = logits.masked_fill(~allowed[..., None], MASKED_LOGIT)
-        return logits[..., 0], logits[..., 1]
+        start, end = logits[..., 0], logits[..., 1]
+        if "answerable" not in self.classifier:
+            return start, end, torch.zeros_like(start[:, 0])
+        start_feature = torch.einsum("bt,bth->bh", start.softmax(-1), h.float())  # [B, H]
+        hidden = F.gelu(self.classifier["answerable_hidden"](torch.cat([h[:, 0].float(), start_feature], -1)))
+        return start, end, self.classifier["answerable"](hidden).squeeze(-1).float()
 
 
 def span_loss(start_logits, end_logits, starts, ends):
     """Mean of the start and end cross-entropies (official and BERT: (start_loss + end_loss) / 2)."""
     return (F.cross_entropy(start_logits, starts) + F.cross_entropy(end_logits, ends)) / 2
+
+
+def answerable_loss(answerable_logit, impossible, weight: float):
+    """weight x sigmoid cross-entropy of the answerability logit against "has no answer" (official)."""
+    return weight * F.binary_cross_entropy_with_logits(answerable_logit, impossible)
 
 
 def collate(features: list[Feature], rows, pad_id: int, device):
@@ -492,64 +522,63 @@ def candidate_spans(start_logits: np.ndarray, end_logits: np.ndarray, feature: F
     return spans
 
 
-def null_odds_of(null_score: float, best_span_score: float) -> float:
-    """SQuAD 2.0's null odds: score of the [CLS]-[CLS] "no answer" span minus the best span's score.
+def null_odds_of(null_score: float, best_span_score: float, answerable_classifier: bool) -> float:
+    """SQuAD 2.0's null odds, the official qa_metrics.py's score_diff: larger means "no answer".
 
-    BERT's run_squad scoring (score_null - best_non_null start - end logit), with score_null the lowest
-    [CLS] score over the example's windows. The official ELECTRA code adds a trained answerability
-    classifier (answerable_classifier in configure_finetuning.py) whose logit it combines with this
-    difference; we could not check its exact formula and do not implement it.
+    With the answerability classifier (official default) it is the classifier's logit itself, the lowest
+    over the example's windows. Without it, BERT's: the [CLS]-[CLS] span's score (start + end logit at
+    position 0, the lowest over the windows) minus the best span's score.
 
-    >>> null_odds_of(1.5, 4.0)
-    -2.5
+    >>> null_odds_of(1.5, 4.0, answerable_classifier=False), null_odds_of(1.5, 4.0, answerable_classifier=True)
+    (-2.5, 1.5)
     """
-    return null_score - best_span_score
+    return null_score if answerable_classifier else null_score - best_span_score
 
 
 def predict_answers(examples: list[Example], features: list[Feature], start_logits: list[np.ndarray],
-                    end_logits: list[np.ndarray], cfg: SquadConfig, v2: bool) -> tuple[dict, dict]:
+                    end_logits: list[np.ndarray], answerable_logits: list[float], cfg: SquadConfig,
+                    v2: bool) -> tuple[dict, dict]:
     """predictions.json {qid: answer text} and null_odds.json {qid: odds} (empty for SQuAD 1.1).
 
     Each example takes the best-scoring span over all its windows; its text is the context's own
-    characters from the span's first piece to its last. For 2.0 the answer is "" when its null odds
-    exceed cfg.null_threshold.
+    characters from the span's first piece to its last. As the official code, the answer is written even
+    for 2.0, and the "no answer" decision is the evaluation's: null odds > threshold (see `evaluate`).
     """
     by_example = collections.defaultdict(list)
-    for f, s, e in zip(features, start_logits, end_logits):
-        by_example[f.example].append((f, s, e))
+    for f, s, e, a in zip(features, start_logits, end_logits, answerable_logits):
+        by_example[f.example].append((f, s, e, a))
     predictions, null_odds = {}, {}
     for i, ex in enumerate(examples):
         spans, null_score = [], math.inf
-        for f, s, e in by_example[i]:
-            null_score = min(null_score, float(s[0] + e[0]))
+        for f, s, e, answerable in by_example[i]:
+            null_score = min(null_score, float(answerable) if cfg.answerable_classifier else float(s[0] + e[0]))
             spans += [(score, f, a, b) for score, a, b in candidate_spans(s, e, f, cfg)]
         best = max(spans, key=lambda x: x[0], default=None)
-        text, best_score = "", 0.0  # no valid span at all: the official "empty" entry, score 0
+        text, best_score = "", 0.0  # no valid span at all: the official nonce entry, score 0
         if best is not None:
             best_score, f, a, b = best
             text = ex.context[ex.pieces[f.token_piece[a]][0]:ex.pieces[f.token_piece[b]][1]]
         if v2:
-            null_odds[ex.qid] = null_odds_of(null_score, best_score)
-            if null_odds[ex.qid] > cfg.null_threshold:
-                text = ""
+            null_odds[ex.qid] = null_odds_of(null_score, best_score, cfg.answerable_classifier)
         predictions[ex.qid] = text
     return predictions, null_odds
 
 
 @torch.no_grad()
 def model_logits(model: SpanModel, features: list[Feature], batch_size: int, pad_id: int, device):
-    """Start and end logits of every feature (numpy, unpadded), in the features' order."""
+    """Start and end logits (numpy, unpadded) and the answerability logit of every feature, in order."""
     model.eval()
-    starts, ends = [], []
+    starts, ends, answerable = [], [], []
     for begin in range(0, len(features), batch_size):
         rows = list(range(begin, min(begin + batch_size, len(features))))
         with autocast(device):
-            s, e = model(*collate(features, rows, pad_id, device))
+            s, e, a = model(*collate(features, rows, pad_id, device))
+        answerable += a.cpu().tolist()
         for i, r in enumerate(rows):
             n = len(features[r].ids)
             starts.append(s[i, :n].cpu().numpy())
             ends.append(e[i, :n].cpu().numpy())
-    return starts, ends
+    return starts, ends, answerable
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -557,15 +586,19 @@ def model_logits(model: SpanModel, features: list[Feature], batch_size: int, pad
 # ---------------------------------------------------------------------------------------------------------
 
 
-def finetune(pre, train: list[Feature], ft: FinetuneConfig, epochs: int, seed: int, device) -> tuple[SpanModel, list]:
-    """Fine-tune a span model on the training features; returns it and the mean loss of each epoch."""
+def finetune(pre, train: list[Feature], ft: FinetuneConfig, cfg: SquadConfig, v2: bool, seed: int,
+             device) -> tuple[SpanModel, list]:
+    """Fine-tune a span model (with the answerability classifier for 2.0 when cfg says so) on the training
+    features for cfg.epochs; returns it and the mean loss of each epoch."""
     device = torch.device(device)
     torch.manual_seed(seed)
-    model = SpanModel(pre.config)
+    answerable = v2 and cfg.answerable_classifier
+    model = SpanModel(pre.config, answerable, cfg.answerable_hidden)
     model.encoder.load_state_dict(pre.encoder_state)
     model.to(device)
     opt = build_optimizer(param_groups(model, pre.config.num_layers, ft.lr, ft.layer_decay, ft.weight_decay,
                                        ft.official_layer_decay), ft)
+    epochs = cfg.epochs
     total = epochs * math.ceil(len(train) / ft.batch_size)
     warmup = round(ft.warmup_fraction * total)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: lr_factor(step, total, warmup))
@@ -579,9 +612,12 @@ def finetune(pre, train: list[Feature], ft: FinetuneConfig, epochs: int, seed: i
                           dynamic_ncols=True, leave=False):
             rows = order[begin:begin + ft.batch_size]
             with autocast(device):
-                s, e = model(*collate(train, rows, pre.tokenizer.pad_id, device))
+                s, e, a = model(*collate(train, rows, pre.tokenizer.pad_id, device))
             targets = torch.tensor([[train[r].start, train[r].end] for r in rows], device=device)
             loss = span_loss(s, e, targets[:, 0], targets[:, 1])
+            if answerable:
+                impossible = torch.tensor([float(train[r].impossible) for r in rows], device=device)
+                loss = loss + answerable_loss(a, impossible, cfg.answerable_weight)
             if not torch.isfinite(loss):
                 raise SystemExit(f"error: the loss is not finite at step {sched.last_epoch + 1:,}: fine-tuning "
                                  f"diverged; lower --lr")
@@ -624,7 +660,10 @@ def parse_args(argv=None):
     p.add_argument("--max_query_len", type=int, default=SquadConfig.max_query_len)
     p.add_argument("--max_answer_len", type=int, default=SquadConfig.max_answer_len)
     p.add_argument("--n_best", type=int, default=SquadConfig.n_best)
-    p.add_argument("--null_threshold", type=float, default=SquadConfig.null_threshold)
+    p.add_argument("--null_threshold", type=float, default=SquadConfig.null_threshold,
+                   help="2.0: answers with null odds above it count as no answer (official qa_na_threshold)")
+    p.add_argument("--null_score", choices=["classifier", "span"], default="classifier",
+                   help="2.0's null odds: the official answerability classifier, or BERT's [CLS] span score")
     p.add_argument("--max_train_examples", type=int, default=None, help="use only the first N training questions")
     p.add_argument("--max_dev_examples", type=int, default=None, help="predict and score the first N dev questions")
     return p.parse_args(argv)
@@ -670,7 +709,7 @@ def main(argv=None) -> dict:
                          f"{pre.source} has embeddings for")
     cfg = SquadConfig(max_seq_len=max_seq_len, doc_stride=args.doc_stride, max_query_len=args.max_query_len,
                       max_answer_len=args.max_answer_len, n_best=args.n_best, epochs=args.epochs,
-                      null_threshold=args.null_threshold)
+                      null_threshold=args.null_threshold, answerable_classifier=args.null_score == "classifier")
     ft = recipe_for(pre.config, FinetuneConfig(lr=args.lr, layer_decay=args.layer_decay, batch_size=args.batch_size,
                                                max_seq_len=max_seq_len, epochs=cfg.epochs))
     train_examples = read_examples(train_data, args.max_train_examples)
@@ -684,11 +723,11 @@ def main(argv=None) -> dict:
           f"{len(dev_examples):,} dev questions in {len(dev_features):,} windows; {pre.source} on {args.device}: "
           f"lr {ft.lr:g}, layer decay {ft.layer_decay}, batch {ft.batch_size}, {cfg.epochs} epochs")
     t0 = time.time()
-    model, losses = finetune(pre, train_features, ft, cfg.epochs, args.seed, args.device)
-    starts, ends = model_logits(model, dev_features, EVAL_BATCH_SIZE, pre.tokenizer.pad_id, torch.device(args.device))
-    predictions, null_odds = predict_answers(dev_examples, dev_features, starts, ends, cfg, v2)
+    model, losses = finetune(pre, train_features, ft, cfg, v2, args.seed, args.device)
+    logits = model_logits(model, dev_features, EVAL_BATCH_SIZE, pre.tokenizer.pad_id, torch.device(args.device))
+    predictions, null_odds = predict_answers(dev_examples, dev_features, *logits, cfg, v2)
     scored = subset(dev_data, set(predictions)) if args.max_dev_examples is not None else dev_data
-    metrics = evaluate(scored, predictions, null_odds if v2 else None)
+    metrics = evaluate(scored, predictions, null_odds, cfg.null_threshold) if v2 else evaluate(scored, predictions)
     _atomic_write_text(out / "predictions.json", json.dumps(predictions, indent=2, ensure_ascii=False))
     if v2:
         _atomic_write_text(out / "null_odds.json", json.dumps(null_odds, indent=2))

@@ -169,25 +169,32 @@ def test_predict_answers_by_hand():
     start[0], end[0] = 1.0, 0.5         # null score 1.5
     start[1], end[1] = 9.0, 9.0         # in the question: not a span
     start[12], end[4] = 4.0, 4.0        # "sky".."was" ends before it starts; "he was" scores only 4
-    cfg = squad.SquadConfig()
-    preds, odds = squad.predict_answers([ex], [f], [start], [end], cfg, v2=True)
+    bert = squad.SquadConfig(answerable_classifier=False)
+    preds, odds = squad.predict_answers([ex], [f], [start], [end], [0.7], bert, v2=True)
     assert preds == {"q": "1985"} and odds == {"q": pytest.approx(1.5 - 5.0)}
-    start[0] = 10.0                     # null odds 10.5 - 5 > 0: no answer
-    preds, odds = squad.predict_answers([ex], [f], [start], [end], cfg, v2=True)
-    assert preds == {"q": ""} and odds["q"] == pytest.approx(5.5)
-    preds, odds = squad.predict_answers([ex], [f], [start], [end], cfg, v2=False)
-    assert preds == {"q": "1985"} and odds == {}  # SQuAD 1.1 always answers
+    start[0] = 10.0                     # null odds 10.5 - 5: the answer is still written (official)
+    preds, odds = squad.predict_answers([ex], [f], [start], [end], [0.7], bert, v2=True)
+    assert preds == {"q": "1985"} and odds["q"] == pytest.approx(5.5)
+    # the official default: the odds are the answerability logit, the lowest over the windows
+    f2 = dataclasses.replace(f)
+    preds, odds = squad.predict_answers([ex], [f, f2], [start, start], [end, end], [0.7, -0.2],
+                                        squad.SquadConfig(), v2=True)
+    assert preds == {"q": "1985"} and odds["q"] == pytest.approx(-0.2)
+    preds, odds = squad.predict_answers([ex], [f], [start], [end], [0.7], bert, v2=False)
+    assert preds == {"q": "1985"} and odds == {}  # SQuAD 1.1: no null odds
     cfg1 = squad.SquadConfig(max_answer_len=1)  # "19 ##85" is 2 tokens: now only 1-token spans
-    preds, _ = squad.predict_answers([ex], [f], [start], [end], cfg1, v2=False)
+    preds, _ = squad.predict_answers([ex], [f], [start], [end], [0.0], cfg1, v2=False)
     assert preds["q"] != "1985"
 
 
-def test_span_model_masks_the_question_and_padding():
+@pytest.mark.parametrize("answerable", [False, True])
+def test_span_model_masks_the_question_and_padding(answerable):
     tok = tokenizer()
-    model = squad.SpanModel(tiny_config(tok))
+    model = squad.SpanModel(tiny_config(tok), answerable, answerable_hidden=8)
     f = squad.make_features(squad.read_examples(squad_file_data()), tok, squad.SquadConfig(max_seq_len=64), True)
     ids, seg, mask = squad.collate(f, [0, 1], tok.pad_id, "cpu")
-    s, e = model(ids, seg, mask)
+    s, e, a = model(ids, seg, mask)
+    assert a.shape == (2,) and (a != 0).all() == answerable
     blocked = ~((seg == 1) & (mask == 1))
     blocked[:, 0] = False
     assert (s[blocked] == squad.MASKED_LOGIT).all() and (e[blocked] == squad.MASKED_LOGIT).all()
@@ -230,6 +237,8 @@ def test_cli_downloads_fine_tunes_and_writes_official_files(tmp_path, http_serve
     assert all(v == "" or any(v in c for c in contexts) for v in preds.values())  # answers are context text
     assert report["dev"]["total"] == 4 and report["dev"]["HasAns_total"] == 3 and "best_f1" in report["dev"]
     assert report["squad"]["max_answer_len"] == 30 and report["recipe"]["epochs"] == 2
+    # the main scores apply the official qa_na_threshold to the odds written in null_odds.json
+    assert report["dev"]["exact"] == pytest.approx(squad.evaluate(data, preds, odds, -2.75)["exact"])
     assert json.loads((out / "results.json").read_text())["dev"] == report["dev"]
     # the files were cached: a second run needs no server
     for name in ("train-v2.0.json", "dev-v2.0.json"):
@@ -263,5 +272,14 @@ def test_a_few_steps_lower_the_loss(tmp_path):
     features = squad.make_features(squad.read_examples(squad_file_data()), pre.tokenizer,
                                    squad.SquadConfig(max_seq_len=64), training=True)
     ft = FinetuneConfig(lr=1e-3, layer_decay=0.8, batch_size=2)
-    _, losses = squad.finetune(pre, features, ft, epochs=15, seed=0, device="cpu")
+    cfg = squad.SquadConfig(max_seq_len=64, epochs=15, answerable_hidden=8)
+    _, losses = squad.finetune(pre, features, ft, cfg, v2=True, seed=0, device="cpu")
     assert losses[-1] < 0.5 * losses[0]
+
+
+def test_docstring_examples():
+    """The worked examples in squad.py's docstrings are run, so they cannot go stale."""
+    import doctest
+
+    result = doctest.testmod(squad)
+    assert result.attempted > 10 and result.failed == 0
