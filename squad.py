@@ -269,8 +269,12 @@ def context_pieces(context: str) -> list[tuple[int, int]]:
     return pieces
 
 
-def read_examples(dataset: list[dict], max_examples: int | None = None) -> list[Example]:
-    """Examples of every question; the answer is the first gold answer's pieces (training uses it)."""
+def read_examples(dataset: list[dict], max_examples: int | None = None, training: bool = False) -> list[Example]:
+    """Examples of every question; the answer is the first gold answer's pieces (training uses it).
+
+    training=True drops a question whose answer_start does not point at its answer text in the context,
+    as the official code drops (and counts) them, rather than teaching the model "no answer" there.
+    """
     examples = []
     for article in dataset:
         for paragraph in article["paragraphs"]:
@@ -282,6 +286,8 @@ def read_examples(dataset: list[dict], max_examples: int | None = None) -> list[
                     first = qa["answers"][0]
                     a, b = first["answer_start"], first["answer_start"] + len(first["text"])
                     inside = [i for i, (s, e) in enumerate(pieces) if s < b and e > a]  # pieces it overlaps
+                    if training and (not inside or context[a:b] != first["text"]):
+                        continue
                     answer = (inside[0], inside[-1]) if inside else None
                 examples.append(Example(qa["id"], qa["question"], context, pieces, answer))
                 if max_examples is not None and len(examples) >= max_examples:
@@ -712,7 +718,7 @@ def main(argv=None) -> dict:
                       null_threshold=args.null_threshold, answerable_classifier=args.null_score == "classifier")
     ft = recipe_for(pre.config, FinetuneConfig(lr=args.lr, layer_decay=args.layer_decay, batch_size=args.batch_size,
                                                max_seq_len=max_seq_len, epochs=cfg.epochs))
-    train_examples = read_examples(train_data, args.max_train_examples)
+    train_examples = read_examples(train_data, args.max_train_examples, training=True)
     dev_examples = read_examples(dev_data, args.max_dev_examples)
     try:
         train_features = make_features(train_examples, pre.tokenizer, cfg, training=True)

@@ -150,6 +150,14 @@ def test_windows_cover_a_long_context_and_only_they_hold_the_answer(tmp_path):
     assert counts.tolist() == [1] * doc_len
 
 
+def test_training_drops_answers_whose_offset_is_wrong():
+    data = squad_file_data()
+    data[0]["paragraphs"][0]["qas"][1]["answers"][0]["answer_start"] = 3  # "blue" is not at character 3
+    assert [e.qid for e in squad.read_examples(data, training=True)] == ["a"]
+    dev = squad.read_examples(data)  # evaluation keeps every question
+    assert [e.qid for e in dev] == ["a", "b"] and dev[0].answer is not None
+
+
 def test_improve_answer_span_keeps_a_partial_piece_whole():
     tok = tokenizer()
     ids = tok.encode("born 1985 ,")  # born 19 ##85 ,
