@@ -241,6 +241,7 @@ class Example:
     context: str
     pieces: list[tuple[int, int]]   # [start, end) character offsets of each piece of the context
     answer: tuple[int, int] | None  # first and last piece of the (first) gold answer; None: no answer
+    answer_text: str = ""           # that answer's text, to find its exact tokens inside the pieces
 
 
 def context_pieces(context: str) -> list[tuple[int, int]]:
@@ -289,7 +290,8 @@ def read_examples(dataset: list[dict], max_examples: int | None = None, training
                     if training and (not inside or context[a:b] != first["text"]):
                         continue
                     answer = (inside[0], inside[-1]) if inside else None
-                examples.append(Example(qa["id"], qa["question"], context, pieces, answer))
+                examples.append(Example(qa["id"], qa["question"], context, pieces, answer,
+                                        qa["answers"][0]["text"] if answer is not None else ""))
                 if max_examples is not None and len(examples) >= max_examples:
                     return examples
     return examples
@@ -373,9 +375,9 @@ def is_max_context(windows: list[tuple[int, int]], w: int, position: int) -> boo
 
 
 def improve_answer_span(doc_ids: list[int], start: int, end: int, answer_ids: list[int]) -> tuple[int, int]:
-    """The tightest sub-span of tokens start..end whose ids are the answer's own (official
-    _improve_answer_span): the answer "1895" inside the piece "1895s" stays the whole piece, but a
-    span that overshoots by whole tokens is trimmed.
+    """The first sub-span of tokens start..end whose ids are the answer text's own (official
+    _improve_answer_span); start..end unchanged when there is none. The pieces an answer touches can hold
+    more than the answer: "19" inside the piece "1985" (tokens 19 ##85) becomes the token 19 alone.
 
     >>> improve_answer_span([7, 8, 9], 0, 2, [8])
     (1, 1)
@@ -403,8 +405,7 @@ def make_features(examples: list[Example], tok: Tokenizer, cfg: SquadConfig, tra
         if training and ex.answer is not None:
             s, e = first_token[ex.answer[0]], first_token[ex.answer[1] + 1] - 1
             if e >= s:
-                text = ex.context[ex.pieces[ex.answer[0]][0]:ex.pieces[ex.answer[1]][1]]
-                answer = improve_answer_span(doc_ids, s, e, tok.encode(text))
+                answer = improve_answer_span(doc_ids, s, e, tok.encode(ex.answer_text))
         room = cfg.max_seq_len - len(query) - 3  # [CLS], [SEP], [SEP]
         if room < 1:
             raise ValueError(f"--max_seq_len {cfg.max_seq_len} leaves no room for the context after a "

@@ -158,6 +158,15 @@ def test_training_drops_answers_whose_offset_is_wrong():
     assert [e.qid for e in dev] == ["a", "b"] and dev[0].answer is not None
 
 
+def test_an_answer_inside_a_piece_targets_its_own_tokens():
+    context = "He was born (1985), the sky"
+    data = [{"paragraphs": [{"context": context, "qas": [
+        {"id": "a", "question": "who ?", "answers": [{"text": "19", "answer_start": context.index("1985")}]}]}]}]
+    tok = tokenizer()
+    (f,) = squad.make_features(squad.read_examples(data, training=True), tok, squad.SquadConfig(max_seq_len=64), True)
+    assert f.ids[f.start:f.end + 1] == tok.encode("19")  # not "19 ##85", the whole piece
+
+
 def test_improve_answer_span_keeps_a_partial_piece_whole():
     tok = tokenizer()
     ids = tok.encode("born 1985 ,")  # born 19 ##85 ,
