@@ -300,3 +300,29 @@ def test_docstring_examples():
 
     result = doctest.testmod(squad)
     assert result.attempted > 10 and result.failed == 0
+
+
+BAD_FLAGS = {"--seed": "-1", "--lr": "0", "--layer_decay": "1.5", "--epochs": "0", "--batch_size": "0",
+             "--max_seq_len": "4", "--doc_stride": "0", "--max_query_len": "0", "--max_answer_len": "0",
+             "--n_best": "0", "--null_threshold": "nan", "--max_train_examples": "0", "--max_dev_examples": "0"}
+
+
+def test_every_numeric_flag_is_range_checked_in_one_line(tmp_path):
+    assert set(BAD_FLAGS) == set(squad.FLAG_RANGES)
+    for flag, value in BAD_FLAGS.items():
+        with pytest.raises(SystemExit, match=f"^{flag} [^ ]+: must be") as e:
+            squad.main(["--task", "squad1", "--init", "x", flag, value])
+        assert "\n" not in str(e.value)
+
+
+def test_windows_that_do_not_fit_the_model_are_one_clear_line(tmp_path):
+    local = tmp_path / "local"
+    local.mkdir()
+    for name in ("train-v2.0.json", "dev-v2.0.json"):
+        squad_file(local / name)
+    base = ["--task", "squad2", "--init", str(tiny_run(tmp_path)), "--data_dir", str(local), "--device", "cpu",
+            "--out_dir", str(tmp_path / "out")]
+    with pytest.raises(SystemExit, match="--max_seq_len 100: must be at most 64"):
+        squad.main(base + ["--max_seq_len", "100"])
+    with pytest.raises(SystemExit, match="leaves no room for the context"):
+        squad.main(base + ["--max_seq_len", "6"])  # "who was born ?" is 4 tokens: 6 - 4 - 3 < 1
