@@ -326,3 +326,36 @@ def test_windows_that_do_not_fit_the_model_are_one_clear_line(tmp_path):
         squad.main(base + ["--max_seq_len", "100"])
     with pytest.raises(SystemExit, match="leaves no room for the context"):
         squad.main(base + ["--max_seq_len", "6"])  # "who was born ?" is 4 tokens: 6 - 4 - 3 < 1
+
+
+def test_a_tiny_model_learns_spans_and_answerability_end_to_end(tmp_path):
+    """Where is CITY? -- the land after "CITY is in", or no answer when the context has no such sentence.
+    A 2-layer random model learns both in seconds: a bug in the targets, the windows' positions, the span
+    search, the mapping back to characters or the answerability head would keep the scores near chance."""
+    cities, lands = [f"c{i}" for i in range(20)], [f"l{i}" for i in range(20)]
+    tok = Tokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "where", "is", "in", ".", "?", "the", "cat",
+                     "sat"] + cities + lands)
+    rng = np.random.default_rng(0)
+
+    def split(n, prefix):
+        paragraphs = []
+        for i in range(n):
+            city, land = rng.choice(cities), rng.choice(lands)
+            filler = " ".join(rng.choice(["the", "cat", "sat", "."], size=rng.integers(0, 8)))
+            context = f"{filler} {city} is in {land} . {filler}".strip()
+            start = context.index(f"{city} is in ") + len(f"{city} is in ")
+            paragraphs.append({"context": context, "qas": [{"id": f"{prefix}{i}", "question": f"where is {city} ?",
+                                                            "answers": [{"text": land, "answer_start": start}]}]})
+            paragraphs.append({"context": f"the cat sat . {filler}", "qas": [
+                {"id": f"{prefix}{i}none", "question": f"where is {city} ?", "is_impossible": True, "answers": []}]})
+        return {"version": "v2.0", "data": [{"title": "t", "paragraphs": paragraphs}]}
+
+    local = tmp_path / "local"
+    local.mkdir()
+    (local / "train-v2.0.json").write_text(json.dumps(split(300, "t")))
+    (local / "dev-v2.0.json").write_text(json.dumps(split(50, "d")))
+    save_train_checkpoint(tmp_path / "run", tok, dataclasses.replace(tiny_config(tok), num_layers=2))
+    report = squad.main(["--task", "squad2", "--init", str(tmp_path / "run"), "--data_dir", str(local), "--device",
+                         "cpu", "--out_dir", str(tmp_path / "out"), "--lr", "1e-3", "--epochs", "10", "--batch_size",
+                         "16", "--max_seq_len", "64"])
+    assert report["dev"]["HasAns_exact"] >= 90 and report["dev"]["NoAns_exact"] >= 90
