@@ -390,17 +390,26 @@ def improve_answer_span(doc_ids: list[int], start: int, end: int, answer_ids: li
 
 
 def make_features(examples: list[Example], tok: Tokenizer, cfg: SquadConfig, training: bool) -> list[Feature]:
-    """Tokenise every example and cut its context into windows (the official convert_examples_to_features)."""
+    """Tokenise every example and cut its context into windows (the official convert_examples_to_features).
+
+    A SQuAD context carries about five questions: its tokens and its windows' max-context flags are
+    computed once per context (and question length), not once per question.
+    """
     features = []
+    contexts, flags = {}, {}
     for ex_index, ex in enumerate(examples):
         query = tok.encode(ex.question)[:cfg.max_query_len]
-        doc_ids, doc_piece, first_token = [], [], []
-        for p, (a, b) in enumerate(ex.pieces):
+        if ex.context not in contexts:
+            doc_ids, doc_piece, first_token = [], [], []
+            for p, (a, b) in enumerate(ex.pieces):
+                first_token.append(len(doc_ids))
+                ids = tok.encode(ex.context[a:b])
+                doc_ids += ids
+                doc_piece += [p] * len(ids)
             first_token.append(len(doc_ids))
-            ids = tok.encode(ex.context[a:b])
-            doc_ids += ids
-            doc_piece += [p] * len(ids)
-        first_token.append(len(doc_ids))
+            contexts = {ex.context: (doc_ids, doc_piece, first_token)}  # examples come grouped by context
+            flags = {}
+        doc_ids, doc_piece, first_token = contexts[ex.context]
         answer = None
         if training and ex.answer is not None:
             s, e = first_token[ex.answer[0]], first_token[ex.answer[1] + 1] - 1
@@ -411,12 +420,15 @@ def make_features(examples: list[Example], tok: Tokenizer, cfg: SquadConfig, tra
             raise ValueError(f"--max_seq_len {cfg.max_seq_len} leaves no room for the context after a "
                              f"{len(query)}-token question: raise it or lower --max_query_len")
         windows = doc_windows(len(doc_ids), room, cfg.doc_stride)
+        if room not in flags:
+            flags[room] = [[is_max_context(windows, w, start + i) for i in range(length)]
+                           for w, (start, length) in enumerate(windows)]
         for w, (start, length) in enumerate(windows):
             offset = len(query) + 2  # the first context token's position
             ids = [tok.cls_id, *query, tok.sep_id, *doc_ids[start:start + length], tok.sep_id]
             segments = [0] * offset + [1] * (length + 1)
             token_piece = {offset + i: doc_piece[start + i] for i in range(length)}
-            max_context = {offset + i: is_max_context(windows, w, start + i) for i in range(length)}
+            max_context = {offset + i: best for i, best in enumerate(flags[room][w])}
             f = Feature(ex_index, ids, segments, token_piece, max_context, impossible=ex.answer is None)
             if answer is not None and start <= answer[0] and answer[1] < start + length:
                 f.start, f.end = answer[0] - start + offset, answer[1] - start + offset
