@@ -325,6 +325,9 @@ class SquadConfig:
     null_threshold: float = -2.75       # 2.0: answers with null odds > this count as "no answer"
 
 
+BERT_NULL_THRESHOLD = 0.0  # BERT run_squad.py's null_score_diff_threshold, for --null_score span
+
+
 @dataclass
 class Feature:
     """One window of one example, ready for the model."""
@@ -679,8 +682,10 @@ def parse_args(argv=None):
     p.add_argument("--max_query_len", type=int, default=SquadConfig.max_query_len)
     p.add_argument("--max_answer_len", type=int, default=SquadConfig.max_answer_len)
     p.add_argument("--n_best", type=int, default=SquadConfig.n_best)
-    p.add_argument("--null_threshold", type=float, default=SquadConfig.null_threshold,
-                   help="2.0: answers with null odds above it count as no answer (official qa_na_threshold)")
+    p.add_argument("--null_threshold", type=float, default=None,
+                   help=f"2.0: answers with null odds above it count as no answer (default: the official "
+                        f"qa_na_threshold {SquadConfig.null_threshold} with the classifier, BERT's "
+                        f"{BERT_NULL_THRESHOLD} with --null_score span)")
     p.add_argument("--null_score", choices=["classifier", "span"], default="classifier",
                    help="2.0's null odds: the official answerability classifier, or BERT's [CLS] span score")
     p.add_argument("--max_train_examples", type=int, default=None, help="use only the first N training questions")
@@ -728,7 +733,9 @@ def main(argv=None) -> dict:
                          f"{pre.source} has embeddings for")
     cfg = SquadConfig(max_seq_len=max_seq_len, doc_stride=args.doc_stride, max_query_len=args.max_query_len,
                       max_answer_len=args.max_answer_len, n_best=args.n_best, epochs=args.epochs,
-                      null_threshold=args.null_threshold, answerable_classifier=args.null_score == "classifier")
+                      null_threshold=args.null_threshold if args.null_threshold is not None
+                      else SquadConfig.null_threshold if args.null_score == "classifier" else BERT_NULL_THRESHOLD,
+                      answerable_classifier=args.null_score == "classifier")
     ft = recipe_for(pre.config, FinetuneConfig(lr=args.lr, layer_decay=args.layer_decay, batch_size=args.batch_size,
                                                max_seq_len=max_seq_len, epochs=cfg.epochs))
     train_examples = read_examples(train_data, args.max_train_examples, training=True)

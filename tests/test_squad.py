@@ -328,7 +328,8 @@ def test_windows_that_do_not_fit_the_model_are_one_clear_line(tmp_path):
         squad.main(base + ["--max_seq_len", "6"])  # "who was born ?" is 4 tokens: 6 - 4 - 3 < 1
 
 
-def test_a_tiny_model_learns_spans_and_answerability_end_to_end(tmp_path):
+@pytest.mark.parametrize("null_score, threshold", [("classifier", -2.75), ("span", 0.0)])
+def test_a_tiny_model_learns_spans_and_answerability_end_to_end(tmp_path, null_score, threshold):
     """Where is CITY? -- the land after "CITY is in", or no answer when the context has no such sentence.
     A 2-layer random model learns both in seconds: a bug in the targets, the windows' positions, the span
     search, the mapping back to characters or the answerability head would keep the scores near chance."""
@@ -357,5 +358,6 @@ def test_a_tiny_model_learns_spans_and_answerability_end_to_end(tmp_path):
     save_train_checkpoint(tmp_path / "run", tok, dataclasses.replace(tiny_config(tok), num_layers=2))
     report = squad.main(["--task", "squad2", "--init", str(tmp_path / "run"), "--data_dir", str(local), "--device",
                          "cpu", "--out_dir", str(tmp_path / "out"), "--lr", "1e-3", "--epochs", "10", "--batch_size",
-                         "16", "--max_seq_len", "64"])
+                         "16", "--max_seq_len", "64", "--null_score", null_score])
+    assert report["squad"]["null_threshold"] == threshold  # the official one, or BERT's for its null score
     assert report["dev"]["HasAns_exact"] >= 90 and report["dev"]["NoAns_exact"] >= 90
