@@ -24,6 +24,7 @@ import string
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -320,6 +321,8 @@ class SquadConfig:
     # SQuAD 2.0 (official configure_finetuning.py): answerable_classifier=True, answerable_uses_start_logits
     # =True, answerable_weight=0.5; qa_na_threshold=-2.75 is its "no answer" cut on the null odds.
     answerable_classifier: bool = True  # False: BERT's null score ([CLS] start + end minus the best span's)
+    joint_prediction: bool = True       # official: the end head sees the start's state; False: BERT's head
+    beam: int = 20                      # official beam_size: starts (and ends per start) the joint head keeps
     answerable_weight: float = 0.5      # weight of the answerability loss beside the span loss
     answerable_hidden: int = 512        # width of the classifier's GELU layer (official dense(.., 512, gelu))
     null_threshold: float = -2.75       # 2.0: answers with null odds > this count as "no answer"
@@ -440,20 +443,32 @@ def make_features(examples: list[Example], tok: Tokenizer, cfg: SquadConfig, tra
 
 
 # ---------------------------------------------------------------------------------------------------------
-# The model: start and end logits from one linear layer on the discriminator's last states.
+# The model: start and end logits on the discriminator's last states, and the answerability classifier.
 # ---------------------------------------------------------------------------------------------------------
 
 MASKED_LOGIT = -1e4  # positions outside the context: exp(-1e4) is 0 in fp32 and bf16, and no overflow
 
 
-class SpanModel(nn.Module):
-    """The pre-trained encoder plus a span head: [start_t, end_t] = W h_t + b for every position t, and for
-    SQuAD 2.0 the official answerability classifier.
+class SpanLogits(NamedTuple):
+    """The span model's outputs (fp32). With the joint head at evaluation, `end` is [B, K, T]: the end
+    logits for each of the K best starts, whose positions are `start_top` [B, K]; otherwise end is [B, T]
+    and start_top is None."""
+    start: torch.Tensor
+    end: torch.Tensor
+    answerable: torch.Tensor  # [B]; zeros without the classifier
+    start_top: torch.Tensor | None = None
 
-    Span head: one dense layer to 2 outputs, BERT's and the official ELECTRA's non-joint head. The official
-    configure_finetuning.py defaults to joint_prediction=True (an end head conditioned on the start, searched
-    with a beam); we do not implement it. Logits outside the context and [CLS] are masked as the official
-    qa_tasks.py's answer_mask = input_mask * segment_ids + one_hot(0), so a span never starts in the question.
+
+class SpanModel(nn.Module):
+    """The pre-trained encoder plus a span head, and for SQuAD 2.0 the official answerability classifier.
+
+    Start logits: start_t = w . h_t + b at every position t. End logits, two heads:
+      - joint (official joint_prediction=True): end_t = w' . GELU(W [h_s ; h_t] + c) + b', conditioned on
+        the start s: the gold start in training; at evaluation each of the `beam` best starts, whose
+        log-probabilities are added to the ends' (official qa_tasks.py, dense 512 "qa_hidden").
+      - BERT's: end_t = w'' . h_t + b'', the same dense layer as the start (joint=False).
+    Logits outside the context and [CLS] are masked as the official answer_mask = input_mask * segment_ids +
+    one_hot(0), so a span never starts in the question.
 
     Answerability (official answerable_classifier, answerable_uses_start_logits): the [CLS] state and the
     states averaged under softmax(start logits), concatenated, dense(512, GELU), dense(1): one logit per
@@ -463,10 +478,15 @@ class SpanModel(nn.Module):
     task head's depth).
     """
 
-    def __init__(self, config: ElectraConfig, answerable: bool = False, answerable_hidden: int = 512):
+    def __init__(self, config: ElectraConfig, answerable: bool = False, answerable_hidden: int = 512,
+                 joint: bool = False, beam: int = 20):
         super().__init__()
         self.encoder = Encoder(config)
-        heads = {"span": nn.Linear(config.hidden_size, 2)}
+        self.beam = beam
+        heads = {"span": nn.Linear(config.hidden_size, 1 if joint else 2)}  # start (and BERT's end) logits
+        if joint:
+            heads["end_hidden"] = nn.Linear(2 * config.hidden_size, answerable_hidden)
+            heads["end"] = nn.Linear(answerable_hidden, 1)
         if answerable:
             heads["answerable_hidden"] = nn.Linear(2 * config.hidden_size, answerable_hidden)
             heads["answerable"] = nn.Linear(answerable_hidden, 1)
@@ -475,20 +495,35 @@ class SpanModel(nn.Module):
             nn.init.xavier_uniform_(layer.weight)
             nn.init.zeros_(layer.bias)
 
-    def forward(self, input_ids, segment_ids, attention_mask):
-        """[B, T] inputs -> start and end logits [B, T] and the answerability logit [B] (zeros without the
-        classifier), all fp32."""
+    def _joint_end(self, h, start_states, allowed):
+        """End logits given start states [B, K, H] (K starts per window): [B, K, T], masked."""
+        B, T, H = h.shape
+        pairs = torch.cat([start_states[:, :, None].expand(-1, -1, T, -1), h[:, None].expand(-1, start_states.shape[1],
+                                                                                          -1, -1)], -1)
+        end = self.classifier["end"](F.gelu(self.classifier["end_hidden"](pairs))).squeeze(-1).float()
+        return end.masked_fill(~allowed[:, None], MASKED_LOGIT)
+
+    def forward(self, input_ids, segment_ids, attention_mask, start_positions=None) -> SpanLogits:
+        """[B, T] inputs -> SpanLogits. The joint head needs the gold `start_positions` [B] in training;
+        without them it searches the beam of best starts."""
         h = self.encoder.hidden_states(input_ids, segment_ids, attention_mask)  # [B, T, H]
-        logits = self.classifier["span"](h).float()                               # [B, T, 2]
+        logits = self.classifier["span"](h).float()                               # [B, T, 1 or 2]
         allowed = attention_mask.bool() & segment_ids.bool()
         allowed[:, 0] = True  # [CLS]: the "no answer" span of SQuAD 2.0 (and of a window without the answer)
         logits = logits.masked_fill(~allowed[..., None], MASKED_LOGIT)
-        start, end = logits[..., 0], logits[..., 1]
+        start, start_top = logits[..., 0], None
+        if "end" not in self.classifier:
+            end = logits[..., 1]
+        elif start_positions is not None:
+            end = self._joint_end(h, h[torch.arange(len(h)), start_positions][:, None], allowed)[:, 0]
+        else:
+            start_top = start.topk(min(self.beam, start.shape[1]), dim=-1).indices           # [B, K]
+            end = self._joint_end(h, h.gather(1, start_top[..., None].expand(-1, -1, h.shape[-1])), allowed)
         if "answerable" not in self.classifier:
-            return start, end, torch.zeros_like(start[:, 0])
+            return SpanLogits(start, end, torch.zeros_like(start[:, 0]), start_top)
         start_feature = torch.einsum("bt,bth->bh", start.softmax(-1), h.float())  # [B, H]
         hidden = F.gelu(self.classifier["answerable_hidden"](torch.cat([h[:, 0].float(), start_feature], -1)))
-        return start, end, self.classifier["answerable"](hidden).squeeze(-1).float()
+        return SpanLogits(start, end, self.classifier["answerable"](hidden).squeeze(-1).float(), start_top)
 
 
 def span_loss(start_logits, end_logits, starts, ends):
@@ -529,18 +564,42 @@ def top_positions(logits: np.ndarray, n: int) -> list[int]:
     return [int(i) for i in np.argsort(-logits, kind="stable")[:n]]
 
 
-def candidate_spans(start_logits: np.ndarray, end_logits: np.ndarray, feature: Feature, cfg: SquadConfig):
-    """(score = start + end logit, start position, end position) of every valid span among the n_best
-    starts x n_best ends: both in the context, start where this window has the token's most context,
-    end >= start, at most max_answer_len tokens (official write_predictions' filters)."""
+def log_softmax(x: np.ndarray) -> np.ndarray:
+    """log p_i = x_i - log sum_j exp x_j, over the last axis, computed stably.
+
+    >>> log_softmax(np.array([0.0, 0.0])).round(4).tolist()
+    [-0.6931, -0.6931]
+    """
+    m = x.max(axis=-1, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(axis=-1, keepdims=True))
+
+
+def candidate_spans(start_logits: np.ndarray, end_logits: np.ndarray, feature: Feature, cfg: SquadConfig,
+                    start_top: np.ndarray | None = None):
+    """(score, start position, end position) of every valid span among the n_best starts x n_best ends:
+    both in the context, start where this window has the token's most context, end >= start, at most
+    max_answer_len tokens (official write_predictions' filters).
+
+    BERT's head: score = start logit + end logit. Joint head (start_top given, end_logits [K, n]): the
+    starts are start_top, and score = log p(start) + log p(end | start), as the official beam search."""
+    pairs = []
+    if start_top is None:
+        ends = top_positions(end_logits, cfg.n_best)
+        pairs = [(s, e, float(start_logits[s] + end_logits[e])) for s in top_positions(start_logits, cfg.n_best)
+                 for e in ends]
+    else:
+        start_lp, end_lp = log_softmax(start_logits), log_softmax(end_logits)
+        for k, s in enumerate(start_top[:cfg.n_best]):
+            if s >= len(start_logits):  # the beam was searched over the padded batch: a start in the padding
+                continue
+            pairs += [(int(s), e, float(start_lp[s] + end_lp[k, e])) for e in top_positions(end_logits[k], cfg.n_best)]
     spans = []
-    for s in top_positions(start_logits, cfg.n_best):
-        for e in top_positions(end_logits, cfg.n_best):
-            if s not in feature.token_piece or e not in feature.token_piece or not feature.max_context[s]:
-                continue
-            if e < s or e - s + 1 > cfg.max_answer_len:
-                continue
-            spans.append((float(start_logits[s] + end_logits[e]), s, e))
+    for s, e, score in pairs:
+        if s not in feature.token_piece or e not in feature.token_piece or not feature.max_context[s]:
+            continue
+        if e < s or e - s + 1 > cfg.max_answer_len:
+            continue
+        spans.append((score, s, e))
     return spans
 
 
@@ -558,8 +617,8 @@ def null_odds_of(null_score: float, best_span_score: float, answerable_classifie
 
 
 def predict_answers(examples: list[Example], features: list[Feature], start_logits: list[np.ndarray],
-                    end_logits: list[np.ndarray], answerable_logits: list[float], cfg: SquadConfig,
-                    v2: bool) -> tuple[dict, dict]:
+                    end_logits: list[np.ndarray], answerable_logits: list[float], start_tops: list | None,
+                    cfg: SquadConfig, v2: bool) -> tuple[dict, dict]:
     """predictions.json {qid: answer text} and null_odds.json {qid: odds} (empty for SQuAD 1.1).
 
     Each example takes the best-scoring span over all its windows; its text is the context's own
@@ -567,14 +626,15 @@ def predict_answers(examples: list[Example], features: list[Feature], start_logi
     for 2.0, and the "no answer" decision is the evaluation's: null odds > threshold (see `evaluate`).
     """
     by_example = collections.defaultdict(list)
-    for f, s, e, a in zip(features, start_logits, end_logits, answerable_logits):
-        by_example[f.example].append((f, s, e, a))
+    tops = start_tops if start_tops is not None else [None] * len(features)
+    for f, s, e, a, top in zip(features, start_logits, end_logits, answerable_logits, tops):
+        by_example[f.example].append((f, s, e, a, top))
     predictions, null_odds = {}, {}
     for i, ex in enumerate(examples):
         spans, null_score = [], math.inf
-        for f, s, e, answerable in by_example[i]:
+        for f, s, e, answerable, top in by_example[i]:
             null_score = min(null_score, float(answerable) if cfg.answerable_classifier else float(s[0] + e[0]))
-            spans += [(score, f, a, b) for score, a, b in candidate_spans(s, e, f, cfg)]
+            spans += [(score, f, a, b) for score, a, b in candidate_spans(s, e, f, cfg, top)]
         best = max(spans, key=lambda x: x[0], default=None)
         text, best_score = "", 0.0  # no valid span at all: the official nonce entry, score 0
         if best is not None:
@@ -588,19 +648,21 @@ def predict_answers(examples: list[Example], features: list[Feature], start_logi
 
 @torch.no_grad()
 def model_logits(model: SpanModel, features: list[Feature], batch_size: int, pad_id: int, device):
-    """Start and end logits (numpy, unpadded) and the answerability logit of every feature, in order."""
+    """Start and end logits (numpy, unpadded; the joint head's end [K, n]), the answerability logit and
+    the joint head's beam of starts (None for BERT's head) of every feature, in order."""
     model.eval()
-    starts, ends, answerable = [], [], []
+    starts, ends, answerable, tops = [], [], [], []
     for begin in range(0, len(features), batch_size):
         rows = list(range(begin, min(begin + batch_size, len(features))))
         with autocast(device):
-            s, e, a = model(*collate(features, rows, pad_id, device))
+            s, e, a, top = model(*collate(features, rows, pad_id, device))
         answerable += a.cpu().tolist()
         for i, r in enumerate(rows):
             n = len(features[r].ids)
             starts.append(s[i, :n].cpu().numpy())
-            ends.append(e[i, :n].cpu().numpy())
-    return starts, ends, answerable
+            ends.append(e[i, ..., :n].cpu().numpy())
+            tops.append(None if top is None else top[i].cpu().numpy())
+    return starts, ends, answerable, (None if not tops or tops[0] is None else tops)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -615,7 +677,7 @@ def finetune(pre, train: list[Feature], ft: FinetuneConfig, cfg: SquadConfig, v2
     device = torch.device(device)
     torch.manual_seed(seed)
     answerable = v2 and cfg.answerable_classifier
-    model = SpanModel(pre.config, answerable, cfg.answerable_hidden)
+    model = SpanModel(pre.config, answerable, cfg.answerable_hidden, cfg.joint_prediction, cfg.beam)
     model.encoder.load_state_dict(pre.encoder_state)
     model.to(device)
     opt = build_optimizer(param_groups(model, pre.config.num_layers, ft.lr, ft.layer_decay, ft.weight_decay,
@@ -633,9 +695,9 @@ def finetune(pre, train: list[Feature], ft: FinetuneConfig, cfg: SquadConfig, v2
         for begin in tqdm(range(0, len(train), ft.batch_size), desc=f"squad epoch {epoch}/{epochs}",
                           dynamic_ncols=True, leave=False):
             rows = order[begin:begin + ft.batch_size]
-            with autocast(device):
-                s, e, a = model(*collate(train, rows, pre.tokenizer.pad_id, device))
             targets = torch.tensor([[train[r].start, train[r].end] for r in rows], device=device)
+            with autocast(device):
+                s, e, a, _ = model(*collate(train, rows, pre.tokenizer.pad_id, device), start_positions=targets[:, 0])
             loss = span_loss(s, e, targets[:, 0], targets[:, 1])
             if answerable:
                 impossible = torch.tensor([float(train[r].impossible) for r in rows], device=device)
@@ -687,7 +749,11 @@ def parse_args(argv=None):
                         f"qa_na_threshold {SquadConfig.null_threshold} with the classifier, BERT's "
                         f"{BERT_NULL_THRESHOLD} with --null_score span)")
     p.add_argument("--null_score", choices=["classifier", "span"], default="classifier",
-                   help="2.0's null odds: the official answerability classifier, or BERT's [CLS] span score")
+                   help="2.0's null odds: the official answerability classifier, or BERT's [CLS] span score "
+                        "(which implies --independent_ends: it is defined on BERT's head)")
+    p.add_argument("--independent_ends", action="store_true",
+                   help="BERT's span head (start and end from one dense layer) instead of the official joint "
+                        "prediction (the end conditioned on the start, searched with a beam)")
     p.add_argument("--max_train_examples", type=int, default=None, help="use only the first N training questions")
     p.add_argument("--max_dev_examples", type=int, default=None, help="predict and score the first N dev questions")
     return p.parse_args(argv)
@@ -708,7 +774,8 @@ FLAG_RANGES = {
     "--max_train_examples": int_at_least(1, "training questions"),
     "--max_dev_examples": int_at_least(1, "dev questions"),
 }
-EVAL_BATCH_SIZE = 64  # evaluation only: no effect on results
+EVAL_BATCH_SIZE = 16  # evaluation only, no effect on results; the joint head's beam makes a [16, 20, 512, 2H]
+# tensor of start-end pairs (Base: about 1 GiB in fp32), and larger batches would crowd a CPU's memory
 
 
 def main(argv=None) -> dict:
@@ -735,7 +802,8 @@ def main(argv=None) -> dict:
                       max_answer_len=args.max_answer_len, n_best=args.n_best, epochs=args.epochs,
                       null_threshold=args.null_threshold if args.null_threshold is not None
                       else SquadConfig.null_threshold if args.null_score == "classifier" else BERT_NULL_THRESHOLD,
-                      answerable_classifier=args.null_score == "classifier")
+                      answerable_classifier=args.null_score == "classifier",
+                      joint_prediction=not (args.independent_ends or args.null_score == "span"))
     ft = recipe_for(pre.config, FinetuneConfig(lr=args.lr, layer_decay=args.layer_decay, batch_size=args.batch_size,
                                                max_seq_len=max_seq_len, epochs=cfg.epochs))
     train_examples = read_examples(train_data, args.max_train_examples, training=True)

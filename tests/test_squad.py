@@ -5,6 +5,7 @@ import json
 
 import numpy as np
 import pytest
+import torch
 from test_finetune_model import (  # the tiny train.py run folder of finetune's tests
     save_train_checkpoint,
     tiny_config,
@@ -187,20 +188,20 @@ def test_predict_answers_by_hand():
     start[1], end[1] = 9.0, 9.0         # in the question: not a span
     start[12], end[4] = 4.0, 4.0        # "sky".."was" ends before it starts; "he was" scores only 4
     bert = squad.SquadConfig(answerable_classifier=False)
-    preds, odds = squad.predict_answers([ex], [f], [start], [end], [0.7], bert, v2=True)
+    preds, odds = squad.predict_answers([ex], [f], [start], [end], [0.7], None, bert, v2=True)
     assert preds == {"q": "1985"} and odds == {"q": pytest.approx(1.5 - 5.0)}
     start[0] = 10.0                     # null odds 10.5 - 5: the answer is still written (official)
-    preds, odds = squad.predict_answers([ex], [f], [start], [end], [0.7], bert, v2=True)
+    preds, odds = squad.predict_answers([ex], [f], [start], [end], [0.7], None, bert, v2=True)
     assert preds == {"q": "1985"} and odds["q"] == pytest.approx(5.5)
     # the official default: the odds are the answerability logit, the lowest over the windows
     f2 = dataclasses.replace(f)
-    preds, odds = squad.predict_answers([ex], [f, f2], [start, start], [end, end], [0.7, -0.2],
+    preds, odds = squad.predict_answers([ex], [f, f2], [start, start], [end, end], [0.7, -0.2], None,
                                         squad.SquadConfig(), v2=True)
     assert preds == {"q": "1985"} and odds["q"] == pytest.approx(-0.2)
-    preds, odds = squad.predict_answers([ex], [f], [start], [end], [0.7], bert, v2=False)
+    preds, odds = squad.predict_answers([ex], [f], [start], [end], [0.7], None, bert, v2=False)
     assert preds == {"q": "1985"} and odds == {}  # SQuAD 1.1: no null odds
     cfg1 = squad.SquadConfig(max_answer_len=1)  # "19 ##85" is 2 tokens: now only 1-token spans
-    preds, _ = squad.predict_answers([ex], [f], [start], [end], [0.0], cfg1, v2=False)
+    preds, _ = squad.predict_answers([ex], [f], [start], [end], [0.0], None, cfg1, v2=False)
     assert preds["q"] != "1985"
 
 
@@ -210,8 +211,8 @@ def test_span_model_masks_the_question_and_padding(answerable):
     model = squad.SpanModel(tiny_config(tok), answerable, answerable_hidden=8)
     f = squad.make_features(squad.read_examples(squad_file_data()), tok, squad.SquadConfig(max_seq_len=64), True)
     ids, seg, mask = squad.collate(f, [0, 1], tok.pad_id, "cpu")
-    s, e, a = model(ids, seg, mask)
-    assert a.shape == (2,) and (a != 0).all() == answerable
+    s, e, a, top = model(ids, seg, mask)
+    assert a.shape == (2,) and (a != 0).all() == answerable and top is None
     blocked = ~((seg == 1) & (mask == 1))
     blocked[:, 0] = False
     assert (s[blocked] == squad.MASKED_LOGIT).all() and (e[blocked] == squad.MASKED_LOGIT).all()
@@ -361,3 +362,38 @@ def test_a_tiny_model_learns_spans_and_answerability_end_to_end(tmp_path, null_s
                          "16", "--max_seq_len", "64", "--null_score", null_score])
     assert report["squad"]["null_threshold"] == threshold  # the official one, or BERT's for its null score
     assert report["dev"]["HasAns_exact"] >= 90 and report["dev"]["NoAns_exact"] >= 90
+
+
+def test_joint_head_scores_each_beam_start_as_training_would():
+    """At evaluation the joint head gives, for each of the K best starts, the end logits that training
+    computes with that start as the gold one; spans are scored log p(start) + log p(end | start)."""
+    tok = tokenizer()
+    torch.manual_seed(0)
+    model = squad.SpanModel(tiny_config(tok), answerable=False, answerable_hidden=8, joint=True, beam=3).eval()
+    f = squad.make_features(squad.read_examples(squad_file_data()), tok, squad.SquadConfig(max_seq_len=64), True)
+    ids, seg, mask = squad.collate(f, [0, 1], tok.pad_id, "cpu")
+    with torch.no_grad():
+        out = model(ids, seg, mask)
+        assert out.start_top.shape == (2, 3) and out.end.shape == (2, 3, ids.shape[1])
+        assert torch.equal(out.start_top, out.start.topk(3).indices)
+        for k in range(3):
+            trained = model(ids, seg, mask, start_positions=out.start_top[:, k]).end  # [B, T]
+            torch.testing.assert_close(trained, out.end[:, k])
+
+
+def test_joint_candidate_spans_by_hand():
+    # 5 positions, context 1..4 (all max-context); starts beam [2, 1]; ends per start
+    f = squad.Feature(0, [0] * 5, [0, 1, 1, 1, 1], {p: p for p in range(1, 5)}, {p: True for p in range(1, 5)})
+    start = np.log(np.array([0.1, 0.2, 0.7, 1e-9, 1e-9]))          # log p(start) = these, softmax is identity
+    end = np.log(np.array([[0.1, 0.1, 0.1, 0.6, 0.1],                # given start 2: end 3 best
+                           [0.1, 0.5, 0.2, 0.1, 0.1]]))              # given start 1: end 1 best
+    spans = squad.candidate_spans(start, end, f, squad.SquadConfig(n_best=2), np.array([2, 1]))
+    scored = {(s, e): round(score, 4) for score, s, e in spans}
+    # start 2: top-2 ends 3 (0.6) and one of the 0.1s at 0..2 or 4 ...; only valid spans kept
+    assert scored[(2, 3)] == round(np.log(0.7) + np.log(0.6), 4)
+    assert scored[(1, 1)] == round(np.log(0.2) + np.log(0.5), 4) and (1, 2) in scored
+    assert max(spans)[1:] == (2, 3)
+    # a start the beam found in the batch's padding (position 7 of a 5-token window) is no span
+    padded = squad.candidate_spans(start, np.concatenate([end, end[:1]]), f, squad.SquadConfig(n_best=2),
+                                   np.array([2, 1, 7]))
+    assert sorted(padded) == sorted(spans)
