@@ -323,6 +323,7 @@ class SquadConfig:
     answerable_classifier: bool = True  # False: BERT's null score ([CLS] start + end minus the best span's)
     joint_prediction: bool = True       # official: the end head sees the start's state; False: BERT's head
     beam: int = 20                      # official beam_size: starts (and ends per start) the joint head keeps
+    joint_hidden: int = 512             # width of the joint end head's GELU layer (official "qa_hidden", 512)
     answerable_weight: float = 0.5      # weight of the answerability loss beside the span loss
     answerable_hidden: int = 512        # width of the classifier's GELU layer (official dense(.., 512, gelu))
     null_threshold: float = -2.75       # 2.0: answers with null odds > this count as "no answer"
@@ -479,14 +480,14 @@ class SpanModel(nn.Module):
     """
 
     def __init__(self, config: ElectraConfig, answerable: bool = False, answerable_hidden: int = 512,
-                 joint: bool = False, beam: int = 20):
+                 joint: bool = False, beam: int = 20, joint_hidden: int = 512):
         super().__init__()
         self.encoder = Encoder(config)
         self.beam = beam
         heads = {"span": nn.Linear(config.hidden_size, 1 if joint else 2)}  # start (and BERT's end) logits
         if joint:
-            heads["end_hidden"] = nn.Linear(2 * config.hidden_size, answerable_hidden)
-            heads["end"] = nn.Linear(answerable_hidden, 1)
+            heads["end_hidden"] = nn.Linear(2 * config.hidden_size, joint_hidden)
+            heads["end"] = nn.Linear(joint_hidden, 1)
         if answerable:
             heads["answerable_hidden"] = nn.Linear(2 * config.hidden_size, answerable_hidden)
             heads["answerable"] = nn.Linear(answerable_hidden, 1)
@@ -677,7 +678,7 @@ def finetune(pre, train: list[Feature], ft: FinetuneConfig, cfg: SquadConfig, v2
     device = torch.device(device)
     torch.manual_seed(seed)
     answerable = v2 and cfg.answerable_classifier
-    model = SpanModel(pre.config, answerable, cfg.answerable_hidden, cfg.joint_prediction, cfg.beam)
+    model = SpanModel(pre.config, answerable, cfg.answerable_hidden, cfg.joint_prediction, cfg.beam, cfg.joint_hidden)
     model.encoder.load_state_dict(pre.encoder_state)
     model.to(device)
     opt = build_optimizer(param_groups(model, pre.config.num_layers, ft.lr, ft.layer_decay, ft.weight_decay,

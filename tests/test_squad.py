@@ -290,7 +290,7 @@ def test_a_few_steps_lower_the_loss(tmp_path):
     features = squad.make_features(squad.read_examples(squad_file_data()), pre.tokenizer,
                                    squad.SquadConfig(max_seq_len=64), training=True)
     ft = FinetuneConfig(lr=1e-3, layer_decay=0.8, batch_size=2)
-    cfg = squad.SquadConfig(max_seq_len=64, epochs=15, answerable_hidden=8)
+    cfg = squad.SquadConfig(max_seq_len=64, epochs=15, answerable_hidden=8, joint_hidden=8)
     _, losses = squad.finetune(pre, features, ft, cfg, v2=True, seed=0, device="cpu")
     assert losses[-1] < 0.5 * losses[0]
 
@@ -369,7 +369,7 @@ def test_joint_head_scores_each_beam_start_as_training_would():
     computes with that start as the gold one; spans are scored log p(start) + log p(end | start)."""
     tok = tokenizer()
     torch.manual_seed(0)
-    model = squad.SpanModel(tiny_config(tok), answerable=False, answerable_hidden=8, joint=True, beam=3).eval()
+    model = squad.SpanModel(tiny_config(tok), answerable=False, joint=True, beam=3, joint_hidden=8).eval()
     f = squad.make_features(squad.read_examples(squad_file_data()), tok, squad.SquadConfig(max_seq_len=64), True)
     ids, seg, mask = squad.collate(f, [0, 1], tok.pad_id, "cpu")
     with torch.no_grad():
