@@ -195,7 +195,8 @@ def evaluate(dataset: list[dict], predictions: dict[str, str], null_odds: dict[s
 # ---------------------------------------------------------------------------------------------------------
 
 SQUAD_BASE_URL = "https://rajpurkar.github.io/SQuAD-explorer/dataset"  # the official site's files
-# (train file, dev file) per task, and their sizes in bytes, checked after a download from SQUAD_BASE_URL.
+# (train file, dev file) per task, and their sizes in bytes, checked after a download from SQUAD_BASE_URL
+# (the sizes the site serves; the same figures as torchtext's SQuAD downloader and wget logs of the files).
 SQUAD_FILES = {"squad1": ("train-v1.1.json", "dev-v1.1.json"), "squad2": ("train-v2.0.json", "dev-v2.0.json")}
 SQUAD_SIZES = {"train-v1.1.json": 30_288_272, "dev-v1.1.json": 4_854_279,
                "train-v2.0.json": 42_123_633, "dev-v2.0.json": 4_370_528}

@@ -397,3 +397,13 @@ def test_joint_candidate_spans_by_hand():
     padded = squad.candidate_spans(start, np.concatenate([end, end[:1]]), f, squad.SquadConfig(n_best=2),
                                    np.array([2, 1, 7]))
     assert sorted(padded) == sorted(spans)
+
+
+def test_the_official_files_are_size_checked(tmp_path, http_server, monkeypatch):
+    """From the official URL a file must have SQuAD's published size: a short one is refused and not kept."""
+    root, url = http_server
+    squad_file(root / "train-v2.0.json")
+    monkeypatch.setattr(squad, "SQUAD_BASE_URL", url)  # stand the local server in for the official site
+    with pytest.raises(squad.DownloadError, match="expected 42,123,633"):
+        squad.squad_files("squad2", None, tmp_path / "cache", url)
+    assert not list((tmp_path / "cache").iterdir())
