@@ -1,5 +1,6 @@
 """bench/: the benchmarks run (seconds, with the smallest settings) and compare like with like."""
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
@@ -38,3 +39,20 @@ def test_tokenizer_bench_runs_and_agrees_with_both_references(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "trainer, vocab_size=120" in printed and printed.count(" 0 of 223 lines") == 2  # Python and Rust
     assert "ours (tokenizer.py, Python)" in printed and "BertWordPieceTokenizer (Rust)" in printed
+
+
+def test_seq_len_bench_measures_both_objectives_at_every_length(tmp_path, capsys):
+    """ELECTRA (G + D) and BERT (one MLM of D's size) at each length: a row each, the same model at every
+    length, ELECTRA the larger by its generator, and the plot and JSON written."""
+    out = tmp_path / "seq"
+    results = load("seq_len_memory").main(["--size", "tiny", "--seq", "16", "32", "--batch", "2", "--steps", "1",
+                                           "--warmup", "0", "--threads", "1", "--device", "cpu", "--out", str(out)])
+    assert [(r["objective"], r["seq"]) for r in results] == [("electra", 16), ("bert", 16), ("electra", 32),
+                                                             ("bert", 32)]
+    params = {o: {r["params"] for r in results if r["objective"] == o} for o in ("electra", "bert")}
+    assert len(params["electra"]) == len(params["bert"]) == 1  # the sequence length changes no weight
+    assert params["electra"].pop() > params["bert"].pop()       # the generator on top of a D of BERT's size
+    assert all(r["steps_per_s"] > 0 for r in results)
+    assert out.with_suffix(".png").read_bytes()[:4] == b"\x89PNG"
+    assert len(json.loads(out.with_suffix(".json").read_text())) == 4
+    assert "seq 32: ELECTRA / BERT" in capsys.readouterr().out

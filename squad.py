@@ -1,0 +1,841 @@
+"""Fine-tune a pre-trained ELECTRA (or BERT) discriminator on SQuAD 1.1 / 2.0, and score it as SQuAD does.
+
+Clark et al. 2020 (arXiv 2003.10555), section 3.3 and Table 4, report SQuAD 1.1 and 2.0 dev EM/F1 next to
+GLUE. This file is the pipeline in the order a reader meets it:
+
+    evaluation   SQuAD's official evaluation written by hand: normalisation, EM, F1, HasAns/NoAns and the
+                 best no-answer threshold (evaluate-v2.0.py; v1.1 scores are its HasAns subset)
+    data         the official JSON files (download once, or --data_dir), read into examples
+    features     whitespace words with character offsets, WordPiece, doc-stride windows of 512 tokens
+    model        the start/end span head on the discriminator's states
+    answers      the n-best span search, the null score for 2.0, predictions.json / null_odds.json
+    training     Table 7's recipe (finetune.py's lr, layer-wise decay and optimizer), 2 epochs
+    main         the CLI
+
+    python squad.py --task squad1 --init path/to/hf-electra-small-discriminator
+    python squad.py --task squad2 --init ckpt.pt --data_dir ../shared/data/squad
+"""
+import argparse
+import collections
+import json
+import math
+import re
+import string
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from electra import ElectraConfig, Encoder
+from finetune import (
+    FinetuneConfig,
+    _atomic_write_text,
+    autocast,
+    build_optimizer,
+    load_pretrained,
+    lr_factor,
+    param_groups,
+    recipe_for,
+)
+from tokenizer import Tokenizer, is_punctuation, is_whitespace
+from train import DownloadError, check_flags, download, int_at_least
+
+# ---------------------------------------------------------------------------------------------------------
+# The official evaluation (SQuAD's evaluate-v2.0.py, which for answerable questions scores as v1.1's).
+# Scores are on the 0-100 scale of the paper's Table 4.
+# ---------------------------------------------------------------------------------------------------------
+
+ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)  # evaluate-v2.0.py remove_articles
+PUNCTUATION = set(string.punctuation)                 # ASCII punctuation only, as the official script
+
+
+def normalize_answer(s: str) -> str:
+    """Lowercase, drop punctuation, drop the articles a/an/the, collapse whitespace (in that order).
+
+    >>> normalize_answer("  The Eiffel-Tower, an icon!")
+    'eiffeltower icon'
+    """
+    s = "".join(ch for ch in s.lower() if ch not in PUNCTUATION)
+    return " ".join(ARTICLES.sub(" ", s).split())
+
+
+def exact_match(prediction: str, gold: str) -> int:
+    """1 when the normalised strings are equal.
+
+    >>> exact_match("the Denver Broncos", "Denver Broncos!")
+    1
+    """
+    return int(normalize_answer(prediction) == normalize_answer(gold))
+
+
+def f1_score(prediction: str, gold: str) -> float:
+    """Token-overlap F1 of the normalised answers: P = common/|pred|, R = common/|gold|, F1 = 2PR/(P+R).
+
+    Tokens are counted with multiplicity (a bag, as the official Counter &). When either side is empty
+    (SQuAD 2.0's no-answer), F1 is 1 if both are empty, else 0.
+
+    >>> f1_score("Denver Broncos won", "the Denver Broncos")  # common 2; P = 2/3, R = 2/2: 2*(2/3)/(5/3)
+    0.8
+    """
+    pred, gold_tokens = normalize_answer(prediction).split(), normalize_answer(gold).split()
+    if not pred or not gold_tokens:
+        return float(pred == gold_tokens)
+    common = sum((collections.Counter(pred) & collections.Counter(gold_tokens)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(pred), common / len(gold_tokens)
+    return 2 * precision * recall / (precision + recall)
+
+
+def gold_answers(qa: dict) -> list[str]:
+    """A question's gold answer texts; [""] when it has none that survive normalisation (2.0's no-answer).
+
+    >>> gold_answers({"answers": [{"text": "the"}]}), gold_answers({"answers": [{"text": "Paris"}]})
+    ([''], ['Paris'])
+    """
+    answers = [a["text"] for a in qa.get("answers", []) if normalize_answer(a["text"])]
+    return answers or [""]
+
+
+def raw_scores(dataset: list[dict], predictions: dict[str, str]) -> tuple[dict, dict]:
+    """Per question id: the best EM and the best F1 of its prediction over the gold answers (0/1 scale).
+
+    A question without a prediction is a clear error (the official script prints and skips it).
+    """
+    exact, f1 = {}, {}
+    for article in dataset:
+        for paragraph in article["paragraphs"]:
+            for qa in paragraph["qas"]:
+                if qa["id"] not in predictions:
+                    raise ValueError(f"no prediction for question {qa['id']}: predictions must answer every "
+                                     f"question of the dataset (\"\" for no answer)")
+                golds, pred = gold_answers(qa), predictions[qa["id"]]
+                exact[qa["id"]] = max(exact_match(pred, g) for g in golds)
+                f1[qa["id"]] = max(f1_score(pred, g) for g in golds)
+    return exact, f1
+
+
+def has_answer(dataset: list[dict]) -> dict[str, bool]:
+    """Question id -> whether it has a gold answer (the HasAns/NoAns split of SQuAD 2.0)."""
+    return {qa["id"]: gold_answers(qa) != [""] for a in dataset for p in a["paragraphs"] for qa in p["qas"]}
+
+
+def apply_no_answer_threshold(scores: dict, null_odds: dict, answerable: dict, threshold: float) -> dict:
+    """Where null_odds > threshold the prediction becomes "no answer": it scores 1 on NoAns questions, 0
+    on HasAns ones (evaluate-v2.0.py apply_no_ans_threshold)."""
+    return {q: float(not answerable[q]) if null_odds[q] > threshold else s for q, s in scores.items()}
+
+
+def best_threshold(predictions: dict, scores: dict, null_odds: dict, answerable: dict) -> tuple[float, float]:
+    """The null-odds threshold that maximises the score, and that score x100 (evaluate-v2.0.py find_best_thresh).
+
+    Start with every question predicted "no answer" (score = #NoAns); lower the threshold past each
+    question in order of increasing null odds, which turns its answer on: a HasAns question gains its
+    score, a NoAns question loses 1 if the model gave a non-empty answer. Keep the best running score.
+
+    Worked example: q1 HasAns odds -2 score 1, q2 NoAns odds 0 answer "x", q3 HasAns odds 3 score 0.5.
+    Start 1 (q2); after q1: 2 (thresh -2); after q2: 1; after q3: 1.5. Best 2/3, thresh -2.
+
+    >>> best_threshold({"1": "a", "2": "x", "3": "b"}, {"1": 1, "2": 0, "3": 0.5},
+    ...                {"1": -2.0, "2": 0.0, "3": 3.0}, {"1": True, "2": False, "3": True})
+    (66.66666666666667, -2.0)
+    """
+    score = best = sum(not answerable[q] for q in scores)
+    threshold = 0.0  # the official starting value: with no question answered, any threshold below all odds
+    for q in sorted(null_odds, key=null_odds.get):
+        if q not in scores:
+            continue
+        score += scores[q] if answerable[q] else -1 if predictions[q] else 0
+        if score > best:
+            best, threshold = score, null_odds[q]
+    return 100.0 * best / len(scores), threshold
+
+
+def evaluate(dataset: list[dict], predictions: dict[str, str], null_odds: dict[str, float] | None = None,
+             null_threshold: float = 1.0) -> dict:
+    """The official evaluation's numbers (x100): exact, f1, total, HasAns_*/NoAns_* when present, and with
+    null_odds the best_exact/best_f1 and their thresholds.
+
+    `dataset` is the "data" list of a SQuAD JSON file; `null_odds` maps question ids to the model's
+    null-answer odds (evaluate-v2.0.py's na_prob; None: every odds 0, as the official script). Like the
+    official script, the main scores count an answer as "no answer" only where odds > null_threshold (1.0).
+    """
+    exact, f1 = raw_scores(dataset, predictions)
+    answerable = has_answer(dataset)
+    odds = null_odds if null_odds is not None else {q: 0.0 for q in exact}
+    missing = [q for q in exact if q not in odds]
+    if missing:
+        raise ValueError(f"no null odds for question {missing[0]} ({len(missing)} missing)")
+    exact_t = apply_no_answer_threshold(exact, odds, answerable, null_threshold)
+    f1_t = apply_no_answer_threshold(f1, odds, answerable, null_threshold)
+
+    def totals(qids, prefix=""):
+        return {f"{prefix}exact": 100.0 * sum(exact_t[q] for q in qids) / len(qids),
+                f"{prefix}f1": 100.0 * sum(f1_t[q] for q in qids) / len(qids), f"{prefix}total": len(qids)}
+
+    out = totals(list(exact))
+    for prefix, wanted in (("HasAns_", True), ("NoAns_", False)):
+        qids = [q for q in exact if answerable[q] == wanted]
+        if qids:
+            out.update(totals(qids, prefix))
+    if null_odds is not None:
+        out["best_exact"], out["best_exact_thresh"] = best_threshold(predictions, exact, odds, answerable)
+        out["best_f1"], out["best_f1_thresh"] = best_threshold(predictions, f1, odds, answerable)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Data: the official JSON files, downloaded once into the cache, or read from --data_dir.
+# ---------------------------------------------------------------------------------------------------------
+
+SQUAD_BASE_URL = "https://rajpurkar.github.io/SQuAD-explorer/dataset"  # the official site's files
+# (train file, dev file) per task, and their sizes in bytes, checked after a download from SQUAD_BASE_URL
+# (the sizes the site serves; the same figures as torchtext's SQuAD downloader and wget logs of the files).
+SQUAD_FILES = {"squad1": ("train-v1.1.json", "dev-v1.1.json"), "squad2": ("train-v2.0.json", "dev-v2.0.json")}
+SQUAD_SIZES = {"train-v1.1.json": 30_288_272, "dev-v1.1.json": 4_854_279,
+               "train-v2.0.json": 42_123_633, "dev-v2.0.json": 4_370_528}
+DEFAULT_CACHE = Path("cache") / "squad"
+
+
+def squad_files(task: str, data_dir=None, cache_dir=DEFAULT_CACHE, base_url: str = SQUAD_BASE_URL) -> tuple[Path, Path]:
+    """(train, dev) JSON paths: from --data_dir, or downloaded into `cache_dir` once (train.download: a
+    ".part" file renamed when complete; the official files' sizes checked, a mirror's by Content-Length)."""
+    names = SQUAD_FILES[task]
+    if data_dir is not None:
+        paths = tuple(Path(data_dir) / n for n in names)
+        for path in paths:
+            if not path.is_file():
+                raise FileNotFoundError(f"--data_dir {data_dir} has no {path.name}: put the official "
+                                        f"{' and '.join(names)} there, or leave --data_dir out to download them")
+        return paths
+    return tuple(download(f"{base_url}/{n}", Path(cache_dir) / n, SQUAD_SIZES[n] if base_url == SQUAD_BASE_URL
+                          else None, desc=f"SQuAD {n}") for n in names)
+
+
+def read_dataset(path: Path) -> list[dict]:
+    """The "data" list of a SQuAD JSON file (articles -> paragraphs -> qas), with a clear error if it is not one."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))["data"]
+        for article in data:  # every field the pipeline reads, so a wrong file fails here, not mid-run
+            for paragraph in article["paragraphs"]:
+                if not isinstance(paragraph["context"], str):
+                    raise TypeError("a context is not a string")
+                for qa in paragraph["qas"]:
+                    qa["id"], qa["question"]
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as e:
+        raise ValueError(f"{path} is not a SQuAD JSON file ({type(e).__name__}: {e}); expected "
+                         f"{{\"data\": [{{\"paragraphs\": [{{\"context\", \"qas\": [{{\"id\", \"question\", "
+                         f"\"answers\"}}]}}]}}]}}") from None
+    return data
+
+
+@dataclass
+class Example:
+    """One question on one context, the context cut into pieces with their character offsets."""
+    qid: str
+    question: str
+    context: str
+    pieces: list[tuple[int, int]]   # [start, end) character offsets of each piece of the context
+    answer: tuple[int, int] | None  # first and last piece of the (first) gold answer; None: no answer
+    answer_text: str = ""           # that answer's text, to find its exact tokens inside the pieces
+
+
+def context_pieces(context: str) -> list[tuple[int, int]]:
+    """Cut the context at whitespace and around every punctuation character, keeping character offsets.
+
+    WordPiece never joins across these cuts (basic_tokenize splits there too), so every token belongs
+    to exactly one piece, and a span of tokens maps back to context[start of first piece : end of last].
+    The official code cuts at whitespace only and then guesses the answer's characters inside the word
+    (get_final_text); cutting at punctuation as well makes the guess unnecessary: "(1985)." -> "1985".
+
+    >>> c = "Born (1985), he"; [c[a:b] for a, b in context_pieces(c)]
+    ['Born', '(', '1985', ')', ',', 'he']
+    """
+    pieces, start = [], None
+    for i, ch in enumerate(context):
+        if is_whitespace(ch) or is_punctuation(ch):
+            if start is not None:
+                pieces.append((start, i))
+                start = None
+            if not is_whitespace(ch):
+                pieces.append((i, i + 1))
+        elif start is None:
+            start = i
+    if start is not None:
+        pieces.append((start, len(context)))
+    return pieces
+
+
+def read_examples(dataset: list[dict], max_examples: int | None = None, training: bool = False) -> list[Example]:
+    """Examples of every question; the answer is the first gold answer's pieces (training uses it).
+
+    training=True drops a question whose answer_start does not point at its answer text in the context,
+    as the official code drops (and counts) them, rather than teaching the model "no answer" there.
+    """
+    examples = []
+    for article in dataset:
+        for paragraph in article["paragraphs"]:
+            context = paragraph["context"]
+            pieces = context_pieces(context)
+            for qa in paragraph["qas"]:
+                answer = None
+                if qa.get("answers") and not qa.get("is_impossible", False):
+                    first = qa["answers"][0]
+                    a, b = first["answer_start"], first["answer_start"] + len(first["text"])
+                    inside = [i for i, (s, e) in enumerate(pieces) if s < b and e > a]  # pieces it overlaps
+                    if training and (not inside or context[a:b] != first["text"]):
+                        continue
+                    answer = (inside[0], inside[-1]) if inside else None
+                examples.append(Example(qa["id"], qa["question"], context, pieces, answer,
+                                        qa["answers"][0]["text"] if answer is not None else ""))
+                if max_examples is not None and len(examples) >= max_examples:
+                    return examples
+    return examples
+
+
+def subset(dataset: list[dict], qids: set[str]) -> list[dict]:
+    """The dataset with only the questions in `qids` (to score a --max_dev_examples prefix)."""
+    return [{"paragraphs": [{**p, "qas": [qa for qa in p["qas"] if qa["id"] in qids]} for p in a["paragraphs"]]}
+            for a in dataset]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Features: [CLS] question [SEP] window of the context [SEP], windows doc_stride tokens apart.
+# ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SquadConfig:
+    """SQuAD's settings, as the official configure_finetuning.py and the paper's Table 7."""
+    max_seq_len: int = 512       # official max_seq_length for SQuAD (GLUE uses 128)
+    doc_stride: int = 128        # official doc_stride: a new window every 128 context tokens
+    max_query_len: int = 64      # official max_query_length: longer questions are cut
+    max_answer_len: int = 30     # official max_answer_length, in tokens
+    n_best: int = 20             # official n_best_size: top start and end positions searched
+    epochs: int = 2              # Table 7: "2 for SQuAD"
+    # SQuAD 2.0 (official configure_finetuning.py): answerable_classifier=True, answerable_uses_start_logits
+    # =True, answerable_weight=0.5; qa_na_threshold=-2.75 is its "no answer" cut on the null odds.
+    answerable_classifier: bool = True  # False: BERT's null score ([CLS] start + end minus the best span's)
+    joint_prediction: bool = True       # official: the end head sees the start's state; False: BERT's head
+    beam: int = 20                      # official beam_size: starts (and ends per start) the joint head keeps
+    joint_hidden: int = 512             # width of the joint end head's GELU layer (official "qa_hidden", 512)
+    answerable_weight: float = 0.5      # weight of the answerability loss beside the span loss
+    answerable_hidden: int = 512        # width of the classifier's GELU layer (official dense(.., 512, gelu))
+    null_threshold: float = -2.75       # 2.0: answers with null odds > this count as "no answer"
+
+
+BERT_NULL_THRESHOLD = 0.0  # BERT run_squad.py's null_score_diff_threshold, for --null_score span
+
+
+@dataclass
+class Feature:
+    """One window of one example, ready for the model."""
+    example: int                # index into the examples
+    ids: list[int]
+    segments: list[int]
+    token_piece: dict[int, int]  # position of each context token -> index of its piece
+    max_context: dict[int, bool]  # position -> whether this window gives the token its most context
+    start: int = 0               # training target positions; 0 ([CLS]) when the answer is not in the window
+    end: int = 0
+    impossible: bool = False     # the question has no answer (official: the example's is_impossible, not the window's)
+
+
+def doc_windows(num_tokens: int, window: int, stride: int) -> list[tuple[int, int]]:
+    """(start, length) of the windows over a context of num_tokens tokens, as the official code: each
+    starts `stride` tokens after the last, the last one ends at the context's end.
+
+    >>> doc_windows(10, 4, 3)
+    [(0, 4), (3, 4), (6, 4)]
+    >>> doc_windows(3, 4, 3)
+    [(0, 3)]
+    """
+    windows, start = [], 0
+    while True:
+        length = min(window, num_tokens - start)
+        windows.append((start, length))
+        if start + length >= num_tokens:
+            return windows
+        start += min(length, stride)
+
+
+def is_max_context(windows: list[tuple[int, int]], w: int, position: int) -> bool:
+    """Whether window w is the one where the token at `position` has the most context around it (official
+    _check_is_max_context: score min(left, right) + 0.01 * window length, the first best wins).
+
+    >>> windows = doc_windows(10, 6, 2)  # tokens 0..5, 2..7, 4..9
+    >>> [is_max_context(windows, w, 4) for w in range(3)]  # token 4: min(4, 1), min(2, 3), min(0, 5)
+    [False, True, False]
+    """
+    best, best_score = None, None
+    for i, (start, length) in enumerate(windows):
+        end = start + length - 1
+        if start <= position <= end:
+            score = min(position - start, end - position) + 0.01 * length
+            if best_score is None or score > best_score:
+                best, best_score = i, score
+    return best == w
+
+
+def improve_answer_span(doc_ids: list[int], start: int, end: int, answer_ids: list[int]) -> tuple[int, int]:
+    """The first sub-span of tokens start..end whose ids are the answer text's own (official
+    _improve_answer_span); start..end unchanged when there is none. The pieces an answer touches can hold
+    more than the answer: "19" inside the piece "1985" (tokens 19 ##85) becomes the token 19 alone.
+
+    >>> improve_answer_span([7, 8, 9], 0, 2, [8])
+    (1, 1)
+    """
+    for s in range(start, end + 1):
+        for e in range(end, s - 1, -1):
+            if doc_ids[s:e + 1] == answer_ids:
+                return s, e
+    return start, end
+
+
+def make_features(examples: list[Example], tok: Tokenizer, cfg: SquadConfig, training: bool) -> list[Feature]:
+    """Tokenise every example and cut its context into windows (the official convert_examples_to_features).
+
+    A SQuAD context carries about five questions: its tokens and its windows' max-context flags are
+    computed once per context (and question length), not once per question.
+    """
+    features = []
+    contexts, flags = {}, {}
+    for ex_index, ex in enumerate(examples):
+        query = tok.encode(ex.question)[:cfg.max_query_len]
+        if ex.context not in contexts:
+            doc_ids, doc_piece, first_token = [], [], []
+            for p, (a, b) in enumerate(ex.pieces):
+                first_token.append(len(doc_ids))
+                ids = tok.encode(ex.context[a:b])
+                doc_ids += ids
+                doc_piece += [p] * len(ids)
+            first_token.append(len(doc_ids))
+            contexts = {ex.context: (doc_ids, doc_piece, first_token)}  # examples come grouped by context
+            flags = {}
+        doc_ids, doc_piece, first_token = contexts[ex.context]
+        answer = None
+        if training and ex.answer is not None:
+            s, e = first_token[ex.answer[0]], first_token[ex.answer[1] + 1] - 1
+            if e >= s:
+                answer = improve_answer_span(doc_ids, s, e, tok.encode(ex.answer_text))
+        room = cfg.max_seq_len - len(query) - 3  # [CLS], [SEP], [SEP]
+        if room < 1:
+            raise ValueError(f"--max_seq_len {cfg.max_seq_len} leaves no room for the context after a "
+                             f"{len(query)}-token question: raise it or lower --max_query_len")
+        windows = doc_windows(len(doc_ids), room, cfg.doc_stride)
+        if room not in flags:
+            flags[room] = [[is_max_context(windows, w, start + i) for i in range(length)]
+                           for w, (start, length) in enumerate(windows)]
+        for w, (start, length) in enumerate(windows):
+            offset = len(query) + 2  # the first context token's position
+            ids = [tok.cls_id, *query, tok.sep_id, *doc_ids[start:start + length], tok.sep_id]
+            segments = [0] * offset + [1] * (length + 1)
+            token_piece = {offset + i: doc_piece[start + i] for i in range(length)}
+            max_context = {offset + i: best for i, best in enumerate(flags[room][w])}
+            f = Feature(ex_index, ids, segments, token_piece, max_context, impossible=ex.answer is None)
+            if answer is not None and start <= answer[0] and answer[1] < start + length:
+                f.start, f.end = answer[0] - start + offset, answer[1] - start + offset
+            features.append(f)
+    return features
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The model: start and end logits on the discriminator's last states, and the answerability classifier.
+# ---------------------------------------------------------------------------------------------------------
+
+MASKED_LOGIT = -1e4  # positions outside the context: exp(-1e4) is 0 in fp32 and bf16, and no overflow
+
+
+class SpanLogits(NamedTuple):
+    """The span model's outputs (fp32). With the joint head at evaluation, `end` is [B, K, T]: the end
+    logits for each of the K best starts, whose positions are `start_top` [B, K]; otherwise end is [B, T]
+    and start_top is None."""
+    start: torch.Tensor
+    end: torch.Tensor
+    answerable: torch.Tensor  # [B]; zeros without the classifier
+    start_top: torch.Tensor | None = None
+
+
+class SpanModel(nn.Module):
+    """The pre-trained encoder plus a span head, and for SQuAD 2.0 the official answerability classifier.
+
+    Start logits: start_t = w . h_t + b at every position t. End logits, two heads:
+      - joint (official joint_prediction=True): end_t = w' . GELU(W [h_s ; h_t] + c) + b', conditioned on
+        the start s: the gold start in training; at evaluation each of the `beam` best starts, whose
+        log-probabilities are added to the ends' (official qa_tasks.py, dense 512 "qa_hidden").
+      - BERT's: end_t = w'' . h_t + b'', the same dense layer as the start (joint=False).
+    Logits outside the context and [CLS] are masked as the official answer_mask = input_mask * segment_ids +
+    one_hot(0), so a span never starts in the question.
+
+    Answerability (official answerable_classifier, answerable_uses_start_logits): the [CLS] state and the
+    states averaged under softmax(start logits), concatenated, dense(512, GELU), dense(1): one logit per
+    window, trained with sigmoid cross-entropy on "has no answer".
+
+    Every head is under `classifier` so that finetune.layer_depth gives it the head's lr (official: the
+    task head's depth).
+    """
+
+    def __init__(self, config: ElectraConfig, answerable: bool = False, answerable_hidden: int = 512,
+                 joint: bool = False, beam: int = 20, joint_hidden: int = 512):
+        super().__init__()
+        self.encoder = Encoder(config)
+        self.beam = beam
+        heads = {"span": nn.Linear(config.hidden_size, 1 if joint else 2)}  # start (and BERT's end) logits
+        if joint:
+            heads["end_hidden"] = nn.Linear(2 * config.hidden_size, joint_hidden)
+            heads["end"] = nn.Linear(joint_hidden, 1)
+        if answerable:
+            heads["answerable_hidden"] = nn.Linear(2 * config.hidden_size, answerable_hidden)
+            heads["answerable"] = nn.Linear(answerable_hidden, 1)
+        self.classifier = nn.ModuleDict(heads)
+        for layer in heads.values():  # tf.layers.dense's default init, as the official heads
+            nn.init.xavier_uniform_(layer.weight)
+            nn.init.zeros_(layer.bias)
+
+    def _joint_end(self, h, start_states, allowed):
+        """End logits given start states [B, K, H] (K starts per window): [B, K, T], masked."""
+        B, T, H = h.shape
+        pairs = torch.cat([start_states[:, :, None].expand(-1, -1, T, -1), h[:, None].expand(-1, start_states.shape[1],
+                                                                                          -1, -1)], -1)
+        end = self.classifier["end"](F.gelu(self.classifier["end_hidden"](pairs))).squeeze(-1).float()
+        return end.masked_fill(~allowed[:, None], MASKED_LOGIT)
+
+    def forward(self, input_ids, segment_ids, attention_mask, start_positions=None) -> SpanLogits:
+        """[B, T] inputs -> SpanLogits. The joint head needs the gold `start_positions` [B] in training;
+        without them it searches the beam of best starts."""
+        h = self.encoder.hidden_states(input_ids, segment_ids, attention_mask)  # [B, T, H]
+        logits = self.classifier["span"](h).float()                               # [B, T, 1 or 2]
+        allowed = attention_mask.bool() & segment_ids.bool()
+        allowed[:, 0] = True  # [CLS]: the "no answer" span of SQuAD 2.0 (and of a window without the answer)
+        logits = logits.masked_fill(~allowed[..., None], MASKED_LOGIT)
+        start, start_top = logits[..., 0], None
+        if "end" not in self.classifier:
+            end = logits[..., 1]
+        elif start_positions is not None:
+            end = self._joint_end(h, h[torch.arange(len(h)), start_positions][:, None], allowed)[:, 0]
+        else:
+            start_top = start.topk(min(self.beam, start.shape[1]), dim=-1).indices           # [B, K]
+            end = self._joint_end(h, h.gather(1, start_top[..., None].expand(-1, -1, h.shape[-1])), allowed)
+        if "answerable" not in self.classifier:
+            return SpanLogits(start, end, torch.zeros_like(start[:, 0]), start_top)
+        start_feature = torch.einsum("bt,bth->bh", start.softmax(-1), h.float())  # [B, H]
+        hidden = F.gelu(self.classifier["answerable_hidden"](torch.cat([h[:, 0].float(), start_feature], -1)))
+        return SpanLogits(start, end, self.classifier["answerable"](hidden).squeeze(-1).float(), start_top)
+
+
+def span_loss(start_logits, end_logits, starts, ends):
+    """Mean of the start and end cross-entropies (official and BERT: (start_loss + end_loss) / 2)."""
+    return (F.cross_entropy(start_logits, starts) + F.cross_entropy(end_logits, ends)) / 2
+
+
+def answerable_loss(answerable_logit, impossible, weight: float):
+    """weight x sigmoid cross-entropy of the answerability logit against "has no answer" (official)."""
+    return weight * F.binary_cross_entropy_with_logits(answerable_logit, impossible)
+
+
+def collate(features: list[Feature], rows, pad_id: int, device):
+    """Pad the chosen features to the longest of them: input_ids, segment_ids, attention_mask [B, T]."""
+    T = max(len(features[r].ids) for r in rows)
+    ids = torch.full((len(rows), T), pad_id, dtype=torch.long)
+    seg = torch.zeros((len(rows), T), dtype=torch.long)
+    mask = torch.zeros((len(rows), T), dtype=torch.long)
+    for i, r in enumerate(rows):
+        n = len(features[r].ids)
+        ids[i, :n] = torch.tensor(features[r].ids)
+        seg[i, :n] = torch.tensor(features[r].segments)
+        mask[i, :n] = 1
+    return ids.to(device), seg.to(device), mask.to(device)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Answers: the n-best span search, the null score, the official prediction files.
+# ---------------------------------------------------------------------------------------------------------
+
+
+def top_positions(logits: np.ndarray, n: int) -> list[int]:
+    """The n positions with the largest logits, best first (official _get_best_indexes).
+
+    >>> top_positions(np.array([0.1, 3.0, -1.0, 2.0]), 2)
+    [1, 3]
+    """
+    return [int(i) for i in np.argsort(-logits, kind="stable")[:n]]
+
+
+def log_softmax(x: np.ndarray) -> np.ndarray:
+    """log p_i = x_i - log sum_j exp x_j, over the last axis, computed stably.
+
+    >>> log_softmax(np.array([0.0, 0.0])).round(4).tolist()
+    [-0.6931, -0.6931]
+    """
+    m = x.max(axis=-1, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(axis=-1, keepdims=True))
+
+
+def candidate_spans(start_logits: np.ndarray, end_logits: np.ndarray, feature: Feature, cfg: SquadConfig,
+                    start_top: np.ndarray | None = None):
+    """(score, start position, end position) of every valid span among the n_best starts x n_best ends:
+    both in the context, start where this window has the token's most context, end >= start, at most
+    max_answer_len tokens (official write_predictions' filters).
+
+    BERT's head: score = start logit + end logit. Joint head (start_top given, end_logits [K, n]): the
+    starts are start_top, and score = log p(start) + log p(end | start), as the official beam search."""
+    pairs = []
+    if start_top is None:
+        ends = top_positions(end_logits, cfg.n_best)
+        pairs = [(s, e, float(start_logits[s] + end_logits[e])) for s in top_positions(start_logits, cfg.n_best)
+                 for e in ends]
+    else:
+        start_lp, end_lp = log_softmax(start_logits), log_softmax(end_logits)
+        for k, s in enumerate(start_top[:cfg.n_best]):
+            if s >= len(start_logits):  # the beam was searched over the padded batch: a start in the padding
+                continue
+            pairs += [(int(s), e, float(start_lp[s] + end_lp[k, e])) for e in top_positions(end_logits[k], cfg.n_best)]
+    spans = []
+    for s, e, score in pairs:
+        if s not in feature.token_piece or e not in feature.token_piece or not feature.max_context[s]:
+            continue
+        if e < s or e - s + 1 > cfg.max_answer_len:
+            continue
+        spans.append((score, s, e))
+    return spans
+
+
+def null_odds_of(null_score: float, best_span_score: float, answerable_classifier: bool) -> float:
+    """SQuAD 2.0's null odds, the official qa_metrics.py's score_diff: larger means "no answer".
+
+    With the answerability classifier (official default) it is the classifier's logit itself, the lowest
+    over the example's windows. Without it, BERT's: the [CLS]-[CLS] span's score (start + end logit at
+    position 0, the lowest over the windows) minus the best span's score.
+
+    >>> null_odds_of(1.5, 4.0, answerable_classifier=False), null_odds_of(1.5, 4.0, answerable_classifier=True)
+    (-2.5, 1.5)
+    """
+    return null_score if answerable_classifier else null_score - best_span_score
+
+
+def predict_answers(examples: list[Example], features: list[Feature], start_logits: list[np.ndarray],
+                    end_logits: list[np.ndarray], answerable_logits: list[float], start_tops: list | None,
+                    cfg: SquadConfig, v2: bool) -> tuple[dict, dict]:
+    """predictions.json {qid: answer text} and null_odds.json {qid: odds} (empty for SQuAD 1.1).
+
+    Each example takes the best-scoring span over all its windows; its text is the context's own
+    characters from the span's first piece to its last. As the official code, the answer is written even
+    for 2.0, and the "no answer" decision is the evaluation's: null odds > threshold (see `evaluate`).
+    """
+    by_example = collections.defaultdict(list)
+    tops = start_tops if start_tops is not None else [None] * len(features)
+    for f, s, e, a, top in zip(features, start_logits, end_logits, answerable_logits, tops):
+        by_example[f.example].append((f, s, e, a, top))
+    predictions, null_odds = {}, {}
+    for i, ex in enumerate(examples):
+        spans, null_score = [], math.inf
+        for f, s, e, answerable, top in by_example[i]:
+            null_score = min(null_score, float(answerable) if cfg.answerable_classifier else float(s[0] + e[0]))
+            spans += [(score, f, a, b) for score, a, b in candidate_spans(s, e, f, cfg, top)]
+        best = max(spans, key=lambda x: x[0], default=None)
+        text, best_score = "", 0.0  # no valid span at all: the official nonce entry, score 0
+        if best is not None:
+            best_score, f, a, b = best
+            text = ex.context[ex.pieces[f.token_piece[a]][0]:ex.pieces[f.token_piece[b]][1]]
+        if v2:
+            null_odds[ex.qid] = null_odds_of(null_score, best_score, cfg.answerable_classifier)
+        predictions[ex.qid] = text
+    return predictions, null_odds
+
+
+@torch.no_grad()
+def model_logits(model: SpanModel, features: list[Feature], batch_size: int, pad_id: int, device):
+    """Start and end logits (numpy, unpadded; the joint head's end [K, n]), the answerability logit and
+    the joint head's beam of starts (None for BERT's head) of every feature, in order."""
+    model.eval()
+    starts, ends, answerable, tops = [], [], [], []
+    for begin in range(0, len(features), batch_size):
+        rows = list(range(begin, min(begin + batch_size, len(features))))
+        with autocast(device):
+            s, e, a, top = model(*collate(features, rows, pad_id, device))
+        answerable += a.cpu().tolist()
+        for i, r in enumerate(rows):
+            n = len(features[r].ids)
+            starts.append(s[i, :n].cpu().numpy())
+            ends.append(e[i, ..., :n].cpu().numpy())
+            tops.append(None if top is None else top[i].cpu().numpy())
+    return starts, ends, answerable, (None if not tops or tops[0] is None else tops)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Training: Table 7's recipe, reusing finetune.py's layer-wise lr, optimizer and schedule.
+# ---------------------------------------------------------------------------------------------------------
+
+
+def finetune(pre, train: list[Feature], ft: FinetuneConfig, cfg: SquadConfig, v2: bool, seed: int,
+             device) -> tuple[SpanModel, list]:
+    """Fine-tune a span model (with the answerability classifier for 2.0 when cfg says so) on the training
+    features for cfg.epochs; returns it and the mean loss of each epoch."""
+    device = torch.device(device)
+    torch.manual_seed(seed)
+    answerable = v2 and cfg.answerable_classifier
+    model = SpanModel(pre.config, answerable, cfg.answerable_hidden, cfg.joint_prediction, cfg.beam, cfg.joint_hidden)
+    model.encoder.load_state_dict(pre.encoder_state)
+    model.to(device)
+    opt = build_optimizer(param_groups(model, pre.config.num_layers, ft.lr, ft.layer_decay, ft.weight_decay,
+                                       ft.official_layer_decay), ft)
+    epochs = cfg.epochs
+    total = epochs * math.ceil(len(train) / ft.batch_size)
+    warmup = round(ft.warmup_fraction * total)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: lr_factor(step, total, warmup))
+    order_rng = torch.Generator().manual_seed(seed)
+    epoch_losses = []
+    for epoch in range(1, epochs + 1):
+        model.train()
+        order = torch.randperm(len(train), generator=order_rng).tolist()
+        losses = []
+        for begin in tqdm(range(0, len(train), ft.batch_size), desc=f"squad epoch {epoch}/{epochs}",
+                          dynamic_ncols=True, leave=False):
+            rows = order[begin:begin + ft.batch_size]
+            targets = torch.tensor([[train[r].start, train[r].end] for r in rows], device=device)
+            with autocast(device):
+                s, e, a, _ = model(*collate(train, rows, pre.tokenizer.pad_id, device), start_positions=targets[:, 0])
+            loss = span_loss(s, e, targets[:, 0], targets[:, 1])
+            if answerable:
+                impossible = torch.tensor([float(train[r].impossible) for r in rows], device=device)
+                loss = loss + answerable_loss(a, impossible, cfg.answerable_weight)
+            if not torch.isfinite(loss):
+                raise SystemExit(f"error: the loss is not finite at step {sched.last_epoch + 1:,}: fine-tuning "
+                                 f"diverged; lower --lr")
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), ft.grad_clip)
+            opt.step()
+            sched.step()
+            losses.append(loss.item())
+        epoch_losses.append(float(np.mean(losses)))
+        tqdm.write(f"squad epoch {epoch}: loss {epoch_losses[-1]:.4f}")
+    return model, epoch_losses
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The command line.
+# ---------------------------------------------------------------------------------------------------------
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--task", required=True, choices=list(SQUAD_FILES), help="SQuAD 1.1 or 2.0")
+    p.add_argument("--init", required=True, help="train.py checkpoint, or HuggingFace ELECTRA/BERT folder")
+    p.add_argument("--vocab", default=None, help="vocab.txt (default: the one beside --init)")
+    p.add_argument("--data_dir", default=None, help="folder holding the official train/dev JSON files "
+                                                    "(default: download into --cache_dir)")
+    p.add_argument("--cache_dir", default=str(DEFAULT_CACHE), help="where downloaded SQuAD files are kept")
+    p.add_argument("--squad_url", default=SQUAD_BASE_URL, help="base URL of the SQuAD JSON files")
+    p.add_argument("--out_dir", default="out/squad", help="predictions.json, null_odds.json, results.json")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--lr", type=float, default=None, help="default: Table 7's for the model size")
+    p.add_argument("--layer_decay", type=float, default=None, help="default: 0.8 (0.9 for large)")
+    p.add_argument("--epochs", type=int, default=SquadConfig.epochs)
+    p.add_argument("--batch_size", type=int, default=FinetuneConfig.batch_size)
+    p.add_argument("--max_seq_len", type=int, default=None,
+                   help=f"default: {SquadConfig.max_seq_len}, or the model's positions if it has fewer")
+    p.add_argument("--doc_stride", type=int, default=SquadConfig.doc_stride)
+    p.add_argument("--max_query_len", type=int, default=SquadConfig.max_query_len)
+    p.add_argument("--max_answer_len", type=int, default=SquadConfig.max_answer_len)
+    p.add_argument("--n_best", type=int, default=SquadConfig.n_best)
+    p.add_argument("--null_threshold", type=float, default=None,
+                   help=f"2.0: answers with null odds above it count as no answer (default: the official "
+                        f"qa_na_threshold {SquadConfig.null_threshold} with the classifier, BERT's "
+                        f"{BERT_NULL_THRESHOLD} with --null_score span)")
+    p.add_argument("--null_score", choices=["classifier", "span"], default="classifier",
+                   help="2.0's null odds: the official answerability classifier, or BERT's [CLS] span score "
+                        "(which implies --independent_ends: it is defined on BERT's head)")
+    p.add_argument("--independent_ends", action="store_true",
+                   help="BERT's span head (start and end from one dense layer) instead of the official joint "
+                        "prediction (the end conditioned on the start, searched with a beam)")
+    p.add_argument("--max_train_examples", type=int, default=None, help="use only the first N training questions")
+    p.add_argument("--max_dev_examples", type=int, default=None, help="predict and score the first N dev questions")
+    return p.parse_args(argv)
+
+
+FLAG_RANGES = {
+    "--seed": int_at_least(0, "the seed"),
+    "--lr": (lambda v: math.isfinite(v) and v > 0, "a positive number (the peak learning rate)"),
+    "--layer_decay": (lambda v: 0 < v <= 1, "in (0, 1] (1: no layer-wise decay)"),
+    "--epochs": int_at_least(1, "passes over the training questions (Table 7: 2)"),
+    "--batch_size": int_at_least(1, "windows per update"),
+    "--max_seq_len": int_at_least(5, "room for [CLS], a question token, [SEP], a context token, [SEP]"),
+    "--doc_stride": int_at_least(1, "context tokens between window starts"),
+    "--max_query_len": int_at_least(1, "question tokens kept"),
+    "--max_answer_len": int_at_least(1, "tokens in the longest answer"),
+    "--n_best": int_at_least(1, "start and end positions searched"),
+    "--null_threshold": (math.isfinite, "a finite number"),
+    "--max_train_examples": int_at_least(1, "training questions"),
+    "--max_dev_examples": int_at_least(1, "dev questions"),
+}
+EVAL_BATCH_SIZE = 16  # evaluation only, no effect on results; the joint head's beam makes a [16, 20, 512, 2H]
+# tensor of start-end pairs (Base: about 1 GiB in fp32), and larger batches would crowd a CPU's memory
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    check_flags(args, FLAG_RANGES)
+    out = Path(args.out_dir)
+    v2 = args.task == "squad2"
+    try:
+        pre = load_pretrained(args.init, args.vocab)
+        train_path, dev_path = squad_files(args.task, args.data_dir, args.cache_dir, args.squad_url)
+        train_data, dev_data = read_dataset(train_path), read_dataset(dev_path)
+    except DownloadError as e:
+        # train.download's message ends with a hint about train.py's own corpus: keep its first line only
+        raise SystemExit(f"error: {str(e).splitlines()[0]} If you are offline, fetch "
+                         f"{' and '.join(SQUAD_FILES[args.task])} another way and pass --data_dir FOLDER.") from None
+    except (FileNotFoundError, ValueError) as e:
+        raise SystemExit(f"error: {e}") from None
+    max_seq_len = min(SquadConfig.max_seq_len, pre.config.max_position) if args.max_seq_len is None \
+        else args.max_seq_len
+    if max_seq_len > pre.config.max_position:
+        raise SystemExit(f"--max_seq_len {max_seq_len}: must be at most {pre.config.max_position}, the positions "
+                         f"{pre.source} has embeddings for")
+    cfg = SquadConfig(max_seq_len=max_seq_len, doc_stride=args.doc_stride, max_query_len=args.max_query_len,
+                      max_answer_len=args.max_answer_len, n_best=args.n_best, epochs=args.epochs,
+                      null_threshold=args.null_threshold if args.null_threshold is not None
+                      else SquadConfig.null_threshold if args.null_score == "classifier" else BERT_NULL_THRESHOLD,
+                      answerable_classifier=args.null_score == "classifier",
+                      joint_prediction=not (args.independent_ends or args.null_score == "span"))
+    ft = recipe_for(pre.config, FinetuneConfig(lr=args.lr, layer_decay=args.layer_decay, batch_size=args.batch_size,
+                                               max_seq_len=max_seq_len, epochs=cfg.epochs))
+    train_examples = read_examples(train_data, args.max_train_examples, training=True)
+    dev_examples = read_examples(dev_data, args.max_dev_examples)
+    try:
+        train_features = make_features(train_examples, pre.tokenizer, cfg, training=True)
+        dev_features = make_features(dev_examples, pre.tokenizer, cfg, training=False)
+    except ValueError as e:
+        raise SystemExit(f"error: {e}") from None
+    print(f"{args.task}: {len(train_examples):,} training questions in {len(train_features):,} windows, "
+          f"{len(dev_examples):,} dev questions in {len(dev_features):,} windows; {pre.source} on {args.device}: "
+          f"lr {ft.lr:g}, layer decay {ft.layer_decay}, batch {ft.batch_size}, {cfg.epochs} epochs")
+    t0 = time.time()
+    model, losses = finetune(pre, train_features, ft, cfg, v2, args.seed, args.device)
+    logits = model_logits(model, dev_features, EVAL_BATCH_SIZE, pre.tokenizer.pad_id, torch.device(args.device))
+    predictions, null_odds = predict_answers(dev_examples, dev_features, *logits, cfg, v2)
+    scored = subset(dev_data, set(predictions)) if args.max_dev_examples is not None else dev_data
+    metrics = evaluate(scored, predictions, null_odds, cfg.null_threshold) if v2 else evaluate(scored, predictions)
+    _atomic_write_text(out / "predictions.json", json.dumps(predictions, indent=2, ensure_ascii=False))
+    if v2:
+        _atomic_write_text(out / "null_odds.json", json.dumps(null_odds, indent=2))
+    report = {"task": args.task, "init": pre.source, "device": args.device, "seconds": time.time() - t0,
+              "train_loss": losses, "dev": metrics, "squad": vars(cfg),
+              "recipe": {k: (list(v) if isinstance(v, tuple) else v) for k, v in vars(ft).items()}}
+    _atomic_write_text(out / "results.json", json.dumps(report, indent=2, allow_nan=False))
+    print(" ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in metrics.items()))
+    print(f"wrote {out / 'predictions.json'}" + (f", {out / 'null_odds.json'}" if v2 else "")
+          + f", {out / 'results.json'}")
+    return report
+
+
+if __name__ == "__main__":
+    main()
