@@ -13,7 +13,7 @@ GLUE. This file is the pipeline in the order a reader meets it:
     main         the CLI
 
     python squad.py --task squad1 --init path/to/hf-electra-small-discriminator
-    python squad.py --task squad2 --init ckpt.pt --data_dir ../shared/data/squad
+    python squad.py --task squad2 --init ckpt.pt --data_dir squad_data/
 """
 import argparse
 import collections
