@@ -32,8 +32,9 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from electra import Electra, ElectraConfig, Encoder, config_from_hf, load_hf_encoder
+from plumbing import DownloadError, atomic_write, download, extract_zip, mixed_precision
 from tokenizer import Tokenizer
-from train import DownloadError, check_flags, download, extract_zip, int_at_least, mixed_precision
+from train import check_flags, int_at_least
 
 # ---------------------------------------------------------------------------------------------------------
 # Metrics. Each returns a plain float on the raw scale (accuracy in [0, 1], correlations in [-1, 1]);
@@ -761,7 +762,7 @@ def collate(data: Encoded, rows, pad_id: int, device):
 
 def autocast(device: torch.device):
     """bf16 autocast on GPUs with native bf16 (Ampere and later), fp32 elsewhere: pre-training's
-    --precision auto (train.mixed_precision)."""
+    --precision auto (plumbing.mixed_precision)."""
     return mixed_precision(device, "auto")[1]
 
 
@@ -864,14 +865,6 @@ def finetune_seed(task: Task, pre: Pretrained, train: Encoded, dev: dict[str, En
 # ---------------------------------------------------------------------------------------------------------
 
 
-def _atomic_write_text(path: Path, text: str):
-    """Write to a temporary file beside `path`, then rename: a reader never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def write_submission(task: Task, path: Path, index: list[str], pred: np.ndarray):
     """GLUE's submission format: a header "index<TAB>prediction", then one row per test example, the
     label as written in the task's files ("entailment", "1", ...) or, for STS-B, a score clipped to [0, 5]."""
@@ -879,7 +872,7 @@ def write_submission(task: Task, path: Path, index: list[str], pred: np.ndarray)
         values = [f"{min(STSB_MAX, max(0.0, float(p))):.3f}" for p in pred]
     else:
         values = [task.labels[int(p)] for p in pred]
-    _atomic_write_text(path, "index\tprediction\n" + "".join(f"{i}\t{v}\n" for i, v in zip(index, values)))
+    atomic_write(path, "index\tprediction\n" + "".join(f"{i}\t{v}\n" for i, v in zip(index, values)))
 
 
 def summarize(task: Task, runs: list[dict]) -> dict:
@@ -1056,7 +1049,7 @@ def main(argv=None) -> dict:
             report["glue_score"] = glue_score(medians)
         report["glue_score_leaderboard"] = glue_score(medians, leaderboard=True)
         # after every task: nothing lost; allow_nan=False: NaN is not JSON, and no metric may be one
-        _atomic_write_text(out / "results.json", json.dumps(report, indent=2, allow_nan=False))
+        atomic_write(out / "results.json", json.dumps(report, indent=2, allow_nan=False))
         plot_curves(report["tasks"], out / "finetune.png")
     print(format_table(report["tasks"]))
     print(f"wrote {out / 'results.json'}, {out / 'finetune.png'}"

@@ -35,7 +35,6 @@ from tqdm import tqdm
 from electra import ElectraConfig, Encoder
 from finetune import (
     FinetuneConfig,
-    _atomic_write_text,
     autocast,
     build_optimizer,
     load_pretrained,
@@ -43,8 +42,9 @@ from finetune import (
     param_groups,
     recipe_for,
 )
+from plumbing import DownloadError, atomic_write, download
 from tokenizer import Tokenizer, is_punctuation, is_whitespace
-from train import DownloadError, check_flags, download, int_at_least
+from train import check_flags, int_at_least
 
 # ---------------------------------------------------------------------------------------------------------
 # The official evaluation (SQuAD's evaluate-v2.0.py, which for answerable questions scores as v1.1's).
@@ -204,7 +204,7 @@ DEFAULT_CACHE = Path("cache") / "squad"
 
 
 def squad_files(task: str, data_dir=None, cache_dir=DEFAULT_CACHE, base_url: str = SQUAD_BASE_URL) -> tuple[Path, Path]:
-    """(train, dev) JSON paths: from --data_dir, or downloaded into `cache_dir` once (train.download: a
+    """(train, dev) JSON paths: from --data_dir, or downloaded into `cache_dir` once (plumbing.download: a
     ".part" file renamed when complete; the official files' sizes checked, a mirror's by Content-Length)."""
     names = SQUAD_FILES[task]
     if data_dir is not None:
@@ -790,7 +790,7 @@ def main(argv=None) -> dict:
         train_path, dev_path = squad_files(args.task, args.data_dir, args.cache_dir, args.squad_url)
         train_data, dev_data = read_dataset(train_path), read_dataset(dev_path)
     except DownloadError as e:
-        # train.download's message ends with a hint about train.py's own corpus: keep its first line only
+        # plumbing.download's message ends with a hint about train.py's own corpus: keep its first line only
         raise SystemExit(f"error: {str(e).splitlines()[0]} If you are offline, fetch "
                          f"{' and '.join(SQUAD_FILES[args.task])} another way and pass --data_dir FOLDER.") from None
     except (FileNotFoundError, ValueError) as e:
@@ -824,13 +824,13 @@ def main(argv=None) -> dict:
     predictions, null_odds = predict_answers(dev_examples, dev_features, *logits, cfg, v2)
     scored = subset(dev_data, set(predictions)) if args.max_dev_examples is not None else dev_data
     metrics = evaluate(scored, predictions, null_odds, cfg.null_threshold) if v2 else evaluate(scored, predictions)
-    _atomic_write_text(out / "predictions.json", json.dumps(predictions, indent=2, ensure_ascii=False))
+    atomic_write(out / "predictions.json", json.dumps(predictions, indent=2, ensure_ascii=False))
     if v2:
-        _atomic_write_text(out / "null_odds.json", json.dumps(null_odds, indent=2))
+        atomic_write(out / "null_odds.json", json.dumps(null_odds, indent=2))
     report = {"task": args.task, "init": pre.source, "device": args.device, "seconds": time.time() - t0,
               "train_loss": losses, "dev": metrics, "squad": vars(cfg),
               "recipe": {k: (list(v) if isinstance(v, tuple) else v) for k, v in vars(ft).items()}}
-    _atomic_write_text(out / "results.json", json.dumps(report, indent=2, allow_nan=False))
+    atomic_write(out / "results.json", json.dumps(report, indent=2, allow_nan=False))
     print(" ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in metrics.items()))
     print(f"wrote {out / 'predictions.json'}" + (f", {out / 'null_odds.json'}" if v2 else "")
           + f", {out / 'results.json'}")

@@ -33,7 +33,6 @@ import multiprocessing
 import os
 import re
 import sys
-import tempfile
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -43,6 +42,8 @@ from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
+
+from plumbing import atomic_write
 
 
 @dataclass(frozen=True)
@@ -400,7 +401,7 @@ class Tokenizer:
 
     def save(self, path: str | os.PathLike) -> None:
         """Write vocab.txt (one token a line); written to a temp file first, then renamed."""
-        _atomic_write_bytes(Path(path), self._vocab_bytes())
+        atomic_write(Path(path), self._vocab_bytes())
 
     def _vocab_bytes(self) -> bytes:
         return "".join(t + "\n" for t in self.id_to_token).encode("utf-8")
@@ -734,19 +735,6 @@ def train(
 # ---------------------------------------------------------------------------------------------
 
 
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write to a temp file beside `path`, then rename: a crash never leaves half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
 def corpus_files(path: str | os.PathLike, config: WordPieceConfig = CONFIG) -> list[Path]:
     """The text files of a corpus: the file itself, or every .txt (or .raw) file under a folder, sorted."""
     path = Path(path)
@@ -896,5 +884,5 @@ def encode_corpus(
 
     buffer = io.BytesIO()
     np.savez(buffer, ids=ids, line_offsets=line_offsets)
-    _atomic_write_bytes(cache_file, buffer.getvalue())
+    atomic_write(cache_file, buffer.getvalue())
     return ids, line_offsets

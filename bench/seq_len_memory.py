@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 import electra  # noqa: E402
+import plumbing  # noqa: E402
 import train  # noqa: E402
 
 # bench/train_step.py's config and batch builders (loaded by path: bench/ is not a package, and
@@ -50,7 +51,7 @@ def run_one(size: str, objective: str, seq: int, batch: int, steps: int, warmup:
     cuda = device.type == "cuda"
     if cuda:
         torch.backends.cuda.matmul.allow_tf32 = True
-    _, autocast = train.mixed_precision(device, "auto")
+    _, autocast = plumbing.mixed_precision(device, "auto")
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=train.ADAM_BETAS, eps=train.ADAM_EPS, fused=True)
 
     def step():

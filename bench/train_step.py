@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 import electra  # noqa: E402
+import plumbing  # noqa: E402
 import train  # noqa: E402
 
 VOCAB = {"tiny": train.RECIPES["tiny"].vocab_size, "small": 30522, "base": 30522, "large": 30522}
@@ -105,7 +106,7 @@ def run_variant(args) -> dict:
     if cuda:
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
-    _, autocast = train.mixed_precision(device, "auto")
+    _, autocast = plumbing.mixed_precision(device, "auto")
     if args.compile:
         model.compile()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=train.ADAM_BETAS, eps=train.ADAM_EPS, fused=True)

@@ -47,6 +47,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # the core files are flat modules at the repo's top level
 
 import finetune  # noqa: E402
+import plumbing  # noqa: E402
 import train  # noqa: E402
 from electra import ElectraConfig, flops_per_step, generator_config, get_config  # noqa: E402
 
@@ -155,11 +156,11 @@ def setup(args: argparse.Namespace) -> Context:
         raise SystemExit(f"--glue-dir {args.glue_dir}: no such folder (it should hold SST-2/, MRPC/, STS-B/)")
     overrides = train.parse_overrides(args.overrides)
     runs_dir = Path(args.runs_dir)
-    train.check_writable(runs_dir)
+    plumbing.check_writable(runs_dir)
     cache = runs_dir / "cache"
     try:
         corpus = train.resolve_corpus(args.data, cache).resolve()
-    except (train.DownloadError, FileNotFoundError, ValueError) as e:
+    except (plumbing.DownloadError, FileNotFoundError, ValueError) as e:
         raise SystemExit(str(e)) from e
     vocab_size = args.vocab_size or train.RECIPES[args.size[0]].vocab_size
     vocab_dir = runs_dir / "vocab" / f"{_slug(corpus.name)}-{vocab_size}-{_digest(str(corpus))}"

@@ -5,7 +5,7 @@ import pytest
 from test_finetune_model import save_train_checkpoint, tiny_config, tiny_tokenizer
 
 import finetune as ft
-from train import DownloadError
+from plumbing import DownloadError
 
 
 def make_zip(path, files):

@@ -1,11 +1,11 @@
-"""train.download / train.extract_zip against a local HTTP server on 127.0.0.1 (never the internet)."""
+"""plumbing.download / plumbing.extract_zip against a local HTTP server on 127.0.0.1 (never the internet)."""
 import http.server
 import threading
 import zipfile
 
 import pytest
 
-from train import DownloadError, download, extract_zip
+from plumbing import DownloadError, download, extract_zip
 
 
 def _make_zip(path, files):

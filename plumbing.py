@@ -1,0 +1,332 @@
+"""Plumbing shared by train.py, finetune.py, squad.py, data.py and tokenizer.py: nothing in here is
+ELECTRA. Downloads (size-checked, renamed only when complete), atomic writes, RNG state, devices and
+precision, DDP, signals and the one-run-per-folder lock. Each lives here once.
+"""
+from __future__ import annotations
+
+import contextlib
+import errno
+import http.client
+import os
+import shutil
+import signal
+import tempfile
+import urllib.error
+import urllib.request
+import zipfile
+import zlib
+
+try:
+    import fcntl
+except ImportError:  # Windows has no flock; msvcrt's non-blocking byte lock does the same job
+    fcntl = None
+    import msvcrt
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from tqdm import tqdm
+
+# -----------------------------------------------------------------------------
+# Downloads: streamed to a ".part" file, size-checked, renamed only when complete,
+# so an interrupted or truncated download never leaves a file a later run trusts.
+
+DOWNLOAD_CHUNK_BYTES = 1 << 20  # 1 MiB reads: a smooth progress bar without per-byte overhead
+DOWNLOAD_TIMEOUT_S = 60.0  # seconds without data before we give up (urllib socket timeout)
+
+
+class DownloadError(RuntimeError):
+    """A download or archive check failed; the message says what failed and what to do instead."""
+
+
+def _download_failed(what: str, url: str, dest: Path, reason: str) -> DownloadError:
+    return DownloadError(
+        f"could not download {what} from {url}: {reason}.\n"
+        f"If you are offline or the server is unreachable, fetch the file another way and put it at "
+        f"{dest}, or pass a local path instead (e.g. `python train.py --data PATH` with a .txt file "
+        f"or a folder of them)."
+    )
+
+
+def download(url: str, dest: Path, expected_size: int | None = None, desc: str | None = None,
+             timeout: float = DOWNLOAD_TIMEOUT_S) -> Path:
+    """Download `url` to `dest` once, with a progress bar, and return `dest`.
+
+    The bytes go to `dest + ".part"`; only when the byte count equals `expected_size`
+    (or the server's Content-Length when no size is given) is it renamed to `dest` with
+    os.replace, which is atomic. So `dest` existing means a complete download: a second
+    call returns at once. Any failure (unreachable host, HTTP error, timeout, short read,
+    wrong size) removes the partial file and raises DownloadError.
+
+    >>> download("https://wikitext.smerity.com/wikitext-2-raw-v1.zip",
+    ...          Path("cache/wikitext-2-raw-v1.zip"), expected_size=4721645)  # doctest: +SKIP
+    PosixPath('cache/wikitext-2-raw-v1.zip')
+    """
+    dest = Path(dest)
+    what = desc or dest.name
+    if dest.is_file() and (expected_size is None or dest.stat().st_size == expected_size):
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    part = dest.with_name(dest.name + ".part")
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response, open(part, "wb") as f:
+            header = response.headers.get("Content-Length")
+            total = expected_size if expected_size is not None else (int(header) if header else None)
+            got = 0
+            with tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc=what,
+                      dynamic_ncols=True) as bar:
+                while chunk := response.read(DOWNLOAD_CHUNK_BYTES):
+                    f.write(chunk)
+                    got += len(chunk)
+                    bar.update(len(chunk))
+        if total is not None and got != total:
+            raise _download_failed(what, url, dest, f"got {got:,} bytes, expected {total:,} (truncated or wrong file)")
+        os.replace(part, dest)
+    except DownloadError:
+        part.unlink(missing_ok=True)
+        raise
+    except (urllib.error.URLError, http.client.HTTPException, TimeoutError, OSError) as e:
+        part.unlink(missing_ok=True)
+        if isinstance(e, urllib.error.HTTPError):
+            reason = f"HTTP error {e.code} {e.reason}"
+        else:
+            reason = f"{type(e).__name__}: {getattr(e, 'reason', None) or e}"
+        raise _download_failed(what, url, dest, reason) from e
+    except BaseException:  # Ctrl-C mid-download: leave nothing half-written behind
+        part.unlink(missing_ok=True)
+        raise
+    return dest
+
+
+def extract_zip(zip_path: Path, dest_dir: Path) -> Path:
+    """Check every member's CRC-32, extract into a temporary folder, then rename it to `dest_dir`.
+
+    The rename is atomic, so `dest_dir` existing means a complete extraction; a second call
+    returns at once. A corrupt archive raises DownloadError and leaves no `dest_dir`.
+    Returns `dest_dir`.
+
+    >>> extract_zip(Path("cache/wikitext-2-raw-v1.zip"), Path("cache/wikitext-2-raw-v1"))  # doctest: +SKIP
+    PosixPath('cache/wikitext-2-raw-v1')
+    """
+    zip_path, dest_dir = Path(zip_path), Path(dest_dir)
+    if dest_dir.is_dir():
+        return dest_dir
+    dest_dir.parent.mkdir(parents=True, exist_ok=True)
+    corrupt = (f"; delete {zip_path} and run again to download it afresh, or pass the extracted "
+               f"text yourself with --data PATH")
+    try:
+        with zipfile.ZipFile(zip_path) as z:
+            bad = z.testzip()  # reads every member and checks its CRC-32; first bad name or None
+            if bad is not None:
+                raise DownloadError(f"{zip_path} is corrupt: CRC check failed for {bad!r}{corrupt}")
+            tmp = Path(tempfile.mkdtemp(prefix=dest_dir.name + ".", suffix=".tmp", dir=dest_dir.parent))
+            try:
+                z.extractall(tmp)  # extractall strips absolute paths and ".." from member names
+                os.replace(tmp, dest_dir)
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
+    except FileNotFoundError as e:
+        raise FileNotFoundError(f"{zip_path} does not exist; download it first or pass --data PATH") from e
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, zlib.error) as e:
+        raise DownloadError(f"{zip_path} is not a valid zip archive or is corrupt ({e}){corrupt}") from e
+    return dest_dir
+
+
+# -----------------------------------------------------------------------------
+# Corpora. `--data` is a .txt file, a folder of them, or one of these names.
+#
+# WikiText (Merity et al. 2016, CC BY-SA 3.0): the original S3 bucket is gone; its author re-hosts
+
+
+# -----------------------------------------------------------------------------
+# Atomic writes: a reader (or a crash) never sees half a file.
+
+# A write that fails with less free space than this is a full disk (a write error under torch.save has
+# no errno): any preset's checkpoint is larger (tiny's embedding table alone is 8192 x 128 x 4 B = 4 MiB).
+DISK_FULL_BYTES = 1 << 20
+
+
+def atomic_write(path: Path, data, keep_previous: Path | None = None) -> None:
+    """Write `data` (str, bytes, or a function writing to the path it is given) to a temporary file
+    beside `path`, then rename it to `path`, so `path` is always a whole file. keep_previous: first
+    hard-link the file being replaced there (train.py's fallback checkpoint). A failed write removes
+    its .tmp; a full disk (or any other OSError) ends in one line saying so."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(data, str):
+        write = lambda p: p.write_text(data, encoding="utf-8")  # noqa: E731
+    elif isinstance(data, bytes):
+        write = lambda p: p.write_bytes(data)  # noqa: E731
+    else:
+        write = data
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        write(tmp)
+        if keep_previous is not None and path.is_file():
+            prev_tmp = keep_previous.with_name(keep_previous.name + ".tmp")
+            prev_tmp.unlink(missing_ok=True)
+            try:
+                os.link(path, prev_tmp)  # a second name for the old file: no copy, and path never goes missing
+            except OSError:  # a file system without hard links
+                shutil.copyfile(path, prev_tmp)
+            os.replace(prev_tmp, keep_previous)
+        os.replace(tmp, path)
+    except BaseException as e:
+        free = shutil.disk_usage(path.parent).free if path.parent.is_dir() else None
+        tmp.unlink(missing_ok=True)
+        if not isinstance(e, (OSError, RuntimeError)):  # Ctrl-C, a bug: not a write error
+            raise
+        full = getattr(e, "errno", None) == errno.ENOSPC or (free is not None and free < DISK_FULL_BYTES)
+        if not full and not isinstance(e, OSError):
+            raise
+        raise SystemExit(f"{'disk full: ' if full else ''}could not write {path} ({type(e).__name__}: "
+                         f"{str(e).splitlines()[0] if str(e) else e}); {free or 0:,} bytes free on its disk. "
+                         f"{tmp.name} was removed and the files already there are intact: free some space "
+                         f"(or use another --out) and run again") from e
+
+
+# -----------------------------------------------------------------------------
+
+
+# -----------------------------------------------------------------------------
+# RNG state (masks, samples and dropout all draw from torch's generators)
+
+
+def rng_state() -> dict:
+    """This process's torch RNG states (masks, samples and dropout all draw from them)."""
+    return {"torch": torch.get_rng_state(),
+            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []}
+
+
+def set_rng_state(state: dict) -> None:
+    torch.set_rng_state(state["torch"])
+    if torch.cuda.is_available() and len(state["cuda"]) == torch.cuda.device_count():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+
+
+# -----------------------------------------------------------------------------
+# Devices, precision, processes, signals
+
+
+def setup_distributed(device_arg: str) -> tuple[int, int, int, torch.device]:
+    """(rank, local_rank, world_size, device). Under torchrun (WORLD_SIZE > 1) this joins the
+    process group: NCCL on GPUs, gloo on CPUs. Otherwise a single process."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank, local_rank = int(os.environ.get("RANK", "0")), int(os.environ.get("LOCAL_RANK", "0"))
+    if device_arg == "auto":
+        device_arg = "cuda" if torch.cuda.is_available() else "cpu"
+    if device_arg.startswith("cuda") and not torch.cuda.is_available():
+        raise SystemExit(f"--device {device_arg}: no CUDA GPU is visible to PyTorch; use --device cpu")
+    device = torch.device(device_arg)
+    if device.type == "cuda":
+        device = torch.device("cuda", local_rank if world > 1 else (device.index or 0))
+        torch.cuda.set_device(device)
+    if world > 1:
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    return rank, local_rank, world, device
+
+
+def mixed_precision(device: torch.device, precision: str):
+    """("bf16" or "fp32", the context the forward pass runs in) for --precision on `device`.
+
+    bf16 autocast runs the matmuls in bfloat16; weights, optimizer state and the losses stay fp32
+    (electra.mlm_loss / disc_loss upcast their logits; autocast runs LayerNorm and softmax in fp32).
+    "auto" chooses it on GPUs with native bf16 (Ampere and later) and fp32 elsewhere: on pre-Ampere
+    GPUs (V100, T4) bf16 is emulated and slow, and on most CPUs it is slower than fp32 and changes
+    the numbers. Deviation: the official code keeps everything in fp32; bf16 roughly doubles the
+    matmul throughput of a modern GPU. Asking for bf16 on a CPU works (the tests use it to run the
+    GPU's code path without a GPU).
+    """
+    if precision not in ("auto", "bf16", "fp32"):
+        raise SystemExit(f"--precision {precision}: choose auto, bf16 or fp32")
+    if precision == "auto":
+        native = device.type == "cuda" and torch.cuda.is_bf16_supported(including_emulation=False)
+        precision = "bf16" if native else "fp32"
+    if precision == "fp32":
+        return precision, contextlib.nullcontext()
+    return precision, torch.autocast(device.type, dtype=torch.bfloat16)
+
+
+def barrier(world: int) -> None:
+    if world > 1:
+        dist.barrier()
+
+
+class StopOnSignal:
+    """Ctrl-C (SIGINT) or SIGTERM sets `.requested`; the loop then saves a checkpoint and exits.
+    A second Ctrl-C quits at once (the last checkpoint on disk stays intact)."""
+
+    def __init__(self):
+        self.requested = False
+
+    def _handle(self, signum, frame):
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        tqdm.write(f"\n{signal.Signals(signum).name}: finishing this step and saving a checkpoint "
+                   f"(press Ctrl-C again to quit at once)")
+
+    def __enter__(self):
+        self._previous = {s: signal.signal(s, self._handle) for s in (signal.SIGINT, signal.SIGTERM)}
+        return self
+
+    def __exit__(self, *exc):
+        for s, h in self._previous.items():
+            signal.signal(s, h)
+
+
+def check_writable(out_dir: Path) -> None:
+    """Fail at once, with one message, when the output folder cannot be created or written."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out_dir, prefix=".write-test-"):
+            pass
+    except OSError as e:
+        raise SystemExit(f"--out {out_dir}: cannot write there ({e.strerror or e}); choose a folder you "
+                         f"can write to with --out DIR") from e
+
+
+# -----------------------------------------------------------------------------
+# The command line
+
+LOCK_FILE = "train.lock"  # in --out; flock-ed by the run using the folder (the kernel releases it when it dies)
+
+
+@contextlib.contextmanager
+def run_lock(out_dir: Path, rank: int):
+    """One run per --out: an exclusive flock on out_dir/train.lock for as long as the run lasts.
+    A second run gets one line and exits. Under DDP only rank 0 takes it (the ranks share --out)."""
+    if rank != 0:
+        yield
+        return
+    with open(out_dir / LOCK_FILE, "a+") as f:
+        try:
+            _lock(f)
+        except (BlockingIOError, PermissionError):  # PermissionError: msvcrt's answer when it is held
+            f.seek(0)
+            holder = f.read().strip() or "another process"
+            raise SystemExit(f"--out {out_dir} is in use by another train.py run ({holder}): wait for it to "
+                             f"finish, or choose another --out") from None
+        f.seek(0)
+        f.truncate()
+        f.write(f"pid {os.getpid()}\n")
+        f.flush()
+        try:
+            yield
+        finally:
+            _lock(f, release=True)
+
+
+def _lock(f, release: bool = False) -> None:
+    """Take (non-blocking) or release an exclusive lock on open file f; the OS drops it if we die."""
+    if fcntl is not None:
+        fcntl.flock(f, fcntl.LOCK_UN if release else fcntl.LOCK_EX | fcntl.LOCK_NB)
+    else:
+        pos = f.tell()
+        f.seek(0)
+        msvcrt.locking(f.fileno(), msvcrt.LK_UNLCK if release else msvcrt.LK_NBLCK, 1)
+        f.seek(pos)
+
