@@ -4,13 +4,17 @@ precision, DDP, signals and the one-run-per-folder lock. Each lives here once.
 """
 from __future__ import annotations
 
+import argparse
 import contextlib
+import dataclasses
 import errno
 import http.client
+import math
 import os
 import shutil
 import signal
 import tempfile
+import typing
 import urllib.error
 import urllib.request
 import zipfile
@@ -21,6 +25,7 @@ try:
 except ImportError:  # Windows has no flock; msvcrt's non-blocking byte lock does the same job
     fcntl = None
     import msvcrt
+from dataclasses import field
 from pathlib import Path
 
 import torch
@@ -330,3 +335,90 @@ def _lock(f, release: bool = False) -> None:
         msvcrt.locking(f.fileno(), msvcrt.LK_UNLCK if release else msvcrt.LK_NBLCK, 1)
         f.seek(pos)
 
+
+
+# -----------------------------------------------------------------------------
+# Command lines derived from config dataclasses: each field (its default, help, range) written once
+
+
+def option(default=None, help: str = "", *, check=None, flag: str | None = None, choices=None, **meta):
+    """A config dataclass field that is also a command-line flag. `check` is (test, what the value must
+    be), for the one-line error of check_flags; `flag` names the flag when the field's name does not
+    (a bool whose default is True becomes a flag that sets it False, e.g. --single_order). Other
+    keyword arguments are kept in the field's metadata for the config's own use.
+
+    >>> from dataclasses import dataclass, fields
+    >>> @dataclass
+    ... class C:
+    ...     steps: int = option(10, "updates", check=at_least(1, "updates"))
+    >>> fields(C)[0].metadata["help"], C().steps
+    ('updates', 10)
+    """
+    kind = dict(default_factory=lambda: dict(default)) if isinstance(default, dict) else dict(default=default)
+    return field(**kind, metadata=dict(help=help, check=check, flag=flag, choices=choices, **meta))
+
+
+def at_least(low: int, what: str):
+    """An option's `check`: an integer >= low."""
+    return lambda v: v >= low, f"an integer >= {low} ({what})"
+
+
+def positive(what: str):
+    """An option's `check`: a finite number > 0."""
+    return lambda v: math.isfinite(v) and v > 0, f"a positive number ({what})"
+
+
+def non_negative(what: str):
+    """An option's `check`: a finite number >= 0."""
+    return lambda v: math.isfinite(v) and v >= 0, f"a number >= 0 ({what})"
+
+
+def flag_name(f, sep: str) -> str:
+    return f.metadata.get("flag") or "--" + f.name.replace("_", sep)
+
+
+def add_options(parser: argparse.ArgumentParser, config_cls, sep: str = "-", defaults=None) -> None:
+    """One flag per `option` field of `config_cls` (fields without help are not flags). Every flag
+    parses to None when not given, so a preset, a checkpoint or the dataclass default fills it in
+    (`given`); the help shows `defaults` (a dict, e.g. "preset") or the dataclass default.
+
+    >>> from dataclasses import dataclass
+    >>> @dataclass
+    ... class C:
+    ...     batch_size: int = option(32, "examples per update")
+    ...     compile: bool = option(False, "torch.compile the model")
+    >>> p = argparse.ArgumentParser(); add_options(p, C)
+    >>> p.parse_args(["--batch-size", "8"])
+    Namespace(batch_size=8, compile=None)
+    """
+    hints = typing.get_type_hints(config_cls)
+    for f in dataclasses.fields(config_cls):
+        m = f.metadata
+        if not m.get("help"):
+            continue
+        default = (defaults or {}).get(f.name, f.default if f.default is not dataclasses.MISSING else None)
+        kind = hints[f.name]
+        base = next((t for t in typing.get_args(kind) if t is not type(None)), kind)  # int | None -> int
+        if base is bool:
+            parser.add_argument(flag_name(f, sep), dest=f.name, action="store_const", default=None,
+                                const=not f.default, help=m["help"])
+            continue
+        shown = "" if default is None or m.get("choices") else f" (default {default})"
+        parser.add_argument(flag_name(f, sep), dest=f.name, type=base if base in (int, float) else str,
+                            default=None, choices=m.get("choices"), help=m["help"] + shown)
+
+
+def check_flags(args: argparse.Namespace, config_cls, sep: str = "-") -> None:
+    """One line for a flag out of its range: `--lr -1: must be a positive number (the peak learning
+    rate)`. A flag that was not given (None) is not checked."""
+    for f in dataclasses.fields(config_cls):
+        check = f.metadata.get("check")
+        value = getattr(args, f.name, None)
+        if check is not None and value is not None and not check[0](value):
+            raise SystemExit(f"{flag_name(f, sep)} {value}: must be {check[1]}")
+
+
+def given(args: argparse.Namespace, config_cls) -> dict:
+    """The config fields set on the command line: {name: value} for every flag that was given."""
+    return {f.name: getattr(args, f.name) for f in dataclasses.fields(config_cls)
+            if getattr(args, f.name, None) is not None}
