@@ -293,3 +293,25 @@ def test_a_generator_of_another_shape_is_refused(tmp_path):
     (folders["generator"] / "config.json").write_text(json.dumps(cfg))
     with pytest.raises(ValueError, match="intermediate_size 100"):
         hf.load_electra(folders["discriminator"], folders["generator"])
+
+
+def test_download_checks_a_given_sha256(http_server, tmp_path):
+    """plumbing.download's sha256 argument: a match keeps the file, a mismatch keeps nothing."""
+    from plumbing import download
+
+    root, url = http_server
+    (root / "w.bin").write_bytes(b"electra" * 100)
+    good = hashlib.sha256(b"electra" * 100).hexdigest()
+    assert download(f"{url}/w.bin", tmp_path / "a.bin", sha256=good).read_bytes() == b"electra" * 100
+    with pytest.raises(DownloadError, match="sha256"):
+        download(f"{url}/w.bin", tmp_path / "b.bin", sha256="1" * 64)
+    assert not (tmp_path / "b.bin").exists() and not (tmp_path / "b.bin.part").exists()
+
+
+def test_safetensors_is_a_runtime_requirement():
+    """A fresh `pip install -r requirements.txt` must read a model.safetensors folder."""
+    from conftest import ROOT
+
+    names = [line.split("#")[0].strip().split("=")[0].split(">")[0].split("<")[0]
+             for line in (ROOT / "requirements.txt").read_text().splitlines()]
+    assert "safetensors" in names
