@@ -315,3 +315,84 @@ def test_safetensors_is_a_runtime_requirement():
     names = [line.split("#")[0].strip().split("=")[0].split(">")[0].split("<")[0]
              for line in (ROOT / "requirements.txt").read_text().splitlines()]
     assert "safetensors" in names
+
+
+# --- finetune.py --init NAME -------------------------------------------------------------------------
+
+# The shapes in Google's released discriminators' config.json (google/electra-{size}-discriminator).
+GOOGLE_SHAPES = {
+    "small": dict(embedding_size=128, hidden_size=256, intermediate_size=1024, num_attention_heads=4,
+                  num_hidden_layers=12),
+    "base": dict(embedding_size=768, hidden_size=768, intermediate_size=3072, num_attention_heads=12,
+                 num_hidden_layers=12),
+    "large": dict(embedding_size=1024, hidden_size=1024, intermediate_size=4096, num_attention_heads=16,
+                  num_hidden_layers=24),
+}
+README_COMMANDS = [
+    ["--task", "all", "--init", "google/electra-small-discriminator", "--seeds", "10"],
+    ["--task", "all", "--init", "google/electra-base-discriminator", "--seeds", "10"],
+]
+
+
+@pytest.mark.parametrize("argv", README_COMMANDS, ids=["small", "base"])
+def test_readme_commands_parse(argv):
+    import finetune as ft
+
+    args = ft.parse_args(argv)
+    assert (args.task, args.seeds, args.revision, args.hub_cache_dir) == ("all", 10, "main", None)
+    assert hf.is_hub_name(args.init)
+
+
+@pytest.mark.parametrize("size", list(GOOGLE_SHAPES))
+def test_recipe_for_a_hub_checkpoint_is_its_sizes(hub, tmp_path, size):
+    """The config.json fetched for google/electra-{size}-discriminator picks Table 7's recipe for size."""
+    import json
+
+    import finetune as ft
+
+    folder = hub.root / "google" / f"electra-{size}-discriminator" / "main"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps({"model_type": "electra", "vocab_size": 30522,
+                                                    **GOOGLE_SHAPES[size]}))
+    write_vocab(folder / "vocab.txt", 30522)
+    (folder / "model.safetensors").write_bytes(b"not read here")
+    got = hf.hub_files(f"google/electra-{size}-discriminator", cache_dir=tmp_path / "cache")
+    config = electra.config_from_hf(json.loads((got / "config.json").read_text()))
+    recipe = ft.recipe_for(config, ft.FinetuneConfig())
+    assert (recipe.lr, recipe.layer_decay) == (ft.RECIPE_BY_SIZE[size]["lr"], ft.RECIPE_BY_SIZE[size]["layer_decay"])
+
+
+def write_rte(folder, n=8):
+    folder.mkdir(parents=True)
+    rows = ["index\tsentence1\tsentence2\tlabel"] + [
+        f"{i}\tw5 w6 w{7 + i % 2}\tw5 w6\t{lab}" for i, lab in enumerate(["entailment", "not_entailment"] * (n // 2))]
+    (folder / "train.tsv").write_text("\n".join(rows) + "\n")
+    (folder / "dev.tsv").write_text("\n".join(rows[:5]) + "\n")
+
+
+def test_finetune_init_by_hub_name(hub, tmp_path, capsys):
+    import finetune as ft
+
+    save_pair(hub.root)
+    write_rte(tmp_path / "glue" / "RTE")
+    cache = tmp_path / "hubcache"
+    argv = ["--task", "rte", "--init", "google/electra-tiny-discriminator", "--hub_cache_dir", str(cache),
+            "--data_dir", str(tmp_path / "glue"), "--epochs", "1", "--device", "cpu",
+            "--out_dir", str(tmp_path / "out")]
+    report = ft.main(argv)
+    assert report["init"].startswith("google/electra-tiny-discriminator (revision main;")
+    assert report["recipe"]["lr"] == ft.RECIPE_BY_SIZE["small"]["lr"]  # hidden 64: the small recipe
+    assert (cache / "google" / "electra-tiny-discriminator" / "main" / "model.safetensors").is_file()
+    assert "rte    acc" in capsys.readouterr().out
+    hub.faults["status"] = {"google/electra-tiny-discriminator": 500}  # cached: the server is not asked
+    ft.main(argv)
+
+
+def test_finetune_hub_errors_are_one_line(hub, tmp_path):
+    import finetune as ft
+
+    with pytest.raises(SystemExit) as e:
+        ft.main(["--task", "rte", "--init", "google/no-such-model", "--hub_cache_dir", str(tmp_path / "c"),
+                 "--data_dir", str(tmp_path)])
+    assert str(e.value).startswith("error: could not fetch config.json of google/no-such-model")
+    assert "\n" not in str(e.value)
