@@ -333,3 +333,25 @@ def load_electra(disc, generator=None, revision: str = "main", cache_dir=None, e
     config, vocab, _ = electra_config_from_folders(disc_folder, gen_folder)
     model = from_hf_state_dicts(config, read_hf_weights(disc_folder), read_hf_weights(gen_folder))
     return model, vocab
+
+
+# ElectraConfig fields that make a released model's shape; train.py --init-from passes them as --set.
+SHAPE_FIELDS = ("embedding_size", "hidden_size", "num_layers", "num_heads", "intermediate_size", "max_position",
+                "type_vocab_size", "dropout", "attention_dropout", "layer_norm_eps", "init_std",
+                "generator_fraction", "generator_layers")
+
+
+def released_start(disc, generator=None, revision: str = "main", cache_dir=None) -> tuple[str, dict, Path]:
+    """What train.py --init-from needs before it builds a model: (size, shape, vocab.txt). size is the
+    recipe preset for the model's hidden size (small, base or large, as finetune.py chooses Table 7's),
+    shape the ElectraConfig fields of the released pair (generator_fraction included). Fetches the
+    files (once); the weights are read later by load_electra, from the cache."""
+    from finetune import SIZE_BY_HIDDEN
+
+    disc_folder, gen_folder = released_folders(disc, generator, revision, cache_dir)
+    config, vocab, lowercase = electra_config_from_folders(disc_folder, gen_folder)
+    if not lowercase:
+        raise ValueError(f"{disc_folder} is a cased model (do_lower_case false); train.py's tokenizer lowercases, "
+                         f"so it cannot continue pre-training it")
+    size = next(name for threshold, name in SIZE_BY_HIDDEN if config.hidden_size >= threshold)
+    return size, {f: getattr(config, f) for f in SHAPE_FIELDS}, vocab
