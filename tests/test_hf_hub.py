@@ -396,3 +396,60 @@ def test_finetune_hub_errors_are_one_line(hub, tmp_path):
                  "--data_dir", str(tmp_path)])
     assert str(e.value).startswith("error: could not fetch config.json of google/no-such-model")
     assert "\n" not in str(e.value)
+
+
+# --- train.py --init-from NAME ------------------------------------------------------------------------
+
+
+def write_corpus(path, lines=200, seed=0):
+    """Text in the test vocab's words (w0 ... w114), a blank line between documents of 10 lines."""
+    g = torch.Generator().manual_seed(seed)
+    n = TINY.vocab_size - len(CONFIG.specials)
+    out = []
+    for i in range(lines):
+        out.append(" ".join(f"w{int(j)}" for j in torch.randint(0, n, (12,), generator=g)) + " .")
+        if i % 10 == 9:
+            out.append("")
+    path.write_text("\n".join(out) + "\n")
+    return path
+
+
+def train_argv(tmp_path, *extra):
+    return ["--data", str(write_corpus(tmp_path / "corpus.txt")), "--out", str(tmp_path / "out"),
+            "--cache-dir", str(tmp_path / "cache"), "--hub-cache-dir", str(tmp_path / "hubcache"),
+            "--steps", "2", "--warmup", "1", "--batch-size", "4", "--seq-len", "32", "--lr", "1e-9",
+            "--eval-interval", "2", "--eval-batches", "1", "--eval-fraction", "0.1", "--ckpt-interval", "2",
+            "--log-interval", "1", "--device", "cpu", *extra]
+
+
+def test_train_init_from_a_hub_pair(hub, tmp_path):
+    import train
+
+    hf_d, hf_g, folders = save_pair(hub.root)
+    result = train.main(train_argv(tmp_path, "--init-from", "google/electra-tiny"))
+    mc = result["model_config"]
+    assert (mc.hidden_size, mc.num_layers, mc.generator_fraction, mc.vocab_size) == (64, 2, 0.5, TINY.vocab_size)
+    assert result["config"].size == "small" and result["config"].init_from == "google/electra-tiny"
+    assert (tmp_path / "out" / "vocab.txt").read_text() == (folders["discriminator"] / "vocab.txt").read_text()
+    model = result["model"]  # two updates at lr 1e-9: still the released weights
+    torch.testing.assert_close(model.discriminator.head_out.weight.detach(),
+                               -hf_d.discriminator_predictions.dense_prediction.weight.detach(), atol=1e-6, rtol=0)
+    torch.testing.assert_close(model.generator.head.weight.detach(),
+                               hf_g.generator_predictions.dense.weight.detach(), atol=1e-6, rtol=0)
+    torch.testing.assert_close(model.embeddings.word.weight.detach(),
+                               hf_d.electra.embeddings.word_embeddings.weight.detach(), atol=1e-6, rtol=0)
+
+
+def test_train_init_from_errors_are_one_line(hub, tmp_path):
+    import train
+
+    save_pair(hub.root)
+    with pytest.raises(SystemExit, match="drop --resume, --vocab and --objective"):
+        train.main(train_argv(tmp_path, "--init-from", "google/electra-tiny", "--objective", "bert"))
+    with pytest.raises(SystemExit) as e:
+        train.main(train_argv(tmp_path, "--init-from", "google/electra-missing"))
+    assert "HTTP 404" in str(e.value) and "\n" not in str(e.value)
+    d = tmp_path / "only-d"
+    d.mkdir()
+    with pytest.raises(SystemExit, match="no generator for .*pass --generator"):
+        train.main(train_argv(tmp_path, "--init-from", str(d)))
