@@ -453,3 +453,28 @@ def test_train_init_from_errors_are_one_line(hub, tmp_path):
     d.mkdir()
     with pytest.raises(SystemExit, match="no generator for .*pass --generator"):
         train.main(train_argv(tmp_path, "--init-from", str(d)))
+
+
+# --- notebook 01's ELECTRA_HF switch ------------------------------------------------------------------
+
+
+def test_notebook_helper_loads_a_released_pair(hub, tmp_path, monkeypatch):
+    """_helpers.load_released (ELECTRA_HF=org/stem in notebook 01) gives load_run's shape: G and D."""
+    import sys
+
+    from conftest import ROOT
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.syspath_prepend(str(ROOT / "notebooks"))
+    sys.modules.pop("_helpers", None)
+    import _helpers
+
+    save_pair(hub.root)
+    run = _helpers.load_released("google/electra-tiny")
+    assert set(run) == {"model", "tokenizer", "step", "metrics"} and not run["model"].training
+    assert len(run["tokenizer"]) == TINY.vocab_size and run["model"].generator.config.hidden_size == 32
+    assert (tmp_path / "xdg" / "electra-from-scratch" / "hub" / "google" / "electra-tiny-generator" / "main").is_dir()
+    x, seg, am = inputs()
+    with torch.no_grad():
+        out = run["model"](x, seg, am, rng=torch.Generator().manual_seed(0))  # the notebook's histogram call
+    assert out.p_original.shape == x.shape
