@@ -114,7 +114,8 @@ def _resolve(name: str, file: str, revision: str, endpoint: str) -> tuple[str, d
                     return None  # the repository is there; this file is not
                 if e.code in (401, 403, 404):
                     raise _hub_failed(name, revision, file, f"HTTP {e.code}: no repository {name} with revision "
-                                      f"{revision} at {endpoint}, or it is gated or private. Check the name and "
+                                      f"{revision} at {endpoint} (nor a local path of that name), or it is gated "
+                                      f"or private. Check the name and "
                                       f"--revision; for a gated model accept its terms on the hub and set HF_TOKEN; "
                                       f"or download its files yourself and pass the folder") from None
                 raise _hub_failed(name, revision, file, f"HTTP {e.code} {e.reason}") from None
@@ -170,8 +171,14 @@ def hub_files(name: str, revision: str = "main", cache_dir=None, endpoint=None) 
     if _complete(folder):
         return folder
     endpoint = hub_endpoint(endpoint)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=folder.name + ".", suffix=".part", dir=folder.parent))
+    try:
+        if folder.exists():  # an entry someone emptied by hand: fetch it whole again
+            shutil.rmtree(folder)
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=folder.name + ".", suffix=".part", dir=folder.parent))
+    except OSError as e:
+        raise HubError(f"cannot write the hub cache {folder.parent} ({e.strerror or e}); choose a folder you can "
+                       f"write to with --hub-cache-dir") from None
     try:
         for file in HUB_REQUIRED:
             if _fetch(name, file, revision, endpoint, tmp) is None:
@@ -183,9 +190,9 @@ def hub_files(name: str, revision: str = "main", cache_dir=None, endpoint=None) 
             _fetch(name, file, revision, endpoint, tmp)
         try:
             os.replace(tmp, folder)
-        except OSError:  # another process completed the same entry first: keep theirs
+        except OSError as e:  # another process completed the same entry first: keep theirs
             if not _complete(folder):
-                raise
+                raise HubError(f"could not move {name} into the hub cache at {folder} ({e.strerror or e})") from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return folder

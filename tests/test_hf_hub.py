@@ -478,3 +478,20 @@ def test_notebook_helper_loads_a_released_pair(hub, tmp_path, monkeypatch):
     with torch.no_grad():
         out = run["model"](x, seg, am, rng=torch.Generator().manual_seed(0))  # the notebook's histogram call
     assert out.p_original.shape == x.shape
+
+
+def test_an_emptied_cache_entry_is_fetched_again(hub, tmp_path):
+    save_pair(hub.root)
+    cache = tmp_path / "cache"
+    folder = hf.hub_files("google/electra-tiny-discriminator", cache_dir=cache)
+    (folder / "model.safetensors").unlink()  # a user deleted the weights by hand
+    assert hf.hub_files("google/electra-tiny-discriminator", cache_dir=cache) == folder
+    assert (folder / "model.safetensors").is_file() and cache_leftovers(cache) == []
+
+
+def test_unwritable_cache_is_one_line(hub, tmp_path):
+    save_pair(hub.root)
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with pytest.raises(hf.HubError, match="cannot write the hub cache .*--hub-cache-dir"):
+        hf.hub_files("google/electra-tiny-discriminator", cache_dir=blocker)
