@@ -172,7 +172,7 @@ def hub_files(name: str, revision: str = "main", cache_dir=None, endpoint=None) 
         return folder
     endpoint = hub_endpoint(endpoint)
     try:
-        if folder.exists():  # an entry someone emptied by hand: fetch it whole again
+        if folder.exists() and not _complete(folder):  # emptied by hand (complete: another process's, keep it)
             shutil.rmtree(folder)
         folder.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=folder.name + ".", suffix=".part", dir=folder.parent))
