@@ -14,6 +14,7 @@ is the whole pipeline in the order a reader meets it:
 
     python finetune.py --task sst2 --init ckpt.pt --data_dir ../shared/data/glue/SST-2
     python finetune.py --task mrpc,stsb --init path/to/hf-electra-small-discriminator --seeds 10
+    python finetune.py --task all --init google/electra-small-discriminator --seeds 10   # from the hub
 """
 import argparse
 import json
@@ -32,6 +33,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from electra import Electra, ElectraConfig, Encoder, config_from_hf, load_hf_encoder
+from hf import HubError, is_hub_name, pretrained_folder
 from plumbing import DownloadError, atomic_write, download, extract_zip, mixed_precision
 from tokenizer import Tokenizer
 from train import check_flags, int_at_least
@@ -954,7 +956,11 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--task", required=True, help=f"one of {', '.join(TASKS)}, a comma-separated list, or 'all'")
-    p.add_argument("--init", required=True, help="train.py checkpoint, or HuggingFace ELECTRA/BERT folder")
+    p.add_argument("--init", required=True, help="train.py checkpoint, HuggingFace ELECTRA/BERT folder, or a hub "
+                                                 "name such as google/electra-small-discriminator (fetched once)")
+    p.add_argument("--revision", default="main", help="hub revision of --init: a branch, tag or commit")
+    p.add_argument("--hub_cache_dir", default=None, help="where hub checkpoints are kept "
+                                                         "(default ~/.cache/electra-from-scratch/hub)")
     p.add_argument("--vocab", default=None, help="vocab.txt (default: the one beside --init)")
     p.add_argument("--data_dir", default=None, help="the task's GLUE folder, or a folder of GLUE task folders "
                                                     "(default: download into --cache_dir)")
@@ -1004,8 +1010,10 @@ def main(argv=None) -> dict:
     try:
         names = list(TASKS) if args.task == "all" else [n for n in args.task.split(",") if n]
         tasks = [get_task(n) for n in names]
-        pre = load_pretrained(args.init, args.vocab)
-    except (FileNotFoundError, ValueError) as e:
+        pre = load_pretrained(pretrained_folder(args.init, args.revision, args.hub_cache_dir), args.vocab)
+        if is_hub_name(args.init):
+            pre = replace(pre, source=f"{args.init} (revision {args.revision}; {pre.source})")
+    except (FileNotFoundError, ValueError, HubError) as e:
         raise SystemExit(f"error: {e}") from None
     if args.max_seq_len is not None and args.max_seq_len > pre.config.max_position:
         raise SystemExit(f"--max_seq_len {args.max_seq_len}: must be at most {pre.config.max_position}, the "

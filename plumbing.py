@@ -8,6 +8,7 @@ import argparse
 import contextlib
 import dataclasses
 import errno
+import hashlib
 import http.client
 import math
 import os
@@ -54,14 +55,16 @@ def _download_failed(what: str, url: str, dest: Path, reason: str) -> DownloadEr
 
 
 def download(url: str, dest: Path, expected_size: int | None = None, desc: str | None = None,
-             timeout: float = DOWNLOAD_TIMEOUT_S) -> Path:
+             timeout: float = DOWNLOAD_TIMEOUT_S, sha256: str | None = None,
+             headers: dict | None = None) -> Path:
     """Download `url` to `dest` once, with a progress bar, and return `dest`.
 
     The bytes go to `dest + ".part"`; only when the byte count equals `expected_size`
     (or the server's Content-Length when no size is given) is it renamed to `dest` with
     os.replace, which is atomic. So `dest` existing means a complete download: a second
     call returns at once. Any failure (unreachable host, HTTP error, timeout, short read,
-    wrong size) removes the partial file and raises DownloadError.
+    wrong size) removes the partial file and raises DownloadError. `sha256` (hex): the bytes must
+    also hash to it (the hub's X-Linked-Etag). `headers`: sent with the request (an Authorization).
 
     >>> download("https://wikitext.smerity.com/wikitext-2-raw-v1.zip",
     ...          Path("cache/wikitext-2-raw-v1.zip"), expected_size=4721645)  # doctest: +SKIP
@@ -74,7 +77,9 @@ def download(url: str, dest: Path, expected_size: int | None = None, desc: str |
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_name(dest.name + ".part")
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response, open(part, "wb") as f:
+        request = urllib.request.Request(url, headers=headers or {})
+        digest = hashlib.sha256() if sha256 is not None else None
+        with urllib.request.urlopen(request, timeout=timeout) as response, open(part, "wb") as f:
             header = response.headers.get("Content-Length")
             total = expected_size if expected_size is not None else (int(header) if header else None)
             got = 0
@@ -82,10 +87,15 @@ def download(url: str, dest: Path, expected_size: int | None = None, desc: str |
                       dynamic_ncols=True) as bar:
                 while chunk := response.read(DOWNLOAD_CHUNK_BYTES):
                     f.write(chunk)
+                    if digest is not None:
+                        digest.update(chunk)
                     got += len(chunk)
                     bar.update(len(chunk))
         if total is not None and got != total:
             raise _download_failed(what, url, dest, f"got {got:,} bytes, expected {total:,} (truncated or wrong file)")
+        if digest is not None and digest.hexdigest() != sha256.lower():
+            raise _download_failed(what, url, dest, f"its sha256 is {digest.hexdigest()[:12]}..., expected "
+                                                    f"{sha256.lower()[:12]}... (corrupted in transit or wrong file)")
         os.replace(part, dest)
     except DownloadError:
         part.unlink(missing_ok=True)

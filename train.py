@@ -5,6 +5,8 @@
 
     python train.py --out out --resume           # continue a stopped run exactly
     python train.py --out out --export-hf hf/    # HuggingFace ELECTRA layout (config.json + weights)
+    python train.py --init-from google/electra-small --data my_texts/ --steps 10000 --lr 1e-4 --warmup 500
+                                                 # continued pre-training of Google's released G and D
     torchrun --nproc_per_node 4 train.py --size base   # DDP on 4 GPUs
 
 Read top to bottom like nanoGPT's train.py: downloads, corpora, examples (the official
@@ -48,6 +50,7 @@ from electra import (
     hf_config_dict,
     to_hf_state_dicts,
 )
+from hf import HubError, load_electra, released_start
 from plumbing import (
     DownloadError,
     StopOnSignal,
@@ -437,6 +440,10 @@ class TrainConfig:
     precision: str = "auto"  # "auto": bf16 autocast on a GPU with bf16 tensor cores, else fp32; "bf16"; "fp32"
     peak_tflops: float | None = None  # the accelerator's peak, for MFU; None: look it up
     overrides: dict = field(default_factory=dict)  # ElectraConfig fields, e.g. {"num_layers": 2}
+    init_from: str | None = None  # start from this released (or exported) G and D: hub name or folder
+    generator: str | None = None  # with init_from: the generator, when Google's naming does not find it
+    revision: str = "main"  # hub revision of init_from / generator
+    hub_cache_dir: str | None = None  # where hub checkpoints are kept (None: ~/.cache/electra-from-scratch/hub)
 
 
 # The fields a --resume must keep as the checkpoint has them; the others control the session.
@@ -786,6 +793,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its ckpt.pt")
     p.add_argument("--export-hf", default=None, metavar="DIR",
                    help="write the checkpoint in --out in HuggingFace's ELECTRA layout to DIR, then exit")
+    p.add_argument("--init-from", default=None, metavar="NAME_OR_FOLDER",
+                   help="continue pre-training a released ELECTRA (e.g. google/electra-small, its hub name or a "
+                        "folder): its shape, vocab, generator and discriminator")
+    p.add_argument("--generator", default=None, help="with --init-from: the generator's hub name or folder")
+    p.add_argument("--revision", default="main", help="hub revision of --init-from (branch, tag or commit)")
+    p.add_argument("--hub-cache-dir", default=None, help="hub checkpoints (default ~/.cache/electra-from-scratch/hub)")
     args = p.parse_args(argv)
     check_flags(args, FLAG_RANGES)
     return args
@@ -868,7 +881,8 @@ def resolve_config(args: argparse.Namespace, saved: dict | None) -> TrainConfig:
                    grad_accum=args.grad_accum, eval_batches=args.eval_batches, log_interval=args.log_interval,
                    eval_interval=args.eval_interval, ckpt_interval=args.ckpt_interval, stop_at=args.stop_at,
                    device=args.device, compile=args.compile, precision=args.precision,
-                   peak_tflops=args.peak_tflops)
+                   peak_tflops=args.peak_tflops, init_from=args.init_from, generator=args.generator,
+                   revision=args.revision, hub_cache_dir=args.hub_cache_dir)
     size = saved["size"] if saved is not None else given.get("size", TrainConfig.size)
     if session["eval_interval"] is None and size in RECIPES:
         session["eval_interval"] = RECIPES[size].eval_interval
@@ -916,6 +930,16 @@ def main(argv=None) -> dict:
         raise SystemExit(f"{out_dir} holds a run ({', '.join(str(p) for p in (ckpt_path, prev_path) if p.exists())}): "
                          f"continue it with --resume (which falls back to {prev_path.name} if {ckpt_path.name} is "
                          f"unreadable), or start a new run with another --out (nothing was overwritten)")
+    if args.init_from:  # continued pre-training: the released model's shape (as --set), vocab and size
+        if args.resume or args.vocab or args.objective not in (None, "electra", "electra_15"):
+            raise SystemExit("--init-from starts a new ELECTRA run from a released generator and discriminator, "
+                             "with their vocab: drop --resume, --vocab and --objective")
+        try:
+            size, shape, vocab = released_start(args.init_from, args.generator, args.revision, args.hub_cache_dir)
+        except (FileNotFoundError, ValueError, HubError) as e:
+            raise SystemExit(f"--init-from {args.init_from}: {e}") from None
+        args.size, args.vocab = args.size or size, str(vocab)
+        args.overrides = [f"{k}={v}" for k, v in shape.items()] + args.overrides
     check_writable(out_dir)
     rank = int(os.environ.get("RANK", "0"))  # torchrun's; setup_distributed joins the group below
     with run_lock(out_dir, rank):
@@ -978,6 +1002,8 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device: t
         raise SystemExit(str(e)) from e
     torch.manual_seed(cfg.seed)  # the same initial weights on every rank
     raw = build_model(mc, device)
+    if saved is None and cfg.init_from:  # the released weights, not a random start
+        raw.load_state_dict(load_electra(cfg.init_from, cfg.generator, cfg.revision, cfg.hub_cache_dir)[0].state_dict())
     optimizer = build_optimizer(raw, cfg, fused=device.type in ("cuda", "cpu"))  # torch fuses AdamW on these
     step = 0
     if saved is not None:

@@ -88,6 +88,16 @@ def load_run(run_dir) -> dict:
     return {"model": model.eval(), "tokenizer": tok, "step": ckpt["step"], "metrics": read_metrics(run_dir)}
 
 
+def load_released(name, revision: str = "main") -> dict:
+    """Google's released generator and discriminator (e.g. "google/electra-small": its -generator and
+    -discriminator), fetched once from the hub into ~/.cache (hf.load_electra), in load_run's shape.
+    Needs internet the first time; HF_ENDPOINT points at a mirror."""
+    import hf
+
+    model, vocab = hf.load_electra(name, revision=revision)
+    return {"model": model.eval(), "tokenizer": Tokenizer.load(vocab), "step": None, "metrics": []}
+
+
 def read_metrics(run_dir) -> list[dict]:
     """The rows of a run's metrics.jsonl (train.py writes one JSON object a line)."""
     path = Path(run_dir) / "metrics.jsonl"

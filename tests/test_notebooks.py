@@ -38,7 +38,7 @@ def kernel_manager(tmp_path: Path) -> KernelManager:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_notebook_runs(name, tmp_path, monkeypatch):
-    for var in ("ELECTRA_RUN_DIR", "BERT_RUN_DIR"):  # the notebooks' own tiny runs, not a user's
+    for var in ("ELECTRA_RUN_DIR", "BERT_RUN_DIR", "ELECTRA_HF"):  # the notebooks' own tiny runs, not a user's
         monkeypatch.delenv(var, raising=False)
     nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
     client = NotebookClient(nb, km=kernel_manager(tmp_path), timeout=CELL_TIMEOUT_S,
