@@ -27,20 +27,16 @@ from __future__ import annotations
 
 import hashlib
 import heapq
-import io
 import math
-import multiprocessing
 import os
 import re
-import sys
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
 
-import numpy as np
 from tqdm import tqdm
 
 from plumbing import atomic_write
@@ -62,14 +58,6 @@ class WordPieceConfig:
     limit_alphabet: int = 1000  # trainer: keep the most frequent characters (HF BertWordPieceTokenizer.train default)
     vocab_size: int = 30522  # trainer default: the size of BERT's and ELECTRA's uncased vocab.txt
     criterion: str = "likelihood"  # trainer: "likelihood" (likelihood_gain) or "ratio" (pair_score); see learn_vocab
-    corpus_suffixes: tuple[str, ...] = (".txt", ".raw")  # text files in a corpus folder (WikiText ships .raw)
-    corpus_chunk_chars: int = 1 << 20  # encode_corpus: ~1 MB of text per task sent to a worker process
-    # decode_text: a corpus file is refused as not text when it has a NUL byte (as git and grep decide),
-    # or when more than this share of its first binary_sniff_chars characters are control characters
-    # other than whitespace (text, even Latin-1 read as such, has almost none; random bytes ~25%)
-    binary_control_fraction: float = 0.1
-    binary_sniff_chars: int = 1 << 20
-    cache_format: str = "electra-wordpiece-corpus-v1"  # part of the cache key; bump when the ids would change
 
     @property
     def specials(self) -> tuple[str, ...]:
@@ -728,161 +716,3 @@ def train(
         raise ValueError("no words to train on: the texts are empty (or only whitespace/control characters)")
     tokens = learn_vocab(counts, vocab_size, min_frequency, limit_alphabet, config, progress, criterion)
     return Tokenizer(tokens, lowercase=lowercase, config=config)
-
-
-# ---------------------------------------------------------------------------------------------
-# Corpora: reading files, tokenising them once, caching the ids.
-# ---------------------------------------------------------------------------------------------
-
-
-def corpus_files(path: str | os.PathLike, config: WordPieceConfig = CONFIG) -> list[Path]:
-    """The text files of a corpus: the file itself, or every .txt (or .raw) file under a folder, sorted."""
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"corpus {path} does not exist: pass a .txt file or a folder of .txt files")
-    if path.is_file():
-        return [path]
-    files = sorted(p for p in path.rglob("*") if p.suffix in config.corpus_suffixes and p.is_file())
-    if not files:
-        raise ValueError(f"corpus folder {path} has no .txt files: put the text in files ending in .txt")
-    return files
-
-
-def decode_text(data: bytes, name: str | os.PathLike, config: WordPieceConfig = CONFIG) -> str:
-    """Bytes to text: UTF-8 (a leading BOM dropped), else Latin-1 with a one-line warning.
-
-    Latin-1 maps every byte to a character, so no text is ever dropped. Line endings CRLF and CR
-    become LF. A file that is not text (a NUL byte, or mostly control characters: a program, an
-    image) raises ValueError naming it, instead of being trained on.
-
-    >>> decode_text(b"caf\\xc3\\xa9\\r\\nnext\\rlast", "a.txt")
-    'café\\nnext\\nlast'
-    """
-    if b"\x00" in data:
-        raise ValueError(f"{name} is not a text file (it has NUL bytes): pass .txt files of plain text")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        print(f"warning: {name} is not UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start}); read as Latin-1",
-              file=sys.stderr)
-        text = data.decode("latin-1")
-    sample = text[:config.binary_sniff_chars]
-    controls = len(_NON_TEXT.findall(sample))
-    if controls > config.binary_control_fraction * len(sample):
-        raise ValueError(f"{name} is not a text file ({controls / len(sample):.0%} of its characters are control "
-                         f"characters): pass .txt files of plain text")
-    return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
-_NON_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # control characters but \t \n \r
-
-
-def read_corpus(path: str | os.PathLike) -> Iterator[tuple[str, str]]:
-    """(filename, text) for each .txt (or .raw) file of a corpus (a file or a folder), in sorted order.
-
-    Raises FileNotFoundError for a missing path and ValueError for a folder with no .txt files
-    (both at the call) or a corpus whose files hold no text (once they have all been read).
-    """
-    files = corpus_files(path)
-
-    def generate():
-        any_text = False
-        for f in files:
-            text = decode_text(f.read_bytes(), f)
-            any_text = any_text or bool(text.strip())
-            yield str(f), text
-        if not any_text:
-            raise ValueError(f"corpus {path} has no text: its {len(files)} .txt file(s) are empty")
-
-    return generate()
-
-
-_WORKER_TOKENIZER: Tokenizer | None = None
-
-
-def _init_worker(tok: Tokenizer) -> None:
-    global _WORKER_TOKENIZER
-    _WORKER_TOKENIZER = tok
-
-
-def _encode_lines(lines: list[str], tok: Tokenizer | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Ids of lines concatenated (uint32) and the number of ids of each line (int64)."""
-    tok = tok or _WORKER_TOKENIZER
-    encoded = [tok.encode(line) for line in lines]
-    lengths = np.fromiter((len(e) for e in encoded), dtype=np.int64, count=len(encoded))
-    ids = np.fromiter(chain.from_iterable(encoded), dtype=np.uint32, count=int(lengths.sum()))
-    return ids, lengths
-
-
-def _corpus_chunks(texts: list[str], chunk_chars: int) -> Iterator[list[str]]:
-    """Lines of all files in groups of about chunk_chars characters; every file ends with one "" line."""
-    chunk, size = [], 0
-    for text in texts:
-        lines = text.split("\n")
-        if lines[-1] != "":
-            lines.append("")  # the file's end is a document boundary, like a blank line
-        for line in lines:
-            chunk.append(line)
-            size += len(line) + 1
-            if size >= chunk_chars:
-                yield chunk
-                chunk, size = [], 0
-    if chunk:
-        yield chunk
-
-
-def encode_corpus(
-    path: str | os.PathLike,
-    tok: Tokenizer,
-    cache_dir: str | os.PathLike,
-    workers: int | None = None,
-    progress: bool = True,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Tokenise every line of a corpus once; cache the ids; a second call loads them at once.
-
-    Returns (ids, line_offsets): the ids of all lines of all files concatenated, no special tokens
-    (uint16 when the vocab has <= 65536 tokens, else uint32), and int64 offsets of length
-    num_lines + 1, so line i is ids[line_offsets[i]:line_offsets[i + 1]]. Blank lines are kept
-    (length 0) to mark document boundaries, and each file ends with one blank line.
-
-    The cache file is named by a sha256 of the corpus file names and contents, the vocab contents
-    and the lowercase flag, so a change to any of them re-tokenises. Work is spread over `workers`
-    processes (default: all CPUs) with a progress bar in MB/s.
-    """
-    named_texts = list(read_corpus(path))
-    key = hashlib.sha256(f"{tok.config.cache_format}\n{tok.hash()}\nlowercase={tok.lowercase}\n".encode())
-    for name, text in named_texts:
-        key.update(f"{Path(name).name}\n{len(text)}\n".encode())
-        key.update(text.encode("utf-8"))
-    cache_file = Path(cache_dir) / f"corpus-{key.hexdigest()[:24]}.npz"
-    if cache_file.is_file():
-        with np.load(cache_file) as cached:
-            return cached["ids"], cached["line_offsets"]
-
-    texts = [text for _, text in named_texts]
-    total_bytes = sum(len(t.encode("utf-8")) for t in texts)
-    chunks = list(_corpus_chunks(texts, tok.config.corpus_chunk_chars))
-    workers = min(workers or os.cpu_count() or 1, len(chunks))
-    bar = tqdm(total=total_bytes, unit="B", unit_scale=True, desc=f"tokenising {path}", disable=not progress)
-    parts = []
-    if workers <= 1:
-        results = (_encode_lines(c, tok) for c in chunks)
-        for chunk, part in zip(chunks, results):
-            parts.append(part)
-            bar.update(sum(len(line.encode("utf-8")) + 1 for line in chunk))
-    else:
-        with multiprocessing.get_context().Pool(workers, initializer=_init_worker, initargs=(tok,)) as pool:
-            for chunk, part in zip(chunks, pool.imap(_encode_lines, chunks)):
-                parts.append(part)
-                bar.update(sum(len(line.encode("utf-8")) + 1 for line in chunk))
-    bar.close()
-    dtype = np.uint16 if len(tok) <= np.iinfo(np.uint16).max + 1 else np.uint32
-    ids = np.concatenate([p[0] for p in parts]).astype(dtype)
-    lengths = np.concatenate([p[1] for p in parts])
-    line_offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=line_offsets[1:])
-
-    buffer = io.BytesIO()
-    np.savez(buffer, ids=ids, line_offsets=line_offsets)
-    atomic_write(cache_file, buffer.getvalue())
-    return ids, line_offsets
