@@ -289,12 +289,14 @@ class BasicTokenizer:
 # ---------------------------------------------------------------------------------------------
 
 
-def wordpiece(word: str, vocab: dict[str, int] | set[str], config: WordPieceConfig = CONFIG) -> list[str]:
+def wordpiece(word: str, vocab: dict[str, int] | set[str], config: WordPieceConfig = CONFIG,
+              longest: int | None = None) -> list[str]:
     """Greedy longest-match-first WordPiece (BERT's WordpieceTokenizer.tokenize) on one word.
 
     From the start of the word take the longest prefix in the vocab; the rest continues with
     "##"-prefixed pieces the same way. If some position has no match, or the word is longer than
-    100 characters, the whole word is [UNK].
+    100 characters, the whole word is [UNK]. `longest` (the Tokenizer passes its longest vocab
+    entry, "##" not counted) only skips trying pieces too long to be in the vocab.
 
     >>> v = {"un", "##aff", "##able", "a", "##b"}
     >>> wordpiece("unaffable", v), wordpiece("ab", v), wordpiece("abc", v)
@@ -305,7 +307,7 @@ def wordpiece(word: str, vocab: dict[str, int] | set[str], config: WordPieceConf
     pieces = []
     start = 0
     while start < len(word):
-        end = len(word)
+        end = len(word) if longest is None else min(len(word), start + longest)
         while end > start:
             piece = word[start:end] if start == 0 else config.prefix + word[start:end]
             if piece in vocab:
@@ -366,11 +368,8 @@ class Tokenizer:
         self.sep_id = self.vocab[config.sep]
         self.mask_id = self.vocab[config.mask]
         self.special_ids = {self.vocab[t] for t in config.specials}
-        # Greedy longest match only needs to try pieces up to the longest vocab entry.
-        starts = [len(t) for t in self.vocab if not t.startswith(config.prefix)]
-        conts = [len(t) - len(config.prefix) for t in self.vocab if t.startswith(config.prefix)]
-        self._max_start = max(starts, default=0)
-        self._max_cont = max(conts, default=0)
+        # greedy longest match only needs to try pieces up to the longest vocab entry
+        self._longest = max(len(t.removeprefix(config.prefix)) for t in self.vocab)
         self.basic = BasicTokenizer(lowercase, config.specials)
         self._words = _WordCache(self)
 
@@ -418,26 +417,8 @@ class Tokenizer:
 
     # --- stage 2: pieces and ids -------------------------------------------------------------
     def _wordpiece_ids(self, word: str) -> tuple[int, ...]:
-        """wordpiece() as ids, trying no piece longer than the longest in the vocab."""
-        n = len(word)
-        if n > self.config.max_input_chars_per_word:
-            return (self.unk_id,)
-        vocab, prefix = self.vocab, self.config.prefix
-        ids = []
-        start = 0
-        while start < n:
-            end = min(n, start + (self._max_cont if start else self._max_start))
-            while end > start:
-                piece = word[start:end] if start == 0 else prefix + word[start:end]
-                i = vocab.get(piece)
-                if i is not None:
-                    ids.append(i)
-                    break
-                end -= 1
-            if end == start:
-                return (self.unk_id,)
-            start = end
-        return tuple(ids)
+        """wordpiece() as ids (the word cache calls this once per distinct word)."""
+        return tuple(self.vocab[p] for p in wordpiece(word, self.vocab, self.config, self._longest))
 
     def encode(self, text: str) -> list[int]:
         """Token ids of `text`, without [CLS]/[SEP]."""
