@@ -1,4 +1,4 @@
-"""BERT's WordPiece tokenizer, written out step by step (stdlib + numpy only).
+"""BERT's WordPiece tokenizer, written out step by step (stdlib, and tqdm for progress bars).
 
 ELECTRA (Clark et al. 2020, Sec. 3.1 and Appendix A) uses BERT's uncased WordPiece vocabulary
 (Devlin et al. 2019, Sec. 3; the vocab comes from Wu et al. 2016 / Schuster and Nakajima 2012).
@@ -20,8 +20,8 @@ Turning text into ids takes two stages, as in the official BERT code (tokenizati
 
 `basic_tokenize` below is the readable reference of stage 1; `Tokenizer` runs the same steps through
 a per-character table (built from the same functions) because that is several times faster, and a
-test checks the two agree. `train` learns a vocabulary with WordPiece's likelihood criterion;
-`read_corpus` and `encode_corpus` read and tokenise whole corpora (cached as numpy arrays).
+test checks the two agree. `train` learns a vocabulary with WordPiece's likelihood criterion.
+Reading and tokenising whole corpora (cached) is data.py's job.
 """
 from __future__ import annotations
 
