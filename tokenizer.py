@@ -558,6 +558,53 @@ def learn_vocab(
     criterion = criterion or config.criterion
     if criterion not in ("likelihood", "ratio"):
         raise ValueError(f"unknown criterion {criterion!r}: choose 'likelihood' or 'ratio'")
+    vocab, words, freqs = start_units(word_counts, limit_alphabet, config)
+    if vocab_size < len(vocab):
+        raise ValueError(
+            f"vocab_size={vocab_size} is smaller than the special tokens plus the alphabet ({len(vocab)} "
+            f"tokens); raise vocab_size or lower limit_alphabet"
+        )
+    in_vocab = set(vocab)
+    counts = PairCounts(words, freqs)
+    total = sum(counts.unit_count.values())  # N of likelihood_gain, fixed at its starting value
+
+    def entry(pair):  # the priority-queue entry: best score first, then the more frequent, then a-z
+        c, na, nb = counts.pair_count[pair], counts.unit_count[pair[0]], counts.unit_count[pair[1]]
+        return (-(pair_score(c, na, nb) if criterion == "ratio" else likelihood_gain(c, na, nb, total)), -c, pair)
+
+    def fresh_heap():
+        heap = [entry(p) for p, c in counts.pair_count.items() if c >= min_frequency]
+        heapq.heapify(heap)
+        return heap
+
+    heap = fresh_heap()
+    bar = tqdm(total=vocab_size, initial=len(vocab), desc="wordpiece merges", unit="tok", disable=not progress)
+    while len(vocab) < vocab_size and heap:
+        top = heapq.heappop(heap)
+        pair = top[2]
+        if counts.pair_count.get(pair, 0) < min_frequency or entry(pair) != top:
+            continue  # stale: the pair's score changed since, and a fresh entry was pushed then
+        merged = pair[0] + pair[1][len(config.prefix):]
+        if merged not in in_vocab:
+            in_vocab.add(merged)
+            vocab.append(merged)
+            bar.update(1)
+        for p in counts.merge(pair, merged):
+            if counts.pair_count.get(p, 0) >= min_frequency:
+                heapq.heappush(heap, entry(p))
+        if len(heap) > 4 * len(counts.pair_count) + 1024:  # drop the stale entries now and then
+            heap = fresh_heap()
+    bar.close()
+    return vocab
+
+
+def start_units(word_counts: dict[str, int], limit_alphabet: int, config: WordPieceConfig = CONFIG):
+    """Steps 1-2 of learn_vocab: the starting vocab, and each word kept as a list of units with its count.
+
+    >>> vocab, words, freqs = start_units({"hug": 3, "bun": 1}, limit_alphabet=1000)
+    >>> vocab[5:], words, freqs
+    (['b', 'g', 'h', 'n', 'u', '##g', '##n', '##u'], [['b', '##u', '##n'], ['h', '##u', '##g']], [1, 3])
+    """
     prefix = config.prefix
     char_counts: Counter = Counter()
     for word, n in word_counts.items():
@@ -569,107 +616,85 @@ def learn_vocab(
         if len(word) <= config.max_input_chars_per_word and all(ch in alphabet for ch in word):
             words.append([word[0]] + [prefix + ch for ch in word[1:]])
             freqs.append(n)
-    vocab = list(dict.fromkeys(config.specials))
-    vocab += sorted(alphabet)
+    vocab = list(dict.fromkeys(config.specials)) + sorted(alphabet)
     vocab += sorted({unit for units in words for unit in units[1:]})
-    if vocab_size < len(vocab):
-        raise ValueError(
-            f"vocab_size={vocab_size} is smaller than the special tokens plus the alphabet ({len(vocab)} "
-            f"tokens); raise vocab_size or lower limit_alphabet"
-        )
-    in_vocab = set(vocab)
+    return vocab, words, freqs
 
-    unit_count: Counter = Counter()
-    pair_count: Counter = Counter()
-    pair_words: dict[tuple[str, str], set[int]] = {}  # pair -> words that contain (or once contained) it
-    unit_pairs: dict[str, set[tuple[str, str]]] = {}  # unit -> pairs with a positive count it is part of
-    for w, (units, n) in enumerate(zip(words, freqs)):
-        for u in units:
-            unit_count[u] += n
-        for pair in zip(units, units[1:]):
-            pair_count[pair] += n
-            pair_words.setdefault(pair, set()).add(w)
-    for a, b in pair_count:
-        unit_pairs.setdefault(a, set()).add((a, b))
-        unit_pairs.setdefault(b, set()).add((a, b))
 
-    total = sum(unit_count.values())  # N of likelihood_gain, fixed at its starting value
+def merge_units(units: list[str], a: str, b: str, merged: str) -> list[str]:
+    """Replace every adjacent a, b in a word's units by the merged unit, left to right.
 
-    def score(pair, c):
-        if criterion == "ratio":
-            return pair_score(c, unit_count[pair[0]], unit_count[pair[1]])
-        return likelihood_gain(c, unit_count[pair[0]], unit_count[pair[1]], total)
+    >>> merge_units(["h", "##u", "##g", "##u", "##g"], "##u", "##g", "##ug")
+    ['h', '##ug', '##ug']
+    """
+    out, i = [], 0
+    while i < len(units):
+        if i + 1 < len(units) and units[i] == a and units[i + 1] == b:
+            out.append(merged)
+            i += 2
+        else:
+            out.append(units[i])
+            i += 1
+    return out
 
-    def entry(pair):
-        c = pair_count[pair]
-        return (-score(pair, c), -c, pair)
 
-    heap = [entry(p) for p, c in pair_count.items() if c >= min_frequency]
-    heapq.heapify(heap)
-    bar = tqdm(total=vocab_size, initial=len(vocab), desc="wordpiece merges", unit="tok", disable=not progress)
-    while len(vocab) < vocab_size and heap:
-        neg_score, neg_count, pair = heapq.heappop(heap)
-        if pair_count.get(pair, 0) < min_frequency or entry(pair) != (neg_score, neg_count, pair):
-            continue  # stale: the pair's score changed since, and a fresh entry was pushed then
+class PairCounts:
+    """Step 3's counts, kept up to date merge by merge: how often each unit and each adjacent pair
+    occurs (weighted by word counts), which words hold a pair, which pairs hold a unit."""
+
+    def __init__(self, words: list[list[str]], freqs: list[int]):
+        self.words, self.freqs = words, freqs
+        self.unit_count: Counter = Counter()
+        self.pair_count: Counter = Counter()
+        self.pair_words: dict[tuple[str, str], set[int]] = {}  # pair -> words that contain (or once contained) it
+        self.unit_pairs: dict[str, set[tuple[str, str]]] = {}  # unit -> pairs with a positive count it is part of
+        for w, (units, n) in enumerate(zip(words, freqs)):
+            for u in units:
+                self.unit_count[u] += n
+            for pair in zip(units, units[1:]):
+                self.pair_count[pair] += n
+                self.pair_words.setdefault(pair, set()).add(w)
+        for a, b in self.pair_count:
+            self.unit_pairs.setdefault(a, set()).add((a, b))
+            self.unit_pairs.setdefault(b, set()).add((a, b))
+
+    def merge(self, pair: tuple[str, str], merged: str) -> set[tuple[str, str]]:
+        """Merge `pair` in every word holding it; return the pairs whose score may have changed."""
         a, b = pair
-        merged = a + b[len(prefix):]
-        if merged not in in_vocab:
-            in_vocab.add(merged)
-            vocab.append(merged)
-            bar.update(1)
         pair_delta: Counter = Counter()  # net change of each pair count over the touched words
-        for w in pair_words.pop(pair):
-            units, n = words[w], freqs[w]
-            new_units, i = [], 0
-            while i < len(units):
-                if i + 1 < len(units) and units[i] == a and units[i + 1] == b:
-                    new_units.append(merged)
-                    i += 2
-                else:
-                    new_units.append(units[i])
-                    i += 1
+        for w in self.pair_words.pop(pair):
+            units, n = self.words[w], self.freqs[w]
+            new_units = merge_units(units, a, b, merged)
             merges = len(units) - len(new_units)
             if merges == 0:
                 continue  # the pair left this word in an earlier merge
-            unit_count[a] -= merges * n
-            unit_count[b] -= merges * n
-            unit_count[merged] += merges * n
+            self.unit_count[a] -= merges * n
+            self.unit_count[b] -= merges * n
+            self.unit_count[merged] += merges * n
             for p in zip(units, units[1:]):
                 pair_delta[p] -= n
             for p in zip(new_units, new_units[1:]):
                 pair_delta[p] += n
                 if merged in p:  # a pair new to this word always contains the merged unit
-                    pair_words.setdefault(p, set()).add(w)
-            words[w] = new_units
-        changed_pairs = []
-        for p, d in pair_delta.items():
-            if d == 0:
-                continue  # e.g. the pairs of a word away from the merge: removed and added back
-            changed_pairs.append(p)
-            c = pair_count[p] = pair_count[p] + d
+                    self.pair_words.setdefault(p, set()).add(w)
+            self.words[w] = new_units
+        changed = {p for p, d in pair_delta.items() if d != 0}  # d == 0: removed and added back
+        for p in changed:
+            c = self.pair_count[p] = self.pair_count[p] + pair_delta[p]
             if c > 0:
-                unit_pairs.setdefault(p[0], set()).add(p)
-                unit_pairs.setdefault(p[1], set()).add(p)
+                self.unit_pairs.setdefault(p[0], set()).add(p)
+                self.unit_pairs.setdefault(p[1], set()).add(p)
             else:
-                del pair_count[p]
-                pair_words.pop(p, None)
-                unit_pairs[p[0]].discard(p)
-                unit_pairs[p[1]].discard(p)
+                del self.pair_count[p]
+                self.pair_words.pop(p, None)
+                self.unit_pairs[p[0]].discard(p)
+                self.unit_pairs[p[1]].discard(p)
         for u in (a, b):
-            if unit_count[u] == 0:
-                del unit_count[u]
-                unit_pairs.pop(u, None)
+            if self.unit_count[u] == 0:
+                del self.unit_count[u]
+                self.unit_pairs.pop(u, None)
         # scores change where a pair count changed, or a unit count: a and b went down, ab up
-        rescore = set(changed_pairs).union(unit_pairs.get(a, ()), unit_pairs.get(b, ()), unit_pairs.get(merged, ()))
-        for p in rescore:
-            c = pair_count.get(p, 0)
-            if c >= min_frequency:
-                heapq.heappush(heap, (-score(p, c), -c, p))
-        if len(heap) > 4 * len(pair_count) + 1024:  # drop the stale entries now and then
-            heap = [entry(p) for p, c in pair_count.items() if c >= min_frequency]
-            heapq.heapify(heap)
-    bar.close()
-    return vocab
+        return changed.union(self.unit_pairs.get(a, ()), self.unit_pairs.get(b, ()), self.unit_pairs.get(merged, ()))
 
 
 def train(
