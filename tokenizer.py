@@ -1,4 +1,4 @@
-"""BERT's WordPiece tokenizer, written out step by step (stdlib + numpy only).
+"""BERT's WordPiece tokenizer, written out step by step (stdlib, and tqdm for progress bars).
 
 ELECTRA (Clark et al. 2020, Sec. 3.1 and Appendix A) uses BERT's uncased WordPiece vocabulary
 (Devlin et al. 2019, Sec. 3; the vocab comes from Wu et al. 2016 / Schuster and Nakajima 2012).
@@ -20,27 +20,23 @@ Turning text into ids takes two stages, as in the official BERT code (tokenizati
 
 `basic_tokenize` below is the readable reference of stage 1; `Tokenizer` runs the same steps through
 a per-character table (built from the same functions) because that is several times faster, and a
-test checks the two agree. `train` learns a vocabulary with WordPiece's likelihood criterion;
-`read_corpus` and `encode_corpus` read and tokenise whole corpora (cached as numpy arrays).
+test checks the two agree. `train` learns a vocabulary with WordPiece's likelihood criterion.
+Reading and tokenising whole corpora (cached) is data.py's job.
 """
 from __future__ import annotations
 
 import hashlib
 import heapq
-import io
 import math
-import multiprocessing
 import os
 import re
-import sys
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
 
-import numpy as np
 from tqdm import tqdm
 
 from plumbing import atomic_write
@@ -62,14 +58,6 @@ class WordPieceConfig:
     limit_alphabet: int = 1000  # trainer: keep the most frequent characters (HF BertWordPieceTokenizer.train default)
     vocab_size: int = 30522  # trainer default: the size of BERT's and ELECTRA's uncased vocab.txt
     criterion: str = "likelihood"  # trainer: "likelihood" (likelihood_gain) or "ratio" (pair_score); see learn_vocab
-    corpus_suffixes: tuple[str, ...] = (".txt", ".raw")  # text files in a corpus folder (WikiText ships .raw)
-    corpus_chunk_chars: int = 1 << 20  # encode_corpus: ~1 MB of text per task sent to a worker process
-    # decode_text: a corpus file is refused as not text when it has a NUL byte (as git and grep decide),
-    # or when more than this share of its first binary_sniff_chars characters are control characters
-    # other than whitespace (text, even Latin-1 read as such, has almost none; random bytes ~25%)
-    binary_control_fraction: float = 0.1
-    binary_sniff_chars: int = 1 << 20
-    cache_format: str = "electra-wordpiece-corpus-v1"  # part of the cache key; bump when the ids would change
 
     @property
     def specials(self) -> tuple[str, ...]:
@@ -301,12 +289,14 @@ class BasicTokenizer:
 # ---------------------------------------------------------------------------------------------
 
 
-def wordpiece(word: str, vocab: dict[str, int] | set[str], config: WordPieceConfig = CONFIG) -> list[str]:
+def wordpiece(word: str, vocab: dict[str, int] | set[str], config: WordPieceConfig = CONFIG,
+              longest: int | None = None) -> list[str]:
     """Greedy longest-match-first WordPiece (BERT's WordpieceTokenizer.tokenize) on one word.
 
     From the start of the word take the longest prefix in the vocab; the rest continues with
     "##"-prefixed pieces the same way. If some position has no match, or the word is longer than
-    100 characters, the whole word is [UNK].
+    100 characters, the whole word is [UNK]. `longest` (the Tokenizer passes its longest vocab
+    entry, "##" not counted) only skips trying pieces too long to be in the vocab.
 
     >>> v = {"un", "##aff", "##able", "a", "##b"}
     >>> wordpiece("unaffable", v), wordpiece("ab", v), wordpiece("abc", v)
@@ -317,7 +307,7 @@ def wordpiece(word: str, vocab: dict[str, int] | set[str], config: WordPieceConf
     pieces = []
     start = 0
     while start < len(word):
-        end = len(word)
+        end = len(word) if longest is None else min(len(word), start + longest)
         while end > start:
             piece = word[start:end] if start == 0 else config.prefix + word[start:end]
             if piece in vocab:
@@ -378,11 +368,8 @@ class Tokenizer:
         self.sep_id = self.vocab[config.sep]
         self.mask_id = self.vocab[config.mask]
         self.special_ids = {self.vocab[t] for t in config.specials}
-        # Greedy longest match only needs to try pieces up to the longest vocab entry.
-        starts = [len(t) for t in self.vocab if not t.startswith(config.prefix)]
-        conts = [len(t) - len(config.prefix) for t in self.vocab if t.startswith(config.prefix)]
-        self._max_start = max(starts, default=0)
-        self._max_cont = max(conts, default=0)
+        # greedy longest match only needs to try pieces up to the longest vocab entry
+        self._longest = max(len(t.removeprefix(config.prefix)) for t in self.vocab)
         self.basic = BasicTokenizer(lowercase, config.specials)
         self._words = _WordCache(self)
 
@@ -430,26 +417,8 @@ class Tokenizer:
 
     # --- stage 2: pieces and ids -------------------------------------------------------------
     def _wordpiece_ids(self, word: str) -> tuple[int, ...]:
-        """wordpiece() as ids, trying no piece longer than the longest in the vocab."""
-        n = len(word)
-        if n > self.config.max_input_chars_per_word:
-            return (self.unk_id,)
-        vocab, prefix = self.vocab, self.config.prefix
-        ids = []
-        start = 0
-        while start < n:
-            end = min(n, start + (self._max_cont if start else self._max_start))
-            while end > start:
-                piece = word[start:end] if start == 0 else prefix + word[start:end]
-                i = vocab.get(piece)
-                if i is not None:
-                    ids.append(i)
-                    break
-                end -= 1
-            if end == start:
-                return (self.unk_id,)
-            start = end
-        return tuple(ids)
+        """wordpiece() as ids (the word cache calls this once per distinct word)."""
+        return tuple(self.vocab[p] for p in wordpiece(word, self.vocab, self.config, self._longest))
 
     def encode(self, text: str) -> list[int]:
         """Token ids of `text`, without [CLS]/[SEP]."""
@@ -589,6 +558,53 @@ def learn_vocab(
     criterion = criterion or config.criterion
     if criterion not in ("likelihood", "ratio"):
         raise ValueError(f"unknown criterion {criterion!r}: choose 'likelihood' or 'ratio'")
+    vocab, words, freqs = start_units(word_counts, limit_alphabet, config)
+    if vocab_size < len(vocab):
+        raise ValueError(
+            f"vocab_size={vocab_size} is smaller than the special tokens plus the alphabet ({len(vocab)} "
+            f"tokens); raise vocab_size or lower limit_alphabet"
+        )
+    in_vocab = set(vocab)
+    counts = PairCounts(words, freqs)
+    total = sum(counts.unit_count.values())  # N of likelihood_gain, fixed at its starting value
+
+    def entry(pair):  # the priority-queue entry: best score first, then the more frequent, then a-z
+        c, na, nb = counts.pair_count[pair], counts.unit_count[pair[0]], counts.unit_count[pair[1]]
+        return (-(pair_score(c, na, nb) if criterion == "ratio" else likelihood_gain(c, na, nb, total)), -c, pair)
+
+    def fresh_heap():
+        heap = [entry(p) for p, c in counts.pair_count.items() if c >= min_frequency]
+        heapq.heapify(heap)
+        return heap
+
+    heap = fresh_heap()
+    bar = tqdm(total=vocab_size, initial=len(vocab), desc="wordpiece merges", unit="tok", disable=not progress)
+    while len(vocab) < vocab_size and heap:
+        top = heapq.heappop(heap)
+        pair = top[2]
+        if counts.pair_count.get(pair, 0) < min_frequency or entry(pair) != top:
+            continue  # stale: the pair's score changed since, and a fresh entry was pushed then
+        merged = pair[0] + pair[1][len(config.prefix):]
+        if merged not in in_vocab:
+            in_vocab.add(merged)
+            vocab.append(merged)
+            bar.update(1)
+        for p in counts.merge(pair, merged):
+            if counts.pair_count.get(p, 0) >= min_frequency:
+                heapq.heappush(heap, entry(p))
+        if len(heap) > 4 * len(counts.pair_count) + 1024:  # drop the stale entries now and then
+            heap = fresh_heap()
+    bar.close()
+    return vocab
+
+
+def start_units(word_counts: dict[str, int], limit_alphabet: int, config: WordPieceConfig = CONFIG):
+    """Steps 1-2 of learn_vocab: the starting vocab, and each word kept as a list of units with its count.
+
+    >>> vocab, words, freqs = start_units({"hug": 3, "bun": 1}, limit_alphabet=1000)
+    >>> vocab[5:], words, freqs
+    (['b', 'g', 'h', 'n', 'u', '##g', '##n', '##u'], [['b', '##u', '##n'], ['h', '##u', '##g']], [1, 3])
+    """
     prefix = config.prefix
     char_counts: Counter = Counter()
     for word, n in word_counts.items():
@@ -600,107 +616,85 @@ def learn_vocab(
         if len(word) <= config.max_input_chars_per_word and all(ch in alphabet for ch in word):
             words.append([word[0]] + [prefix + ch for ch in word[1:]])
             freqs.append(n)
-    vocab = list(dict.fromkeys(config.specials))
-    vocab += sorted(alphabet)
+    vocab = list(dict.fromkeys(config.specials)) + sorted(alphabet)
     vocab += sorted({unit for units in words for unit in units[1:]})
-    if vocab_size < len(vocab):
-        raise ValueError(
-            f"vocab_size={vocab_size} is smaller than the special tokens plus the alphabet ({len(vocab)} "
-            f"tokens); raise vocab_size or lower limit_alphabet"
-        )
-    in_vocab = set(vocab)
+    return vocab, words, freqs
 
-    unit_count: Counter = Counter()
-    pair_count: Counter = Counter()
-    pair_words: dict[tuple[str, str], set[int]] = {}  # pair -> words that contain (or once contained) it
-    unit_pairs: dict[str, set[tuple[str, str]]] = {}  # unit -> pairs with a positive count it is part of
-    for w, (units, n) in enumerate(zip(words, freqs)):
-        for u in units:
-            unit_count[u] += n
-        for pair in zip(units, units[1:]):
-            pair_count[pair] += n
-            pair_words.setdefault(pair, set()).add(w)
-    for a, b in pair_count:
-        unit_pairs.setdefault(a, set()).add((a, b))
-        unit_pairs.setdefault(b, set()).add((a, b))
 
-    total = sum(unit_count.values())  # N of likelihood_gain, fixed at its starting value
+def merge_units(units: list[str], a: str, b: str, merged: str) -> list[str]:
+    """Replace every adjacent a, b in a word's units by the merged unit, left to right.
 
-    def score(pair, c):
-        if criterion == "ratio":
-            return pair_score(c, unit_count[pair[0]], unit_count[pair[1]])
-        return likelihood_gain(c, unit_count[pair[0]], unit_count[pair[1]], total)
+    >>> merge_units(["h", "##u", "##g", "##u", "##g"], "##u", "##g", "##ug")
+    ['h', '##ug', '##ug']
+    """
+    out, i = [], 0
+    while i < len(units):
+        if i + 1 < len(units) and units[i] == a and units[i + 1] == b:
+            out.append(merged)
+            i += 2
+        else:
+            out.append(units[i])
+            i += 1
+    return out
 
-    def entry(pair):
-        c = pair_count[pair]
-        return (-score(pair, c), -c, pair)
 
-    heap = [entry(p) for p, c in pair_count.items() if c >= min_frequency]
-    heapq.heapify(heap)
-    bar = tqdm(total=vocab_size, initial=len(vocab), desc="wordpiece merges", unit="tok", disable=not progress)
-    while len(vocab) < vocab_size and heap:
-        neg_score, neg_count, pair = heapq.heappop(heap)
-        if pair_count.get(pair, 0) < min_frequency or entry(pair) != (neg_score, neg_count, pair):
-            continue  # stale: the pair's score changed since, and a fresh entry was pushed then
+class PairCounts:
+    """Step 3's counts, kept up to date merge by merge: how often each unit and each adjacent pair
+    occurs (weighted by word counts), which words hold a pair, which pairs hold a unit."""
+
+    def __init__(self, words: list[list[str]], freqs: list[int]):
+        self.words, self.freqs = words, freqs
+        self.unit_count: Counter = Counter()
+        self.pair_count: Counter = Counter()
+        self.pair_words: dict[tuple[str, str], set[int]] = {}  # pair -> words that contain (or once contained) it
+        self.unit_pairs: dict[str, set[tuple[str, str]]] = {}  # unit -> pairs with a positive count it is part of
+        for w, (units, n) in enumerate(zip(words, freqs)):
+            for u in units:
+                self.unit_count[u] += n
+            for pair in zip(units, units[1:]):
+                self.pair_count[pair] += n
+                self.pair_words.setdefault(pair, set()).add(w)
+        for a, b in self.pair_count:
+            self.unit_pairs.setdefault(a, set()).add((a, b))
+            self.unit_pairs.setdefault(b, set()).add((a, b))
+
+    def merge(self, pair: tuple[str, str], merged: str) -> set[tuple[str, str]]:
+        """Merge `pair` in every word holding it; return the pairs whose score may have changed."""
         a, b = pair
-        merged = a + b[len(prefix):]
-        if merged not in in_vocab:
-            in_vocab.add(merged)
-            vocab.append(merged)
-            bar.update(1)
         pair_delta: Counter = Counter()  # net change of each pair count over the touched words
-        for w in pair_words.pop(pair):
-            units, n = words[w], freqs[w]
-            new_units, i = [], 0
-            while i < len(units):
-                if i + 1 < len(units) and units[i] == a and units[i + 1] == b:
-                    new_units.append(merged)
-                    i += 2
-                else:
-                    new_units.append(units[i])
-                    i += 1
+        for w in self.pair_words.pop(pair):
+            units, n = self.words[w], self.freqs[w]
+            new_units = merge_units(units, a, b, merged)
             merges = len(units) - len(new_units)
             if merges == 0:
                 continue  # the pair left this word in an earlier merge
-            unit_count[a] -= merges * n
-            unit_count[b] -= merges * n
-            unit_count[merged] += merges * n
+            self.unit_count[a] -= merges * n
+            self.unit_count[b] -= merges * n
+            self.unit_count[merged] += merges * n
             for p in zip(units, units[1:]):
                 pair_delta[p] -= n
             for p in zip(new_units, new_units[1:]):
                 pair_delta[p] += n
                 if merged in p:  # a pair new to this word always contains the merged unit
-                    pair_words.setdefault(p, set()).add(w)
-            words[w] = new_units
-        changed_pairs = []
-        for p, d in pair_delta.items():
-            if d == 0:
-                continue  # e.g. the pairs of a word away from the merge: removed and added back
-            changed_pairs.append(p)
-            c = pair_count[p] = pair_count[p] + d
+                    self.pair_words.setdefault(p, set()).add(w)
+            self.words[w] = new_units
+        changed = {p for p, d in pair_delta.items() if d != 0}  # d == 0: removed and added back
+        for p in changed:
+            c = self.pair_count[p] = self.pair_count[p] + pair_delta[p]
             if c > 0:
-                unit_pairs.setdefault(p[0], set()).add(p)
-                unit_pairs.setdefault(p[1], set()).add(p)
+                self.unit_pairs.setdefault(p[0], set()).add(p)
+                self.unit_pairs.setdefault(p[1], set()).add(p)
             else:
-                del pair_count[p]
-                pair_words.pop(p, None)
-                unit_pairs[p[0]].discard(p)
-                unit_pairs[p[1]].discard(p)
+                del self.pair_count[p]
+                self.pair_words.pop(p, None)
+                self.unit_pairs[p[0]].discard(p)
+                self.unit_pairs[p[1]].discard(p)
         for u in (a, b):
-            if unit_count[u] == 0:
-                del unit_count[u]
-                unit_pairs.pop(u, None)
+            if self.unit_count[u] == 0:
+                del self.unit_count[u]
+                self.unit_pairs.pop(u, None)
         # scores change where a pair count changed, or a unit count: a and b went down, ab up
-        rescore = set(changed_pairs).union(unit_pairs.get(a, ()), unit_pairs.get(b, ()), unit_pairs.get(merged, ()))
-        for p in rescore:
-            c = pair_count.get(p, 0)
-            if c >= min_frequency:
-                heapq.heappush(heap, (-score(p, c), -c, p))
-        if len(heap) > 4 * len(pair_count) + 1024:  # drop the stale entries now and then
-            heap = [entry(p) for p, c in pair_count.items() if c >= min_frequency]
-            heapq.heapify(heap)
-    bar.close()
-    return vocab
+        return changed.union(self.unit_pairs.get(a, ()), self.unit_pairs.get(b, ()), self.unit_pairs.get(merged, ()))
 
 
 def train(
@@ -728,161 +722,3 @@ def train(
         raise ValueError("no words to train on: the texts are empty (or only whitespace/control characters)")
     tokens = learn_vocab(counts, vocab_size, min_frequency, limit_alphabet, config, progress, criterion)
     return Tokenizer(tokens, lowercase=lowercase, config=config)
-
-
-# ---------------------------------------------------------------------------------------------
-# Corpora: reading files, tokenising them once, caching the ids.
-# ---------------------------------------------------------------------------------------------
-
-
-def corpus_files(path: str | os.PathLike, config: WordPieceConfig = CONFIG) -> list[Path]:
-    """The text files of a corpus: the file itself, or every .txt (or .raw) file under a folder, sorted."""
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"corpus {path} does not exist: pass a .txt file or a folder of .txt files")
-    if path.is_file():
-        return [path]
-    files = sorted(p for p in path.rglob("*") if p.suffix in config.corpus_suffixes and p.is_file())
-    if not files:
-        raise ValueError(f"corpus folder {path} has no .txt files: put the text in files ending in .txt")
-    return files
-
-
-def decode_text(data: bytes, name: str | os.PathLike, config: WordPieceConfig = CONFIG) -> str:
-    """Bytes to text: UTF-8 (a leading BOM dropped), else Latin-1 with a one-line warning.
-
-    Latin-1 maps every byte to a character, so no text is ever dropped. Line endings CRLF and CR
-    become LF. A file that is not text (a NUL byte, or mostly control characters: a program, an
-    image) raises ValueError naming it, instead of being trained on.
-
-    >>> decode_text(b"caf\\xc3\\xa9\\r\\nnext\\rlast", "a.txt")
-    'café\\nnext\\nlast'
-    """
-    if b"\x00" in data:
-        raise ValueError(f"{name} is not a text file (it has NUL bytes): pass .txt files of plain text")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        print(f"warning: {name} is not UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start}); read as Latin-1",
-              file=sys.stderr)
-        text = data.decode("latin-1")
-    sample = text[:config.binary_sniff_chars]
-    controls = len(_NON_TEXT.findall(sample))
-    if controls > config.binary_control_fraction * len(sample):
-        raise ValueError(f"{name} is not a text file ({controls / len(sample):.0%} of its characters are control "
-                         f"characters): pass .txt files of plain text")
-    return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
-_NON_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # control characters but \t \n \r
-
-
-def read_corpus(path: str | os.PathLike) -> Iterator[tuple[str, str]]:
-    """(filename, text) for each .txt (or .raw) file of a corpus (a file or a folder), in sorted order.
-
-    Raises FileNotFoundError for a missing path and ValueError for a folder with no .txt files
-    (both at the call) or a corpus whose files hold no text (once they have all been read).
-    """
-    files = corpus_files(path)
-
-    def generate():
-        any_text = False
-        for f in files:
-            text = decode_text(f.read_bytes(), f)
-            any_text = any_text or bool(text.strip())
-            yield str(f), text
-        if not any_text:
-            raise ValueError(f"corpus {path} has no text: its {len(files)} .txt file(s) are empty")
-
-    return generate()
-
-
-_WORKER_TOKENIZER: Tokenizer | None = None
-
-
-def _init_worker(tok: Tokenizer) -> None:
-    global _WORKER_TOKENIZER
-    _WORKER_TOKENIZER = tok
-
-
-def _encode_lines(lines: list[str], tok: Tokenizer | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Ids of lines concatenated (uint32) and the number of ids of each line (int64)."""
-    tok = tok or _WORKER_TOKENIZER
-    encoded = [tok.encode(line) for line in lines]
-    lengths = np.fromiter((len(e) for e in encoded), dtype=np.int64, count=len(encoded))
-    ids = np.fromiter(chain.from_iterable(encoded), dtype=np.uint32, count=int(lengths.sum()))
-    return ids, lengths
-
-
-def _corpus_chunks(texts: list[str], chunk_chars: int) -> Iterator[list[str]]:
-    """Lines of all files in groups of about chunk_chars characters; every file ends with one "" line."""
-    chunk, size = [], 0
-    for text in texts:
-        lines = text.split("\n")
-        if lines[-1] != "":
-            lines.append("")  # the file's end is a document boundary, like a blank line
-        for line in lines:
-            chunk.append(line)
-            size += len(line) + 1
-            if size >= chunk_chars:
-                yield chunk
-                chunk, size = [], 0
-    if chunk:
-        yield chunk
-
-
-def encode_corpus(
-    path: str | os.PathLike,
-    tok: Tokenizer,
-    cache_dir: str | os.PathLike,
-    workers: int | None = None,
-    progress: bool = True,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Tokenise every line of a corpus once; cache the ids; a second call loads them at once.
-
-    Returns (ids, line_offsets): the ids of all lines of all files concatenated, no special tokens
-    (uint16 when the vocab has <= 65536 tokens, else uint32), and int64 offsets of length
-    num_lines + 1, so line i is ids[line_offsets[i]:line_offsets[i + 1]]. Blank lines are kept
-    (length 0) to mark document boundaries, and each file ends with one blank line.
-
-    The cache file is named by a sha256 of the corpus file names and contents, the vocab contents
-    and the lowercase flag, so a change to any of them re-tokenises. Work is spread over `workers`
-    processes (default: all CPUs) with a progress bar in MB/s.
-    """
-    named_texts = list(read_corpus(path))
-    key = hashlib.sha256(f"{tok.config.cache_format}\n{tok.hash()}\nlowercase={tok.lowercase}\n".encode())
-    for name, text in named_texts:
-        key.update(f"{Path(name).name}\n{len(text)}\n".encode())
-        key.update(text.encode("utf-8"))
-    cache_file = Path(cache_dir) / f"corpus-{key.hexdigest()[:24]}.npz"
-    if cache_file.is_file():
-        with np.load(cache_file) as cached:
-            return cached["ids"], cached["line_offsets"]
-
-    texts = [text for _, text in named_texts]
-    total_bytes = sum(len(t.encode("utf-8")) for t in texts)
-    chunks = list(_corpus_chunks(texts, tok.config.corpus_chunk_chars))
-    workers = min(workers or os.cpu_count() or 1, len(chunks))
-    bar = tqdm(total=total_bytes, unit="B", unit_scale=True, desc=f"tokenising {path}", disable=not progress)
-    parts = []
-    if workers <= 1:
-        results = (_encode_lines(c, tok) for c in chunks)
-        for chunk, part in zip(chunks, results):
-            parts.append(part)
-            bar.update(sum(len(line.encode("utf-8")) + 1 for line in chunk))
-    else:
-        with multiprocessing.get_context().Pool(workers, initializer=_init_worker, initargs=(tok,)) as pool:
-            for chunk, part in zip(chunks, pool.imap(_encode_lines, chunks)):
-                parts.append(part)
-                bar.update(sum(len(line.encode("utf-8")) + 1 for line in chunk))
-    bar.close()
-    dtype = np.uint16 if len(tok) <= np.iinfo(np.uint16).max + 1 else np.uint32
-    ids = np.concatenate([p[0] for p in parts]).astype(dtype)
-    lengths = np.concatenate([p[1] for p in parts])
-    line_offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=line_offsets[1:])
-
-    buffer = io.BytesIO()
-    np.savez(buffer, ids=ids, line_offsets=line_offsets)
-    atomic_write(cache_file, buffer.getvalue())
-    return ids, line_offsets

@@ -23,8 +23,6 @@ import contextlib
 import json
 import math
 import os
-import random
-import re
 import shutil
 import time
 from dataclasses import asdict, dataclass, field, fields
@@ -37,6 +35,19 @@ import torch.distributed as dist
 import torch.nn as nn
 from tqdm import tqdm
 
+from data import (
+    DATA_URL,
+    KNOWN_CORPORA,
+    SENTENCE_END_TOKENS,
+    SHORT_SEQ_MIN,
+    Batches,
+    build_examples,
+    encode_corpus,
+    load_or_train_vocab,
+    pretraining_batch,
+    resolve_corpus,
+    split_long_lines,
+)
 from electra import (
     OBJECTIVES,
     Electra,
@@ -57,8 +68,6 @@ from plumbing import (
     atomic_write,
     barrier,
     check_writable,
-    download,
-    extract_zip,
     mixed_precision,
     rng_state,
     run_lock,
@@ -66,298 +75,7 @@ from plumbing import (
     setup_distributed,
 )
 from tokenizer import CONFIG as WORDPIECE
-from tokenizer import Tokenizer, encode_corpus, read_corpus
-from tokenizer import train as train_vocab
-
-# the archives at wikitext.smerity.com. The base URL can be overridden (--data-url or the
-# ELECTRA_DATA_URL environment variable), e.g. for a mirror or, in the tests, a local server.
-DATA_URL = os.environ.get("ELECTRA_DATA_URL", "https://wikitext.smerity.com")
-KNOWN_CORPORA = {
-    # name: (archive, its size in bytes, the folder inside it, the training split)
-    "wikitext-103": ("wikitext-103-raw-v1.zip", 191_984_949, "wikitext-103-raw", "wiki.train.raw"),
-    "wikitext-2": ("wikitext-2-raw-v1.zip", 4_721_645, "wikitext-2-raw", "wiki.train.raw"),
-}
-WIKI_TITLE = re.compile(r"^ = [^=].* = $")  # " = Title = ": a new article (sections are " = = S = = ")
-WIKI_HEADING = re.compile(r"^ =.* = $")  # any heading line, article or section
-WIKI_SENTENCE_END = re.compile(r"(?<= [.!?]) (?=\S)")  # WikiText is tokenised: " . " ends a sentence
-
-
-def wikitext_documents(raw_path: Path, out_path: Path) -> Path:
-    """Rewrite a WikiText .raw split as one sentence per line, a blank line between articles.
-
-    How a WikiText document is delimited: the raw files put a blank line between *every*
-    paragraph and heading, so "a blank line ends a document" would make each paragraph a
-    document. An article starts at a top-level heading " = Title = "; section headings
-    " = = Section = = " stay inside it. The official pipeline (BERT's Wikipedia dump) has one
-    sentence per line and no headings, so we drop heading lines and split each paragraph into
-    sentences at WikiText's tokenised sentence ends (" . ", " ? ", " ! "). The result goes to
-    `out_path` through a temporary file and os.replace; a second call returns at once.
-
-    Example: " = A = \\n\\n x . y .\\n\\n = = S = = \\n z .\\n = B = \\n w .\\n" becomes
-    "x .\\ny .\\nz .\\n\\nw .\\n".
-    """
-    if out_path.is_file():
-        return out_path
-    tmp = out_path.with_name(out_path.name + ".tmp")
-    with open(raw_path, encoding="utf-8") as f, open(tmp, "w", encoding="utf-8") as out:
-        started = False
-        for line in f:
-            line = line.rstrip("\n")
-            if WIKI_TITLE.match(line):
-                if started:
-                    out.write("\n")  # a blank line: the previous article ends here
-                continue
-            if not line.strip() or WIKI_HEADING.match(line):
-                continue
-            for sentence in WIKI_SENTENCE_END.split(line.strip()):
-                out.write(sentence + "\n")
-                started = True
-    os.replace(tmp, out_path)
-    return out_path
-
-
-def resolve_corpus(data: str, cache_dir: Path, data_url: str = DATA_URL) -> Path:
-    """The local .txt file or folder to train on: `data` itself, or a known corpus fetched once.
-
-    Known names download `{data_url}/{archive}` into `cache_dir`, check its size and CRCs,
-    extract it atomically and rewrite the training split with `wikitext_documents`.
-    Raises SystemExit with one clear message for a path that does not exist.
-    """
-    if data in KNOWN_CORPORA:
-        archive, size, folder, split = KNOWN_CORPORA[data]
-        zip_path = download(f"{data_url.rstrip('/')}/{archive}", cache_dir / archive, size, desc=data)
-        try:
-            raw = extract_zip(zip_path, cache_dir / Path(archive).stem)
-        except DownloadError:
-            zip_path.unlink(missing_ok=True)  # ours, in the cache: the next run downloads it afresh
-            raise
-        out = cache_dir / f"{data}-documents"
-        out.mkdir(exist_ok=True)
-        wikitext_documents(raw / folder / split, out / "train.txt")
-        return out
-    path = Path(data).expanduser()
-    if not path.exists():
-        raise SystemExit(f"--data {data}: no such file or folder. Pass a .txt file, a folder of .txt "
-                         f"files, or one of the known corpora: {', '.join(KNOWN_CORPORA)}.")
-    return path
-
-
-# -----------------------------------------------------------------------------
-# Examples, as the official build_pretraining_dataset.py builds them (its ExampleBuilder).
-# We work on token-id ranges of the cached corpus (tokenizer.encode_corpus): the lines of a
-# document are consecutive in the ids array, so an example is four numbers
-# (a_start, a_len, b_start, b_len) and batches are gathered from the one array on the fly.
-
-SINGLE_SEGMENT_PROB = 0.1  # official _create_example: random() < 0.1 -> only one segment ("as in classification tasks")
-SHORT_SEQ_PROB = 0.05  # official: random() < 0.05 -> the next example's target length is randint(5, max_len)
-SHORT_SEQ_MIN = 5  # official: random.randint(5, max_length)
-SPLIT_COIN = 0.5  # official: the sentence that would overflow segment A goes to A 50% of the time
-
-
-class ExampleBuilder:
-    """Packs the sentences of one stream of documents into pre-training examples.
-
-    As the official ExampleBuilder: sentences (lines) are appended until their length reaches the
-    target length (max_len; 5% of the time a random length in [5, max_len]); the end of a
-    document ends the current example early. Each example is then cut into two segments
-    [CLS] A [SEP] B [SEP] at a sentence boundary near the middle, except 10% of them, which keep
-    one segment [CLS] A [SEP]. Tokens past max_len are dropped, as in the official code.
-
-    Deviation: the official loop may put a short sentence back into A after a longer one went to
-    B (A's length test is re-checked for every sentence), which reorders the text. Here, once B
-    has started, the remaining sentences go to B, so A and B are each contiguous and in order.
-
-    `add_sentence(start, length)` and `end_document()` return an example (a_start, a_len,
-    b_start, b_len) when one is complete, else None.
-
-    >>> b = ExampleBuilder(max_len=16, rng=random.Random(0))
-    >>> b.add_sentence(0, 6), b.add_sentence(6, 5), b.add_sentence(11, 7)
-    (None, None, (0, 6, 6, 7))
-    """
-
-    def __init__(self, max_len: int, rng: random.Random):
-        self.max_len, self.rng = max_len, rng
-        self.target_len = max_len
-        self.start, self.lengths = 0, []  # the sentences gathered so far, consecutive from `start`
-
-    def add_sentence(self, start: int, length: int):
-        if length == 0:
-            return None  # a line with no tokens adds nothing (blank lines go to end_document)
-        if not self.lengths:
-            self.start = start
-        self.lengths.append(length)
-        if sum(self.lengths) >= self.target_len:
-            return self._create_example()
-        return None
-
-    def end_document(self):
-        return self._create_example() if self.lengths else None
-
-    def _create_example(self):
-        if self.rng.random() < SINGLE_SEGMENT_PROB:
-            first_target = math.inf  # official: 100000, i.e. every sentence goes to A
-        else:
-            first_target = (self.target_len - 3) // 2  # -3: room for [CLS], [SEP], [SEP]
-        a_len = b_len = 0
-        for n in self.lengths:
-            # A takes the sentence if A is empty, if it fits, or (50%) if it is the one that
-            # overflows A; after that everything goes to B (see the deviation above).
-            if b_len == 0 and (a_len == 0 or a_len + n < first_target or
-                               (a_len < first_target and self.rng.random() < SPLIT_COIN)):
-                a_len += n
-            else:
-                b_len += n
-        example = (self.start, min(a_len, self.max_len - 2), self.start + a_len, 0)
-        example = example[:3] + (min(b_len, max(0, self.max_len - example[1] - 3)),)
-        self.lengths = []
-        if self.rng.random() < SHORT_SEQ_PROB:
-            self.target_len = self.rng.randint(SHORT_SEQ_MIN, self.max_len)
-        else:
-            self.target_len = self.max_len
-        return example
-
-
-def documents(line_offsets: np.ndarray) -> list[tuple[int, int]]:
-    """Split the corpus's lines into documents: (first_line, end_line) runs of non-empty lines.
-
-    A blank line ends a document (official build_pretraining_dataset.py, blanks_separate_docs);
-    tokenizer.encode_corpus also puts an empty line at the end of every file.
-    Example: line lengths [3, 2, 0, 0, 4] -> [(0, 2), (4, 5)].
-    """
-    lengths = np.diff(line_offsets)  # [num_lines]
-    docs, first = [], None
-    for i, n in enumerate(lengths.tolist()):
-        if n and first is None:
-            first = i
-        elif not n and first is not None:
-            docs.append((first, i))
-            first = None
-    if first is not None:
-        docs.append((first, len(lengths)))
-    return docs
-
-
-SENTENCE_END_TOKENS = (".", "!", "?")  # basic_tokenize splits punctuation off: a sentence ends at one of these
-
-
-def split_long_lines(ids: np.ndarray, line_offsets: np.ndarray, max_tokens: int,
-                     sentence_end_ids) -> tuple[np.ndarray, int]:
-    """Cut every line longer than max_tokens into pieces of at most max_tokens, each its own document.
-
-    The example builder trims what does not fit in an example, as the official one does: a 5 MB
-    file with no newline (2M tokens, one "sentence") became one example of 126 tokens. A piece ends
-    after the last sentence end (a token in sentence_end_ids) that keeps it within max_tokens, or at
-    max_tokens when there is none. Each piece is a document of its own (a blank line before and after
-    it), so the builder makes it one whole example [CLS] piece [SEP] rather than joining it to the
-    next piece and trimming that. Returns (new line_offsets, number of lines split).
-
-    Example: max_tokens 4, one line of 10 tokens "a b . c d e . f g h" (ends after tokens 3 and 7):
-    offsets [0, 10] -> [0, 0, 3, 3, 7, 7, 10, 10], line lengths [0, 3, 0, 4, 0, 3, 0].
-    """
-    lengths = np.diff(line_offsets)
-    long = np.flatnonzero(lengths > max_tokens)
-    if len(long) == 0:
-        return line_offsets, 0
-    parts, prev = [], 0
-    for i in long.tolist():
-        start, end = int(line_offsets[i]), int(line_offsets[i + 1])
-        cuts = np.flatnonzero(np.isin(ids[start:end], sentence_end_ids)) + start + 1  # just after a sentence end
-        starts, pos = [start], start  # the blank line before the first piece
-        while end - pos > max_tokens:
-            j = np.searchsorted(cuts, pos + max_tokens, side="right") - 1  # the last cut that fits
-            cut = int(cuts[j]) if j >= 0 and cuts[j] > pos else pos + max_tokens
-            starts += [pos, cut]  # the piece [pos, cut), then a blank line at cut
-            pos = cut
-        starts += [pos, end]  # the last piece, then a blank line
-        parts += [line_offsets[prev:i], np.array(starts, dtype=line_offsets.dtype)]
-        prev = i + 1
-    parts.append(line_offsets[prev:])
-    return np.concatenate(parts), len(long)
-
-
-def build_examples(line_offsets: np.ndarray, max_len: int, seed: int, eval_fraction: float):
-    """All pre-training examples of the corpus, split by document into training and held-out sets.
-
-    Every round(1 / eval_fraction)-th document (0, k, 2k, ...) is held out for evaluation, so the
-    held-out text is spread over the corpus and never shares a document with training text.
-    Returns (train, held_out): int64 arrays [N, 4] of (a_start, a_len, b_start, b_len).
-    """
-    docs = documents(line_offsets)
-    every = max(2, round(1 / eval_fraction)) if eval_fraction > 0 else 0
-    rng = random.Random(seed)
-    builders = {True: ExampleBuilder(max_len, rng), False: ExampleBuilder(max_len, rng)}
-    out = {True: [], False: []}
-    for d, (first, end) in enumerate(tqdm(docs, desc="examples", unit="doc", dynamic_ncols=True,
-                                          mininterval=1.0, disable=len(docs) < 10_000)):
-        held_out = every > 0 and d % every == 0
-        builder, examples = builders[held_out], out[held_out]
-        for line in range(first, end):
-            start = int(line_offsets[line])
-            example = builder.add_sentence(start, int(line_offsets[line + 1]) - start)
-            if example is not None:
-                examples.append(example)
-        example = builder.end_document()
-        if example is not None:
-            examples.append(example)
-    return (np.array(out[False], dtype=np.int64).reshape(-1, 4),
-            np.array(out[True], dtype=np.int64).reshape(-1, 4))
-
-
-def collate(ids: np.ndarray, examples: np.ndarray, max_len: int, cls_id: int, sep_id: int, pad_id: int):
-    """Lay examples out as [CLS] A [SEP] B [SEP] + padding, as the official _make_tf_example.
-
-    ids: the corpus token ids; examples: [B, 4] (a_start, a_len, b_start, b_len).
-    Returns numpy arrays input_ids [B, T] int64, segment_ids [B, T] int64 (1 on B and its
-    [SEP]), attention_mask [B, T] bool (False on padding), with T = max_len.
-
-    Example (max_len 8): ids = [7, 8, 9], example (0, 2, 2, 1) ->
-    input_ids [CLS 7 8 SEP 9 SEP PAD PAD], segment_ids [0 0 0 0 1 1 0 0], mask [1 1 1 1 1 1 0 0].
-    """
-    t = np.arange(max_len)[None, :]  # [1, T] positions
-    a, la, b, lb = (examples[:, i:i + 1] for i in range(4))  # each [B, 1]
-    b0 = la + 2  # first position of segment B
-    in_a = (t >= 1) & (t <= la)  # [B, T]
-    in_b = (t >= b0) & (t < b0 + lb)
-    src = np.where(in_a, a + t - 1, np.where(in_b, b + t - b0, 0))  # [B, T] index into ids
-    x = np.where(in_a | in_b, ids[src].astype(np.int64), pad_id)
-    x = np.where(t == 0, cls_id, x)
-    x = np.where((t == la + 1) | ((lb > 0) & (t == b0 + lb)), sep_id, x)
-    length = np.where(lb > 0, la + lb + 3, la + 2)  # [B, 1]
-    segment = ((lb > 0) & (t >= b0) & (t <= b0 + lb)).astype(np.int64)
-    return x, segment, t < length
-
-
-class Batches:
-    """The stream of training batches, a pure function of the step (so --resume and DDP are exact).
-
-    The examples are shuffled once per epoch with a generator seeded by (seed, epoch) and read
-    in order; update `step` consumes global positions [step * batch, (step + 1) * batch). Under
-    DDP with gradient accumulation the global batch splits into world * accum micro-batches;
-    rank r's micro-batch j is slice (j * world + r) of it.
-    """
-
-    def __init__(self, ids, examples, batch_size: int, micro_batch: int, rank: int, world: int,
-                 max_len: int, special: tuple[int, int, int], seed: int):
-        self.ids, self.examples = ids, examples
-        self.batch_size, self.micro_batch, self.rank, self.world = batch_size, micro_batch, rank, world
-        self.max_len, self.special, self.seed = max_len, special, seed
-        self._perms = {}
-
-    def _perm(self, epoch: int) -> np.ndarray:
-        if epoch not in self._perms:
-            self._perms = {epoch: np.random.default_rng((self.seed, epoch)).permutation(len(self.examples))}
-        return self._perms[epoch]
-
-    def epoch(self, step: int) -> float:
-        return step * self.batch_size / len(self.examples)
-
-    def get(self, step: int, micro: int):
-        first = step * self.batch_size + (micro * self.world + self.rank) * self.micro_batch
-        pos = np.arange(first, first + self.micro_batch)  # [b] positions in the endless stream
-        N = len(self.examples)
-        rows = np.concatenate([self._perm(e)[pos[pos // N == e] % N] for e in np.unique(pos // N)])
-        return collate(self.ids, self.examples[rows], self.max_len, *self.special)
-
+from tokenizer import Tokenizer
 
 # -----------------------------------------------------------------------------
 # The recipe: presets per size (paper Table 6, official configure_pretraining.py), every value a flag.
@@ -397,7 +115,6 @@ ADAM_EPS = 1e-6  # Table 6 "Adam epsilon"
 WEIGHT_DECAY = 0.01  # Table 6 "Weight Decay"; official excludes LayerNorm and bias
 CLIP_NORM = 1.0  # official optimization.py: clip_by_global_norm(grads, 1.0)
 MASK_SLACK = 0.005  # official: max_predictions_per_seq = int((mask_prob + 0.005) * max_seq_length)
-VOCAB_TRAIN_CHARS = 50_000_000  # ours: the WordPiece trainer sees at most this much text (WikiText-103 has ~540M)
 
 CPU_PRESET = "tiny"  # the preset made to show ELECTRA learning on a laptop CPU (see RECIPES)
 CPU_PRESET_MINUTES = 15  # what the CPU preset's run takes on a 2-core CPU (measured, README)
@@ -502,34 +219,6 @@ def build_optimizer(model: nn.Module, cfg: TrainConfig, fused: bool = True) -> t
 
 # -----------------------------------------------------------------------------
 # Vocabulary, checkpoints, export
-
-
-def load_or_train_vocab(cfg: TrainConfig, corpus: Path, out_dir: Path) -> Tokenizer:
-    """The run's tokenizer: --vocab, else out_dir/vocab.txt from an earlier run, else trained.
-
-    A trained vocab (tokenizer.train, WordPiece, cfg.vocab_size tokens, on at most
-    VOCAB_TRAIN_CHARS characters of the corpus) is saved as out_dir/vocab.txt beside the
-    checkpoints; a given one is copied there, so the run folder is self-contained.
-    """
-    saved = out_dir / "vocab.txt"
-    if cfg.vocab:
-        tok = Tokenizer.load(cfg.vocab)
-    elif saved.is_file():
-        tok = Tokenizer.load(saved)
-    else:
-        def texts():
-            budget = VOCAB_TRAIN_CHARS
-            for _, text in read_corpus(corpus):
-                yield text[:budget]
-                budget -= min(budget, len(text))
-                if budget == 0:
-                    return
-        print(f"training a {cfg.vocab_size:,}-token WordPiece vocabulary on {corpus} (once; saved to {saved})")
-        tok = train_vocab(texts(), vocab_size=cfg.vocab_size)
-    if not saved.is_file() or Tokenizer.load(saved).hash() != tok.hash():
-        tok.save(saved)
-    return tok
-
 
 
 def save_checkpoint(path: Path, model: Electra, optimizer, step: int, cfg: TrainConfig,
@@ -662,7 +351,7 @@ def evaluate(model: nn.Module, ids: np.ndarray, examples: np.ndarray, cfg: Train
             rows = examples[i * micro_batch:(i + 1) * micro_batch]
             if len(rows) == 0:
                 break
-            x, s, m = (torch.from_numpy(a).to(device) for a in collate(ids, rows, cfg.seq_len, *special))
+            x, s, m = (torch.from_numpy(a).to(device) for a in pretraining_batch(ids, rows, cfg.seq_len, *special))
             with autocast:
                 out = model(x, s, m)
             total += step_stats(out)

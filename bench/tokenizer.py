@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tokenizers import BertWordPieceTokenizer  # noqa: E402
 from transformers.models.bert.tokenization_bert_legacy import BertTokenizerLegacy  # noqa: E402
 
+import data  # noqa: E402
 import tokenizer  # noqa: E402
 
 
@@ -50,7 +51,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     lowercase = not args.cased
     try:
-        texts = [text for _, text in tokenizer.read_corpus(args.data)]
+        texts = [text for _, text in data.read_corpus(args.data)]
     except (FileNotFoundError, ValueError) as e:
         raise SystemExit(f"--data: {e}") from None
     total_mb = sum(len(t.encode("utf-8")) for t in texts) / 1e6

@@ -46,6 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # the core files are flat modules at the repo's top level
 
+import data  # noqa: E402
 import finetune  # noqa: E402
 import plumbing  # noqa: E402
 import train  # noqa: E402
@@ -159,7 +160,7 @@ def setup(args: argparse.Namespace) -> Context:
     plumbing.check_writable(runs_dir)
     cache = runs_dir / "cache"
     try:
-        corpus = train.resolve_corpus(args.data, cache).resolve()
+        corpus = data.resolve_corpus(args.data, cache).resolve()
     except (plumbing.DownloadError, FileNotFoundError, ValueError) as e:
         raise SystemExit(str(e)) from e
     vocab_size = args.vocab_size or train.RECIPES[args.size[0]].vocab_size
@@ -167,7 +168,7 @@ def setup(args: argparse.Namespace) -> Context:
     cfg = train.TrainConfig(vocab_size=vocab_size)
     vocab_dir.mkdir(parents=True, exist_ok=True)
     try:
-        tok = train.load_or_train_vocab(cfg, corpus, vocab_dir)
+        tok = data.load_or_train_vocab(cfg, corpus, vocab_dir)
     except (FileNotFoundError, ValueError) as e:
         raise SystemExit(f"--data {args.data}: {e}") from e
     return Context(args, runs_dir, corpus, vocab_dir / "vocab.txt", tok, tasks, overrides)

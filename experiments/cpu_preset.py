@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # the core files are flat modules at the repo's top level
 
+import data  # noqa: E402
 import train  # noqa: E402
 from electra import Electra, ElectraConfig, disc_auc  # noqa: E402
 from tokenizer import Tokenizer  # noqa: E402
@@ -80,12 +81,12 @@ def context_free_auc(run_dir: Path, cache_dir: Path) -> tuple[float, float]:
     model.load_state_dict(ckpt["model"])
     cfg = train.TrainConfig(**{k: v for k, v in ckpt["train_config"].items() if k in train.TrainConfig.__annotations__})
     tok = Tokenizer.load(run_dir / "vocab.txt")
-    ids, line_offsets = train.encode_corpus(train.resolve_corpus(cfg.data, cache_dir), tok, cache_dir, progress=False)
-    train_ex, eval_ex = train.build_examples(line_offsets, cfg.seq_len, cfg.seed, cfg.eval_fraction)
+    ids, line_offsets = data.encode_corpus(data.resolve_corpus(cfg.data, cache_dir), tok, cache_dir, progress=False)
+    train_ex, eval_ex = data.build_examples(line_offsets, cfg.seq_len, cfg.seed, cfg.eval_fraction)
     special = (tok.cls_id, tok.sep_id, tok.pad_id)
 
     def corrupt(rows):
-        x, s, m = (torch.from_numpy(a) for a in train.collate(ids, rows, cfg.seq_len, *special))
+        x, s, m = (torch.from_numpy(a) for a in data.pretraining_batch(ids, rows, cfg.seq_len, *special))
         out = model(x, s, m)
         return out, out.x_corrupt == x, m.bool()
 
@@ -117,7 +118,7 @@ def run_candidate(name: str, flags: list[str], args) -> Path:
     vocab = Path(args.runs_dir) / "vocab.txt"
     if not vocab.is_file():  # one vocabulary for every candidate, trained once
         cfg = train.TrainConfig(size="tiny", data=args.data, vocab_size=train.RECIPES["tiny"].vocab_size)
-        train.load_or_train_vocab(cfg, train.resolve_corpus(args.data, Path(args.runs_dir) / "cache"),
+        data.load_or_train_vocab(cfg, data.resolve_corpus(args.data, Path(args.runs_dir) / "cache"),
                                   Path(args.runs_dir))
     argv = [*BASE_FLAGS, *flags, "--data", args.data, "--vocab", str(vocab), "--cache-dir",
             str(Path(args.runs_dir) / "cache"), "--out", str(out)]

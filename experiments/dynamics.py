@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+import data  # noqa: E402
 import train  # noqa: E402
 from electra import disc_auc  # noqa: E402
 from experiments.cpu_preset import type_replaced_rate  # noqa: E402
@@ -50,11 +51,11 @@ def main(argv=None) -> None:
                   "--out", str(Path(args.out).parent), *train_flags]
     cfg = train.resolve_config(train.parse_args(argv_train), None)
     tok = train.Tokenizer.load(args.vocab)
-    corpus = train.resolve_corpus(cfg.data, Path(cfg.cache_dir))
-    ids, line_offsets = train.encode_corpus(corpus, tok, Path(cfg.cache_dir), progress=False)
-    train_ex, eval_ex = train.build_examples(line_offsets, cfg.seq_len, cfg.seed, cfg.eval_fraction)
+    corpus = data.resolve_corpus(cfg.data, Path(cfg.cache_dir))
+    ids, line_offsets = data.encode_corpus(corpus, tok, Path(cfg.cache_dir), progress=False)
+    train_ex, eval_ex = data.build_examples(line_offsets, cfg.seq_len, cfg.seed, cfg.eval_fraction)
     special = (tok.cls_id, tok.sep_id, tok.pad_id)
-    batches = train.Batches(ids, train_ex, cfg.batch_size, cfg.batch_size, 0, 1, cfg.seq_len, special, cfg.seed)
+    batches = data.Batches(ids, train_ex, cfg.batch_size, cfg.batch_size, 0, 1, cfg.seq_len, special, cfg.seed)
     mc = train.model_config(cfg, tok)
     torch.manual_seed(cfg.seed)
     model = train.build_model(mc, torch.device("cpu"))
@@ -69,7 +70,7 @@ def main(argv=None) -> None:
             torch.manual_seed(cfg.seed)  # the same held-out corruptions every time, as train.evaluate
             for i in range(cfg.eval_batches):
                 x, s, m = (torch.from_numpy(a) for a in
-                           train.collate(ids, eval_ex[i * cfg.batch_size:(i + 1) * cfg.batch_size], cfg.seq_len,
+                           data.pretraining_batch(ids, eval_ex[i * cfg.batch_size:(i + 1) * cfg.batch_size], cfg.seq_len,
                                          *special))
                 out = model(x, s, m)
                 p_d.append(out.p_original.flatten())

@@ -20,6 +20,7 @@ import pytest
 import torch
 import transformers
 
+import data
 import train
 from electra import Electra, disc_auc
 from tokenizer import Tokenizer
@@ -101,8 +102,8 @@ def test_held_out_auc_ranks_all_held_out_tokens_together(corpus, tmp_path):
     """evaluate's disc_auc is one ranking over every held-out token, not a mean of per-batch AUCs."""
     result = train.main(args(corpus, tmp_path / "run", "--steps", "6", "--eval-interval", "6", "--eval-batches", "3"))
     cfg, model, tok = result["config"], result["model"], result["tokenizer"]
-    ids, line_offsets = train.encode_corpus(Path(corpus[0]), tok, corpus[2], progress=False)
-    _, eval_ex = train.build_examples(line_offsets, cfg.seq_len, cfg.seed, cfg.eval_fraction)
+    ids, line_offsets = data.encode_corpus(Path(corpus[0]), tok, corpus[2], progress=False)
+    _, eval_ex = data.build_examples(line_offsets, cfg.seq_len, cfg.seed, cfg.eval_fraction)
     special = (tok.cls_id, tok.sep_id, tok.pad_id)
     got = train.evaluate(model, ids, eval_ex, cfg, 8, special, torch.device("cpu"), contextlib.nullcontext())
     # the same held-out batches and corruptions, redone by hand
@@ -110,7 +111,7 @@ def test_held_out_auc_ranks_all_held_out_tokens_together(corpus, tmp_path):
     torch.manual_seed(cfg.seed)
     p, orig, real, per_batch = [], [], [], []
     for i in range(3):
-        x, s, m = (torch.from_numpy(a) for a in train.collate(ids, eval_ex[i * 8:(i + 1) * 8], cfg.seq_len, *special))
+        x, s, m = (torch.from_numpy(a) for a in data.pretraining_batch(ids, eval_ex[i * 8:(i + 1) * 8], cfg.seq_len, *special))
         with torch.no_grad():
             out = model(x, s, m)
         p.append(out.p_original)
@@ -307,12 +308,12 @@ def test_known_corpus_downloads_from_the_mirror(http_server, tmp_path, monkeypat
     with zipfile.ZipFile(root / "wikitext-2-raw-v1.zip", "w") as z:
         z.writestr("wikitext-2-raw/wiki.train.raw", raw)
     size = (root / "wikitext-2-raw-v1.zip").stat().st_size
-    monkeypatch.setitem(train.KNOWN_CORPORA, "wikitext-2", ("wikitext-2-raw-v1.zip", size, "wikitext-2-raw",
+    monkeypatch.setitem(data.KNOWN_CORPORA, "wikitext-2", ("wikitext-2-raw-v1.zip", size, "wikitext-2-raw",
                                                             "wiki.train.raw"))
-    folder = train.resolve_corpus("wikitext-2", tmp_path / "cache", url)
+    folder = data.resolve_corpus("wikitext-2", tmp_path / "cache", url)
     assert (folder / "train.txt").read_text() == ("the cat sees the river .\nthe dog likes a book .\n"
                                                   "a child paints .\n\nthe king hears an apple .\n")
-    assert train.resolve_corpus("wikitext-2", tmp_path / "cache", "http://127.0.0.1:9") == folder  # cached
+    assert data.resolve_corpus("wikitext-2", tmp_path / "cache", "http://127.0.0.1:9") == folder  # cached
     # Offline (nothing listens on port 9): one message saying how to pass a local path instead.
     with pytest.raises(SystemExit, match=r"(?s)could not download wikitext-2.*--data PATH"):
         train.main(["--data", "wikitext-2", "--data-url", "http://127.0.0.1:9", "--cache-dir", str(tmp_path / "c2"),
@@ -460,10 +461,10 @@ def test_a_5_mb_line_is_split_into_whole_examples(corpus, tmp_path):
     text = " ".join(sentences)[:5_000_000]  # the last sentence is cut: a piece may end without "."
     (tmp_path / "one_line.txt").write_text(text)
     tok = Tokenizer.load(corpus[1])
-    ids, offsets = train.encode_corpus(tmp_path / "one_line.txt", tok, tmp_path / "cache", progress=False)
+    ids, offsets = data.encode_corpus(tmp_path / "one_line.txt", tok, tmp_path / "cache", progress=False)
     assert len(np.diff(offsets)[np.diff(offsets) > 0]) == 1  # one line of text
     seq = 128
-    pieces_offsets, n_split = train.split_long_lines(ids, offsets, seq - 2, [tok.vocab["."]])
+    pieces_offsets, n_split = data.split_long_lines(ids, offsets, seq - 2, [tok.vocab["."]])
     assert n_split == 1
     pieces = np.diff(pieces_offsets)[np.diff(pieces_offsets) > 0]
     assert pieces.sum() == len(ids) and pieces.max() <= seq - 2
@@ -472,11 +473,11 @@ def test_a_5_mb_line_is_split_into_whole_examples(corpus, tmp_path):
     # a piece is cut only where the next sentence would not fit: shorter than 126 by less than a sentence
     longest_sentence = np.diff(np.flatnonzero(ids == tok.vocab["."])).max()
     assert pieces[:-1].min() > seq - 2 - longest_sentence
-    train_ex, held = train.build_examples(pieces_offsets, seq, seed=0, eval_fraction=0.01)
+    train_ex, held = data.build_examples(pieces_offsets, seq, seed=0, eval_fraction=0.01)
     examples = np.concatenate([train_ex, held])
     assert len(examples) == len(pieces)  # one example per piece, none trimmed
     assert examples[:, 1].sum() + examples[:, 3].sum() == len(ids)
-    unsplit = sum(len(e) for e in train.build_examples(offsets, seq, seed=0, eval_fraction=0.01))
+    unsplit = sum(len(e) for e in data.build_examples(offsets, seq, seed=0, eval_fraction=0.01))
     assert unsplit == 1  # what it was before
 
 
@@ -576,7 +577,7 @@ def test_a_partial_last_metrics_line_is_tolerated_on_resume(corpus, tmp_path):
 def test_ctrl_c_while_training_the_vocabulary(corpus, tmp_path, monkeypatch):
     def interrupted(*a, **k):
         raise KeyboardInterrupt
-    monkeypatch.setattr(train, "train_vocab", interrupted)
+    monkeypatch.setattr(data, "train_vocab", interrupted)
     out = tmp_path / "run"
     folder, _, cache = corpus
     with pytest.raises(SystemExit, match="interrupted while preparing the data .* nothing partial was written"):

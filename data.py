@@ -1,0 +1,510 @@
+"""The pre-training data path, in the order the data flows (official build_pretraining_dataset.py).
+
+    corpus     .txt files (or a known corpus, downloaded once; WikiText rewritten into documents)
+    ids        every line tokenised once and cached: encode_corpus -> (ids, line_offsets)
+    documents  runs of lines between blank lines
+    examples   [CLS] A [SEP] B [SEP] as the official ExampleBuilder packs them: four numbers each
+    batches    gathered from the one ids array on the fly, a pure function of the step
+
+    >>> ids = np.array([7, 8, 9, 5])  # a corpus of the lines "7 8 9", "5" and a blank (the document ends)
+    >>> line_offsets = np.array([0, 3, 4, 4])  # line i is ids[line_offsets[i]:line_offsets[i + 1]]
+    >>> documents(line_offsets)
+    [(0, 2)]
+    >>> x, segments, mask = pretraining_batch(ids, np.array([[0, 3, 3, 1]]), 8, cls_id=2, sep_id=3, pad_id=0)
+    >>> x.tolist(), segments.tolist()
+    ([[2, 7, 8, 9, 3, 5, 3, 0]], [[0, 0, 0, 0, 0, 1, 1, 0]])
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import math
+import multiprocessing
+import os
+import random
+import re
+import sys
+from collections.abc import Iterator
+from contextlib import nullcontext
+from itertools import chain
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from plumbing import DownloadError, atomic_write, download, extract_zip
+from tokenizer import Tokenizer
+from tokenizer import train as train_vocab
+
+# A blank line ends a document (official build_pretraining_dataset.py, blanks_separate_docs).
+# wikitext_documents writes one between articles, encode_corpus adds one at the end of every
+# file, split_long_lines puts one around each piece of a long line; `documents` reads them.
+DOCUMENT_END = ""
+
+# -----------------------------------------------------------------------------
+# Corpus: text files, decoded; the known corpora downloaded and rewritten into documents.
+
+CORPUS_SUFFIXES = (".txt", ".raw")  # text files in a corpus folder (WikiText ships .raw)
+# Not text: a NUL byte (as git and grep decide), or more than this share of control characters other than
+# whitespace in the first BINARY_SNIFF_CHARS (text, even Latin-1 read as such, has almost none; noise ~25%).
+BINARY_CONTROL_FRACTION, BINARY_SNIFF_CHARS = 0.1, 1 << 20
+_NON_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # control characters but \t \n \r
+
+
+def corpus_files(path: str | os.PathLike) -> list[Path]:
+    """The text files of a corpus: the file itself, or every .txt (or .raw) file under a folder, sorted."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"corpus {path} does not exist: pass a .txt file or a folder of .txt files")
+    if path.is_file():
+        return [path]
+    files = sorted(p for p in path.rglob("*") if p.suffix in CORPUS_SUFFIXES and p.is_file())
+    if not files:
+        raise ValueError(f"corpus folder {path} has no .txt files: put the text in files ending in .txt")
+    return files
+
+
+def decode_text(data: bytes, name: str | os.PathLike) -> str:
+    """Bytes to text: UTF-8 (a leading BOM dropped), else Latin-1 with a one-line warning.
+
+    Latin-1 maps every byte to a character, so no text is ever dropped. Line endings CRLF and CR
+    become LF. A file that is not text (a NUL byte, or mostly control characters: a program, an
+    image) raises ValueError naming it, instead of being trained on.
+
+    >>> decode_text(b"caf\\xc3\\xa9\\r\\nnext\\rlast", "a.txt")
+    'café\\nnext\\nlast'
+    """
+    if b"\x00" in data:
+        raise ValueError(f"{name} is not a text file (it has NUL bytes): pass .txt files of plain text")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        print(f"warning: {name} is not UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start}); read as Latin-1",
+              file=sys.stderr)
+        text = data.decode("latin-1")
+    sample = text[:BINARY_SNIFF_CHARS]
+    controls = len(_NON_TEXT.findall(sample))
+    if controls > BINARY_CONTROL_FRACTION * len(sample):
+        raise ValueError(f"{name} is not a text file ({controls / len(sample):.0%} of its characters are control "
+                         f"characters): pass .txt files of plain text")
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def read_corpus(path: str | os.PathLike) -> Iterator[tuple[str, str]]:
+    """(filename, text) for each .txt (or .raw) file of a corpus (a file or a folder), in sorted order.
+
+    Raises FileNotFoundError for a missing path and ValueError for a folder with no .txt files
+    (both at the call) or a corpus whose files hold no text (once they have all been read).
+    """
+    files = corpus_files(path)
+
+    def generate():
+        any_text = False
+        for f in files:
+            text = decode_text(f.read_bytes(), f)
+            any_text = any_text or bool(text.strip())
+            yield str(f), text
+        if not any_text:
+            raise ValueError(f"corpus {path} has no text: its {len(files)} .txt file(s) are empty")
+
+    return generate()
+
+
+# The base URL can be overridden (--data-url or $ELECTRA_DATA_URL), e.g. for a mirror or a test server.
+DATA_URL = os.environ.get("ELECTRA_DATA_URL", "https://wikitext.smerity.com")
+KNOWN_CORPORA = {
+    # name: (archive, its size in bytes, the folder inside it, the training split)
+    "wikitext-103": ("wikitext-103-raw-v1.zip", 191_984_949, "wikitext-103-raw", "wiki.train.raw"),
+    "wikitext-2": ("wikitext-2-raw-v1.zip", 4_721_645, "wikitext-2-raw", "wiki.train.raw"),
+}
+WIKI_TITLE = re.compile(r"^ = [^=].* = $")  # " = Title = ": a new article (sections are " = = S = = ")
+WIKI_HEADING = re.compile(r"^ =.* = $")  # any heading line, article or section
+WIKI_SENTENCE_END = re.compile(r"(?<= [.!?]) (?=\S)")  # WikiText is tokenised: " . " ends a sentence
+
+
+def wikitext_documents(raw_path: Path, out_path: Path) -> Path:
+    """Rewrite a WikiText .raw split as one sentence per line, a blank line between articles.
+
+    The raw files put a blank line between *every* paragraph and heading, so read as they are,
+    each paragraph would be a document. An article starts at a top-level heading " = Title = ";
+    section headings " = = Section = = " stay inside it. The official pipeline (BERT's Wikipedia
+    dump) has one sentence per line and no headings, so we drop heading lines and split each
+    paragraph into sentences at WikiText's tokenised sentence ends (" . ", " ? ", " ! "). The
+    result is written atomically to `out_path`; a second call returns at once.
+
+    Example: " = A = \\n\\n x . y .\\n\\n = = S = = \\n z .\\n = B = \\n w .\\n" becomes
+    "x .\\ny .\\nz .\\n\\nw .\\n".
+    """
+    if out_path.is_file():
+        return out_path
+
+    def write(tmp: Path) -> None:
+        with open(raw_path, encoding="utf-8") as f, open(tmp, "w", encoding="utf-8") as out:
+            started = False
+            for line in f:
+                line = line.rstrip("\n")
+                if WIKI_TITLE.match(line):
+                    if started:
+                        out.write(DOCUMENT_END + "\n")  # the previous article ends here
+                    continue
+                if line.strip() and not WIKI_HEADING.match(line):
+                    for sentence in WIKI_SENTENCE_END.split(line.strip()):
+                        out.write(sentence + "\n")
+                        started = True
+
+    atomic_write(out_path, write)
+    return out_path
+
+
+def resolve_corpus(data: str, cache_dir: Path, data_url: str = DATA_URL) -> Path:
+    """The local .txt file or folder to train on: `data` itself, or a known corpus fetched once.
+
+    Known names download `{data_url}/{archive}` into `cache_dir`, check its size and CRCs,
+    extract it atomically and rewrite the training split with `wikitext_documents`.
+    Raises SystemExit with one clear message for a path that does not exist.
+    """
+    if data in KNOWN_CORPORA:
+        archive, size, folder, split = KNOWN_CORPORA[data]
+        zip_path = download(f"{data_url.rstrip('/')}/{archive}", cache_dir / archive, size, desc=data)
+        try:
+            raw = extract_zip(zip_path, cache_dir / Path(archive).stem)
+        except DownloadError:
+            zip_path.unlink(missing_ok=True)  # ours, in the cache: the next run downloads it afresh
+            raise
+        out = cache_dir / f"{data}-documents"
+        out.mkdir(exist_ok=True)
+        wikitext_documents(raw / folder / split, out / "train.txt")
+        return out
+    path = Path(data).expanduser()
+    if not path.exists():
+        raise SystemExit(f"--data {data}: no such file or folder. Pass a .txt file, a folder of .txt "
+                         f"files, or one of the known corpora: {', '.join(KNOWN_CORPORA)}.")
+    return path
+
+
+VOCAB_TRAIN_CHARS = 50_000_000  # ours: the WordPiece trainer sees at most this much text (WikiText-103 has ~540M)
+
+
+def load_or_train_vocab(cfg, corpus: Path, out_dir: Path) -> Tokenizer:
+    """The run's tokenizer: cfg.vocab, else out_dir/vocab.txt from an earlier run, else trained.
+
+    `cfg` is a train.TrainConfig (its `vocab` path and `vocab_size`). A trained vocab
+    (tokenizer.train, WordPiece, cfg.vocab_size tokens, on at most VOCAB_TRAIN_CHARS characters
+    of the corpus) is saved as out_dir/vocab.txt beside the checkpoints; a given one is copied
+    there, so the run folder is self-contained.
+    """
+    saved = out_dir / "vocab.txt"
+    if cfg.vocab:
+        tok = Tokenizer.load(cfg.vocab)
+    elif saved.is_file():
+        tok = Tokenizer.load(saved)
+    else:
+        def texts():
+            budget = VOCAB_TRAIN_CHARS
+            for _, text in read_corpus(corpus):
+                yield text[:budget]
+                budget -= min(budget, len(text))
+                if budget == 0:
+                    return
+        print(f"training a {cfg.vocab_size:,}-token WordPiece vocabulary on {corpus} (once; saved to {saved})")
+        tok = train_vocab(texts(), vocab_size=cfg.vocab_size)
+    if not saved.is_file() or Tokenizer.load(saved).hash() != tok.hash():
+        tok.save(saved)
+    return tok
+
+
+# -----------------------------------------------------------------------------
+# Ids: every line of the corpus tokenised once, in worker processes, cached as numpy arrays.
+
+CHUNK_CHARS = 1 << 20  # ~1 MB of text per task sent to a worker process
+CACHE_FORMAT = "electra-wordpiece-corpus-v1"  # part of the cache key; bump when the ids would change
+_WORKER_TOKENIZER: Tokenizer | None = None
+
+
+def _init_worker(tok: Tokenizer) -> None:
+    global _WORKER_TOKENIZER
+    _WORKER_TOKENIZER = tok
+
+
+def _encode_lines(lines: list[str], tok: Tokenizer | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Ids of lines concatenated (uint32) and the number of ids of each line (int64)."""
+    tok = tok or _WORKER_TOKENIZER
+    encoded = [tok.encode(line) for line in lines]
+    lengths = np.fromiter((len(e) for e in encoded), dtype=np.int64, count=len(encoded))
+    ids = np.fromiter(chain.from_iterable(encoded), dtype=np.uint32, count=int(lengths.sum()))
+    return ids, lengths
+
+
+def _corpus_chunks(texts: list[str], chunk_chars: int) -> Iterator[list[str]]:
+    """Lines of all files in groups of about chunk_chars characters; every file ends with a DOCUMENT_END line."""
+    chunk, size = [], 0
+    for text in texts:
+        lines = text.split("\n")
+        if lines[-1] != DOCUMENT_END:  # text.split gives "" after a final newline
+            lines.append(DOCUMENT_END)  # the file's end ends its last document
+        for line in lines:
+            chunk.append(line)
+            size += len(line) + 1
+            if size >= chunk_chars:
+                yield chunk
+                chunk, size = [], 0
+    if chunk:
+        yield chunk
+
+
+def encode_corpus(path: str | os.PathLike, tok: Tokenizer, cache_dir: str | os.PathLike,
+                  workers: int | None = None, progress: bool = True,
+                  chunk_chars: int = CHUNK_CHARS) -> tuple[np.ndarray, np.ndarray]:
+    """Tokenise every line of a corpus once; cache the ids; a second call loads them at once.
+
+    Returns (ids, line_offsets): the ids of all lines of all files concatenated, no special tokens
+    (uint16 when the vocab has <= 65536 tokens, else uint32), and int64 offsets of length
+    num_lines + 1, so line i is ids[line_offsets[i]:line_offsets[i + 1]]. Blank lines are kept
+    (length 0): they end documents, and each file ends with one.
+
+    The cache file is named by a sha256 of the corpus file names and contents, the vocab contents
+    and the lowercase flag, so a change to any of them re-tokenises. Work is spread over `workers`
+    processes (default: all CPUs) in tasks of about `chunk_chars` characters, with a progress bar.
+    """
+    named_texts = list(read_corpus(path))
+    key = hashlib.sha256(f"{CACHE_FORMAT}\n{tok.hash()}\nlowercase={tok.lowercase}\n".encode())
+    for name, text in named_texts:
+        key.update(f"{Path(name).name}\n{len(text)}\n".encode())
+        key.update(text.encode("utf-8"))
+    cache_file = Path(cache_dir) / f"corpus-{key.hexdigest()[:24]}.npz"
+    if cache_file.is_file():
+        with np.load(cache_file) as cached:
+            return cached["ids"], cached["line_offsets"]
+
+    texts = [text for _, text in named_texts]
+    chunks = list(_corpus_chunks(texts, chunk_chars))
+    workers = min(workers or os.cpu_count() or 1, len(chunks))
+    bar = tqdm(total=sum(len(t.encode("utf-8")) for t in texts), unit="B", unit_scale=True,
+               desc=f"tokenising {path}", disable=not progress)
+    parts = []
+    parallel = workers > 1
+    with multiprocessing.get_context().Pool(workers, _init_worker, (tok,)) if parallel else nullcontext() as pool:
+        results = pool.imap(_encode_lines, chunks) if parallel else (_encode_lines(c, tok) for c in chunks)
+        for chunk, part in zip(chunks, results):
+            parts.append(part)
+            bar.update(sum(len(line.encode("utf-8")) + 1 for line in chunk))
+    bar.close()
+    dtype = np.uint16 if len(tok) <= np.iinfo(np.uint16).max + 1 else np.uint32
+    ids = np.concatenate([p[0] for p in parts]).astype(dtype)
+    lengths = np.concatenate([p[1] for p in parts])
+    line_offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=line_offsets[1:])
+
+    buffer = io.BytesIO()
+    np.savez(buffer, ids=ids, line_offsets=line_offsets)
+    atomic_write(cache_file, buffer.getvalue())
+    return ids, line_offsets
+
+
+# -----------------------------------------------------------------------------
+# Documents: the lines of a document are consecutive in the ids array.
+
+
+def documents(line_offsets: np.ndarray) -> list[tuple[int, int]]:
+    """Split the corpus's lines into documents: (first_line, end_line) runs of non-empty lines.
+
+    A line with no tokens is a DOCUMENT_END. Example: line lengths [3, 2, 0, 0, 4] -> [(0, 2), (4, 5)].
+    """
+    nonblank = np.concatenate([[0], np.diff(line_offsets) > 0, [0]]).astype(np.int8)  # [num_lines + 2]
+    edges = np.diff(nonblank)  # +1 where a document starts, -1 just after one ends
+    return list(zip(np.flatnonzero(edges == 1).tolist(), np.flatnonzero(edges == -1).tolist()))
+
+
+SENTENCE_END_TOKENS = (".", "!", "?")  # basic_tokenize splits punctuation off: a sentence ends at one of these
+
+
+def split_long_lines(ids: np.ndarray, line_offsets: np.ndarray, max_tokens: int,
+                     sentence_end_ids) -> tuple[np.ndarray, int]:
+    """Cut every line longer than max_tokens into pieces of at most max_tokens, each its own document.
+
+    The example builder trims what does not fit in an example, as the official one does: a 5 MB
+    file with no newline (2M tokens, one "sentence") became one example of 126 tokens. A piece ends
+    after the last sentence end (a token in sentence_end_ids) that keeps it within max_tokens, or at
+    max_tokens when there is none. Each piece is a document of its own (a DOCUMENT_END before and
+    after it), so the builder makes it one whole example [CLS] piece [SEP] rather than joining it to
+    the next piece and trimming that. Returns (new line_offsets, number of lines split).
+
+    Example: max_tokens 4, one line of 10 tokens "a b . c d e . f g h" (ends after tokens 3 and 7):
+    offsets [0, 10] -> [0, 0, 3, 3, 7, 7, 10, 10], line lengths [0, 3, 0, 4, 0, 3, 0].
+    """
+    lengths = np.diff(line_offsets)
+    long = np.flatnonzero(lengths > max_tokens)
+    if len(long) == 0:
+        return line_offsets, 0
+    parts, prev = [], 0
+    for i in long.tolist():
+        start, end = int(line_offsets[i]), int(line_offsets[i + 1])
+        cuts = np.flatnonzero(np.isin(ids[start:end], sentence_end_ids)) + start + 1  # just after a sentence end
+        starts, pos = [start], start  # the blank line before the first piece
+        while end - pos > max_tokens:
+            j = np.searchsorted(cuts, pos + max_tokens, side="right") - 1  # the last cut that fits
+            cut = int(cuts[j]) if j >= 0 and cuts[j] > pos else pos + max_tokens
+            starts += [pos, cut]  # the piece [pos, cut), then a blank line at cut
+            pos = cut
+        starts += [pos, end]  # the last piece, then a blank line
+        parts += [line_offsets[prev:i], np.array(starts, dtype=line_offsets.dtype)]
+        prev = i + 1
+    parts.append(line_offsets[prev:])
+    return np.concatenate(parts), len(long)
+
+
+# -----------------------------------------------------------------------------
+# Examples, as the official build_pretraining_dataset.py builds them (its ExampleBuilder). An
+# example is four numbers (a_start, a_len, b_start, b_len): token ranges of the ids array.
+
+SINGLE_SEGMENT_PROB = 0.1  # official _create_example: random() < 0.1 -> only one segment ("as in classification tasks")
+SHORT_SEQ_PROB = 0.05  # official: random() < 0.05 -> the next example's target length is randint(5, max_len)
+SHORT_SEQ_MIN = 5  # official: random.randint(5, max_length)
+SPLIT_COIN = 0.5  # official: the sentence that would overflow segment A goes to A 50% of the time
+
+
+class ExampleBuilder:
+    """Packs the sentences of one stream of documents into pre-training examples.
+
+    As the official ExampleBuilder: sentences (lines) are appended until their length reaches the
+    target length (max_len; 5% of the time a random length in [5, max_len]); the end of a
+    document ends the current example early. Each example is then cut into two segments
+    [CLS] A [SEP] B [SEP] at a sentence boundary near the middle, except 10% of them, which keep
+    one segment [CLS] A [SEP]. Tokens past max_len are dropped, as in the official code.
+
+    Deviation: the official loop may put a short sentence back into A after a longer one went to
+    B (A's length test is re-checked for every sentence), which reorders the text. Here, once B
+    has started, the remaining sentences go to B, so A and B are each contiguous and in order.
+
+    `add_sentence(start, length)` and `end_document()` return an example (a_start, a_len,
+    b_start, b_len) when one is complete, else None.
+
+    >>> b = ExampleBuilder(max_len=16, rng=random.Random(0))
+    >>> b.add_sentence(0, 6), b.add_sentence(6, 5), b.add_sentence(11, 7)
+    (None, None, (0, 6, 6, 7))
+    """
+
+    def __init__(self, max_len: int, rng: random.Random):
+        self.max_len, self.rng = max_len, rng
+        self.target_len = max_len
+        self.start, self.lengths = 0, []  # the sentences gathered so far, consecutive from `start`
+
+    def add_sentence(self, start: int, length: int):
+        if length == 0:
+            return None  # a line with no tokens adds nothing (blank lines go to end_document)
+        if not self.lengths:
+            self.start = start
+        self.lengths.append(length)
+        if sum(self.lengths) >= self.target_len:
+            return self._create_example()
+        return None
+
+    def end_document(self):
+        return self._create_example() if self.lengths else None
+
+    def _create_example(self):
+        if self.rng.random() < SINGLE_SEGMENT_PROB:
+            first_target = math.inf  # official: 100000, i.e. every sentence goes to A
+        else:
+            first_target = (self.target_len - 3) // 2  # -3: room for [CLS], [SEP], [SEP]
+        a_len = b_len = 0
+        for n in self.lengths:
+            # A takes the sentence if A is empty, if it fits, or (50%) if it is the one that
+            # overflows A; after that everything goes to B (see the deviation above).
+            if b_len == 0 and (a_len == 0 or a_len + n < first_target or
+                               (a_len < first_target and self.rng.random() < SPLIT_COIN)):
+                a_len += n
+            else:
+                b_len += n
+        example = (self.start, min(a_len, self.max_len - 2), self.start + a_len, 0)
+        example = example[:3] + (min(b_len, max(0, self.max_len - example[1] - 3)),)
+        self.lengths = []
+        if self.rng.random() < SHORT_SEQ_PROB:
+            self.target_len = self.rng.randint(SHORT_SEQ_MIN, self.max_len)
+        else:
+            self.target_len = self.max_len
+        return example
+
+
+def build_examples(line_offsets: np.ndarray, max_len: int, seed: int, eval_fraction: float):
+    """All pre-training examples of the corpus, split by document into training and held-out sets.
+
+    Every round(1 / eval_fraction)-th document (0, k, 2k, ...) is held out for evaluation, so the
+    held-out text is spread over the corpus and never shares a document with training text.
+    Returns (train, held_out): int64 arrays [N, 4] of (a_start, a_len, b_start, b_len).
+    """
+    docs = documents(line_offsets)
+    every = max(2, round(1 / eval_fraction)) if eval_fraction > 0 else 0
+    rng = random.Random(seed)
+    builders = {True: ExampleBuilder(max_len, rng), False: ExampleBuilder(max_len, rng)}
+    out = {True: [], False: []}
+    for d, (first, end) in enumerate(tqdm(docs, desc="examples", unit="doc", dynamic_ncols=True,
+                                          mininterval=1.0, disable=len(docs) < 10_000)):
+        held_out = every > 0 and d % every == 0
+        builder, examples = builders[held_out], out[held_out]
+        for line in range(first, end):
+            start = int(line_offsets[line])
+            example = builder.add_sentence(start, int(line_offsets[line + 1]) - start)
+            if example is not None:
+                examples.append(example)
+        example = builder.end_document()
+        if example is not None:
+            examples.append(example)
+    return (np.array(out[False], dtype=np.int64).reshape(-1, 4),
+            np.array(out[True], dtype=np.int64).reshape(-1, 4))
+
+
+def pretraining_batch(ids: np.ndarray, examples: np.ndarray, max_len: int, cls_id: int, sep_id: int, pad_id: int):
+    """A batch of examples laid out as [CLS] A [SEP] B [SEP] + padding, as the official _make_tf_example.
+
+    ids: the corpus token ids; examples: [B, 4] (a_start, a_len, b_start, b_len).
+    Returns numpy arrays input_ids [B, T] int64, segment_ids [B, T] int64 (1 on B and its
+    [SEP]), attention_mask [B, T] bool (False on padding), with T = max_len.
+
+    Example (max_len 8): ids = [7, 8, 9], example (0, 2, 2, 1) ->
+    input_ids [CLS 7 8 SEP 9 SEP PAD PAD], segment_ids [0 0 0 0 1 1 0 0], mask [1 1 1 1 1 1 0 0].
+    """
+    t = np.arange(max_len)[None, :]  # [1, T] positions
+    a, la, b, lb = (examples[:, i:i + 1] for i in range(4))  # each [B, 1]
+    b0 = la + 2  # first position of segment B
+    in_a = (t >= 1) & (t <= la)  # [B, T]
+    in_b = (t >= b0) & (t < b0 + lb)
+    src = np.where(in_a, a + t - 1, np.where(in_b, b + t - b0, 0))  # [B, T] index into ids
+    x = np.where(in_a | in_b, ids[src].astype(np.int64), pad_id)
+    x = np.where(t == 0, cls_id, x)
+    x = np.where((t == la + 1) | ((lb > 0) & (t == b0 + lb)), sep_id, x)
+    length = np.where(lb > 0, la + lb + 3, la + 2)  # [B, 1]
+    segment = ((lb > 0) & (t >= b0) & (t <= b0 + lb)).astype(np.int64)
+    return x, segment, t < length
+
+
+class Batches:
+    """The stream of training batches, a pure function of the step (so --resume and DDP are exact).
+
+    The examples are shuffled once per epoch with a generator seeded by (seed, epoch) and read
+    in order; update `step` consumes global positions [step * batch, (step + 1) * batch). Under
+    DDP with gradient accumulation the global batch splits into world * accum micro-batches;
+    rank r's micro-batch j is slice (j * world + r) of it.
+    """
+
+    def __init__(self, ids, examples, batch_size: int, micro_batch: int, rank: int, world: int,
+                 max_len: int, special: tuple[int, int, int], seed: int):
+        self.ids, self.examples = ids, examples
+        self.batch_size, self.micro_batch, self.rank, self.world = batch_size, micro_batch, rank, world
+        self.max_len, self.special, self.seed = max_len, special, seed
+        self._perms = {}
+
+    def _perm(self, epoch: int) -> np.ndarray:
+        if epoch not in self._perms:
+            self._perms = {epoch: np.random.default_rng((self.seed, epoch)).permutation(len(self.examples))}
+        return self._perms[epoch]
+
+    def epoch(self, step: int) -> float:
+        return step * self.batch_size / len(self.examples)
+
+    def get(self, step: int, micro: int):
+        first = step * self.batch_size + (micro * self.world + self.rank) * self.micro_batch
+        pos = np.arange(first, first + self.micro_batch)  # [b] positions in the endless stream
+        N = len(self.examples)
+        rows = np.concatenate([self._perm(e)[pos[pos // N == e] % N] for e in np.unique(pos // N)])
+        return pretraining_batch(self.ids, self.examples[rows], self.max_len, *self.special)

@@ -1,0 +1,242 @@
+"""data.py: corpus files and decoding, WikiText, encode_corpus and its cache, documents, the official
+example builder, batches."""
+import random
+
+import numpy as np
+import pytest
+
+import data
+from data import (
+    Batches,
+    ExampleBuilder,
+    build_examples,
+    documents,
+    encode_corpus,
+    pretraining_batch,
+    read_corpus,
+    wikitext_documents,
+)
+from tokenizer import Tokenizer
+
+CLS, SEP, PAD = 2, 3, 0
+TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "##s", "sat", ".", "cafe", "caesar", ","]
+
+
+def make_corpus(folder):
+    folder.mkdir()
+    (folder / "a.txt").write_text("The cat sat.\n\nCats sat.\n", encoding="utf-8")
+    (folder / "b.txt").write_bytes("Caesar, café\r\nthe cat\rsat".encode("latin-1"))  # Latin-1, CRLF and CR, no final newline
+    (folder / "notes.md").write_text("not a corpus file", encoding="utf-8")
+    return folder
+
+
+def test_read_corpus_encodings_and_line_endings(tmp_path, capsys):
+    corpus = make_corpus(tmp_path / "corpus")
+    files = list(read_corpus(corpus))
+    assert [name for name, _ in files] == [str(corpus / "a.txt"), str(corpus / "b.txt")]  # sorted, .txt only
+    assert files[0][1] == "The cat sat.\n\nCats sat.\n"
+    assert files[1][1] == "Caesar, café\nthe cat\nsat"  # every Latin-1 byte kept; CRLF and CR -> LF
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "b.txt" in err[0] and "Latin-1" in err[0]
+    # a single file, UTF-8 with a byte-order mark: the mark is dropped, no warning
+    (tmp_path / "bom.txt").write_bytes(b"\xef\xbb\xbfhello\r\n")
+    assert list(read_corpus(tmp_path / "bom.txt")) == [(str(tmp_path / "bom.txt"), "hello\n")]
+    assert capsys.readouterr().err == ""
+
+
+def test_read_corpus_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        read_corpus(tmp_path / "missing")
+    (tmp_path / "empty_dir").mkdir()
+    with pytest.raises(ValueError, match="no .txt files"):
+        read_corpus(tmp_path / "empty_dir")
+    (tmp_path / "blank").mkdir()
+    (tmp_path / "blank" / "x.txt").write_text(" \n\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="no text"):
+        list(read_corpus(tmp_path / "blank"))
+
+
+def test_encode_corpus_layout(tmp_path):
+    corpus = make_corpus(tmp_path / "corpus")
+    tok = Tokenizer(TOKENS)
+    ids, offsets = encode_corpus(corpus, tok, tmp_path / "cache", workers=1, progress=False)
+    # a.txt: "The cat sat." | "" | "Cats sat." | "" (after the final newline)
+    # b.txt: "Caesar, café" | "the cat" | "sat" | "" (added: each file ends a document)
+    lines = ["The cat sat.", "", "Cats sat.", "", "Caesar, café", "the cat", "sat", ""]
+    assert offsets.dtype == np.int64 and len(offsets) == len(lines) + 1 and offsets[0] == 0
+    assert ids.dtype == np.uint16  # 13 tokens fit in 16 bits
+    for i, line in enumerate(lines):
+        assert ids[offsets[i]:offsets[i + 1]].tolist() == tok.encode(line)
+    assert ids[offsets[4]:offsets[5]].tolist() == [11, 12, 10]  # caesar , cafe (accent stripped)
+
+
+def test_encode_corpus_workers_and_cache(tmp_path, monkeypatch):
+    corpus = make_corpus(tmp_path / "corpus")
+    tok = Tokenizer(TOKENS)
+    one = encode_corpus(corpus, tok, tmp_path / "cache1", workers=1, progress=False, chunk_chars=10)
+    two = encode_corpus(corpus, tok, tmp_path / "cache2", workers=2, progress=False, chunk_chars=10)  # several chunks
+    assert all(np.array_equal(x, y) for x, y in zip(one, two))
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("the second call should load the cache, not tokenise")
+
+    monkeypatch.setattr(data, "_encode_lines", must_not_run)
+    again = encode_corpus(corpus, tok, tmp_path / "cache1", workers=1, progress=False)
+    assert all(np.array_equal(x, y) for x, y in zip(one, again))
+    assert len(list((tmp_path / "cache1").iterdir())) == 1  # no temp files left behind
+    # a different vocab, a cased tokenizer or a changed corpus must not reuse the cache
+    for other_tok in (Tokenizer(TOKENS + ["mat"]), Tokenizer(TOKENS, lowercase=False)):
+        with pytest.raises(AssertionError, match="load the cache"):
+            encode_corpus(corpus, other_tok, tmp_path / "cache1", workers=1, progress=False)
+    (corpus / "a.txt").write_text("The cat sat!\n", encoding="utf-8")
+    with pytest.raises(AssertionError, match="load the cache"):
+        encode_corpus(corpus, tok, tmp_path / "cache1", workers=1, progress=False)
+
+
+def test_encode_corpus_uint32_for_big_vocabs(tmp_path):
+    (tmp_path / "c.txt").write_text("w69999 the\n", encoding="utf-8")
+    tok = Tokenizer(TOKENS + [f"w{i}" for i in range(70000)])
+    ids, _ = encode_corpus(tmp_path / "c.txt", tok, tmp_path / "cache", workers=1, progress=False)
+    assert ids.dtype == np.uint32 and ids.tolist() == [tok.vocab["w69999"], 5]
+
+
+def test_read_corpus_takes_wikitext_raw_files(tmp_path):
+    (tmp_path / "wiki.valid.raw").write_text(" = Title = \n", encoding="utf-8")
+    (tmp_path / "README").write_text("not text of the corpus", encoding="utf-8")
+    assert list(read_corpus(tmp_path)) == [(str(tmp_path / "wiki.valid.raw"), " = Title = \n")]
+
+
+def test_binary_files_are_refused_with_their_name(tmp_path):
+    png = tmp_path / "image.txt"  # a PNG header: NUL bytes
+    png.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
+    with pytest.raises(ValueError, match=r"image.txt is not a text file \(it has NUL bytes\)"):
+        list(read_corpus(png))
+    noise = tmp_path / "noise.txt"  # no NUL but mostly control characters (here 30 of 40)
+    noise.write_bytes(b"\x01\x02\x03\x04\x05\x06" * 5 + b"plain text")
+    with pytest.raises(ValueError, match=r"noise.txt is not a text file \(75% of its characters are control"):
+        list(read_corpus(noise))
+    ok = tmp_path / "ok.txt"  # a stray form feed or escape in real text is fine
+    ok.write_bytes(b"a page\x0cthe next page \x1b[1mbold\n" + b"plain words here . " * 20)
+    assert list(read_corpus(ok))[0][1].startswith("a page\x0c")
+
+
+def test_wikitext_articles_become_documents(tmp_path):
+    raw = tmp_path / "wiki.train.raw"
+    raw.write_text(" \n = A = \n\n x . y ?\n\n = = S = = \n z .\n = B = \n w !\n")
+    out = wikitext_documents(raw, tmp_path / "train.txt")
+    # headings dropped, one sentence a line, a blank line where article B starts
+    assert out.read_text() == "x .\ny ?\nz .\n\nw !\n"
+
+
+def _offsets(lengths):
+    return np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+
+
+def test_builder_worked_example():
+    # max_len 16: sentences of 6, 5, 7 tokens; 6 + 5 = 11 < 16, so the third ends the example (18 >= 16).
+    # Random(0).random() = 0.844 >= 0.1: two segments; A's target = (16 - 3) // 2 = 6.
+    # 6 -> A (A empty); 5: 6 + 5 = 11 >= 6 and A is already at its target (6 < 6 fails) -> B; 7 -> B.
+    # A = 6 tokens (<= 16 - 2), B = 5 + 7 = 12 trimmed to 16 - 6 - 3 = 7.
+    b = ExampleBuilder(max_len=16, rng=random.Random(0))
+    assert b.add_sentence(0, 6) is None and b.add_sentence(6, 5) is None
+    assert b.add_sentence(11, 7) == (0, 6, 6, 7)
+    # A document end flushes what is gathered, even below the target length.
+    b = ExampleBuilder(max_len=16, rng=random.Random(0))
+    b.target_len = 16
+    assert b.add_sentence(100, 4) is None
+    assert b.end_document() == (100, 4, 104, 0)  # one sentence: everything in A, no B
+    assert b.end_document() is None  # nothing left
+
+
+def test_single_long_sentence_is_trimmed_to_max_len():
+    b = ExampleBuilder(max_len=10, rng=random.Random(1))
+    a_start, a_len, b_start, b_len = b.add_sentence(0, 50)
+    assert (a_start, a_len, b_len) == (0, 8, 0)  # 8 tokens + [CLS] + [SEP] = 10
+
+
+def test_documents_split_at_blank_lines():
+    # line lengths [3, 2, 0, 0, 4]: lines 0-1 are a document, the two blank lines end it, line 4 is another.
+    assert documents(_offsets([3, 2, 0, 0, 4])) == [(0, 2), (4, 5)]
+    assert documents(_offsets([0, 1, 0])) == [(1, 2)]
+
+
+def test_pretraining_batch_worked_example():
+    ids = np.array([7, 8, 9], dtype=np.uint16)
+    x, s, m = pretraining_batch(ids, np.array([[0, 2, 2, 1]]), 8, CLS, SEP, PAD)
+    assert x.tolist() == [[CLS, 7, 8, SEP, 9, SEP, PAD, PAD]]
+    assert s.tolist() == [[0, 0, 0, 0, 1, 1, 0, 0]]
+    assert m.tolist() == [[1, 1, 1, 1, 1, 1, 0, 0]]
+    x, s, m = pretraining_batch(ids, np.array([[1, 2, 3, 0]]), 6, CLS, SEP, PAD)  # single segment
+    assert x.tolist() == [[CLS, 8, 9, SEP, PAD, PAD]] and s.tolist() == [[0] * 6]
+
+
+def _corpus(num_docs, rng, sentence_len=(5, 16), doc_sentences=(1, 30)):
+    """Line lengths of num_docs documents (blank line after each) and ids = each token's document id."""
+    lengths, doc_of_token = [], []
+    for d in range(num_docs):
+        for _ in range(rng.randint(*doc_sentences)):
+            n = rng.randint(*sentence_len)
+            lengths.append(n)
+            doc_of_token += [d] * n
+        lengths.append(0)
+    return _offsets(lengths), np.array(doc_of_token, dtype=np.int64)
+
+
+def test_example_invariants():
+    offsets, doc_of_token = _corpus(400, random.Random(0))
+    max_len = 64
+    train, held = build_examples(offsets, max_len, seed=0, eval_fraction=0.1)
+    assert len(train) > 500 and len(held) > 50
+    for examples in (train, held):
+        a, la, b, lb = examples.T
+        assert (la >= 1).all() and (la + lb + 2 + (lb > 0) <= max_len).all()  # fits with [CLS] [SEP] ([SEP])
+        assert (b >= a + la).all()  # B follows A in the text
+        # No example crosses a document boundary: its first and last token belong to the same document.
+        last = np.where(lb > 0, b + lb - 1, a + la - 1)
+        assert (doc_of_token[a] == doc_of_token[last]).all()
+        x, s, m = pretraining_batch(doc_of_token + 10, examples, max_len, CLS, SEP, PAD)  # ids clear of the specials
+        n = m.sum(1)
+        assert (x[:, 0] == CLS).all() and (x[np.arange(len(x)), n - 1] == SEP).all()
+        assert ((x == SEP) & m).sum(1).tolist() == (1 + (lb > 0)).tolist()
+        assert (x[~m] == PAD).all() and (s[~m] == 0).all()
+        # segment ids: 0 on [CLS] A [SEP], 1 on B [SEP]; they never go back from 1 to 0 inside the text
+        assert (s[:, : 2] == 0).all() and (s.sum(1) == np.where(lb > 0, lb + 1, 0)).all()
+        assert (np.diff(s * m, axis=1) >= -1).all() and ((np.diff(s, axis=1) == -1).sum(1) <= 1).all()
+    # Held-out examples come from documents 0, 10, 20, ... only; training examples from the others.
+    assert (doc_of_token[held[:, 0]] % 10 == 0).all() and (doc_of_token[train[:, 0]] % 10 != 0).all()
+
+
+def test_official_proportions():
+    # Long documents of short sentences: an example ends early only by the official 5% random
+    # target length, and two segments are always possible, so single-segment examples are the
+    # official 10% (plus the rare random target too short for two sentences).
+    offsets, _ = _corpus(20, random.Random(1), sentence_len=(5, 12), doc_sentences=(3000, 3000))
+    max_len = 128
+    train, _ = build_examples(offsets, max_len, seed=0, eval_fraction=0)
+    a, la, b, lb = train.T
+    single = (lb == 0).mean()
+    assert 0.09 < single < 0.13, single
+    # A random target t ~ U[5, 128] gives an example of about t to t + 11 tokens, so about
+    # 5% x (100 - 5 - 6) / 124 = 3.6% of examples have fewer than 100 tokens; full-length ones never do.
+    short = ((la + lb) < 100).mean()
+    assert 0.025 < short < 0.048, short
+    # The split is near the middle: A's target is (128 - 3) // 2 = 62 tokens.
+    two = lb > 0
+    assert 45 < np.median(la[two]) < 70
+
+
+def test_batches_are_a_function_of_the_step_and_partition_the_global_batch():
+    offsets, doc_of_token = _corpus(60, random.Random(2))
+    train, _ = build_examples(offsets, 32, seed=0, eval_fraction=0)
+    ids = np.arange(len(doc_of_token))  # token i has id i: the batch shows which tokens it holds
+    one = Batches(ids, train, batch_size=8, micro_batch=8, rank=0, world=1, max_len=32,
+                  special=(CLS, SEP, PAD), seed=3)
+    x1 = one.get(5, 0)[0]
+    assert (one.get(5, 0)[0] == x1).all()  # same step, same batch
+    # 2 ranks x 2 accumulation steps of 2 sequences cover exactly the 8 sequences of the global batch.
+    parts = [Batches(ids, train, 8, 2, r, 2, 32, (CLS, SEP, PAD), 3).get(5, j)[0] for j in range(2) for r in range(2)]
+    assert (np.concatenate(parts) == x1).all()
+    # One epoch visits every example exactly once.
+    steps = len(train) // 8
+    firsts = np.concatenate([one.get(k, 0)[0][:, 1] for k in range(steps)])
+    assert len(set(firsts.tolist())) == steps * 8
