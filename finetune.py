@@ -34,9 +34,9 @@ from tqdm import tqdm
 
 from electra import Electra, ElectraConfig, Encoder, config_from_hf, load_hf_encoder
 from hf import HubError, is_hub_name, pretrained_folder
-from plumbing import DownloadError, atomic_write, download, extract_zip, mixed_precision
+from plumbing import DownloadError, at_least, atomic_write, download, extract_zip, mixed_precision
 from tokenizer import Tokenizer
-from train import check_flags, int_at_least
+from train import check_flags
 
 # ---------------------------------------------------------------------------------------------------------
 # Metrics. Each returns a plain float on the raw scale (accuracy in [0, 1], correlations in [-1, 1]);
@@ -991,15 +991,15 @@ def parse_args(argv=None):
 
 # The range of every numeric flag (train.check_flags gives the one-line error).
 FLAG_RANGES = {
-    "--seeds": int_at_least(1, "runs per task"),
-    "--seed": int_at_least(0, "the first seed"),
+    "--seeds": at_least(1, "runs per task"),
+    "--seed": at_least(0, "the first seed"),
     "--lr": (lambda v: math.isfinite(v) and v > 0, "a positive number (the peak learning rate)"),
     "--layer_decay": (lambda v: 0 < v <= 1, "in (0, 1] (1: no layer-wise decay)"),
     "--weight_decay": (lambda v: math.isfinite(v) and v >= 0, "a number >= 0"),
-    "--epochs": int_at_least(1, "passes over train.tsv; leave it out for the paper's 3, or 10 for RTE and STS-B"),
-    "--batch_size": int_at_least(1, "examples per update"),
-    "--max_seq_len": int_at_least(3, "room for [CLS], [SEP] and a token"),
-    "--max_train_examples": int_at_least(1, "rows of train.tsv"),
+    "--epochs": at_least(1, "passes over train.tsv; leave it out for the paper's 3, or 10 for RTE and STS-B"),
+    "--batch_size": at_least(1, "examples per update"),
+    "--max_seq_len": at_least(3, "room for [CLS], [SEP] and a token"),
+    "--max_train_examples": at_least(1, "rows of train.tsv"),
 }
 
 

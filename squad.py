@@ -42,9 +42,9 @@ from finetune import (
     param_groups,
     recipe_for,
 )
-from plumbing import DownloadError, atomic_write, download
+from plumbing import DownloadError, at_least, atomic_write, download
 from tokenizer import Tokenizer, is_punctuation, is_whitespace
-from train import check_flags, int_at_least
+from train import check_flags
 
 # ---------------------------------------------------------------------------------------------------------
 # The official evaluation (SQuAD's evaluate-v2.0.py, which for answerable questions scores as v1.1's).
@@ -762,19 +762,19 @@ def parse_args(argv=None):
 
 
 FLAG_RANGES = {
-    "--seed": int_at_least(0, "the seed"),
+    "--seed": at_least(0, "the seed"),
     "--lr": (lambda v: math.isfinite(v) and v > 0, "a positive number (the peak learning rate)"),
     "--layer_decay": (lambda v: 0 < v <= 1, "in (0, 1] (1: no layer-wise decay)"),
-    "--epochs": int_at_least(1, "passes over the training questions (Table 7: 2)"),
-    "--batch_size": int_at_least(1, "windows per update"),
-    "--max_seq_len": int_at_least(5, "room for [CLS], a question token, [SEP], a context token, [SEP]"),
-    "--doc_stride": int_at_least(1, "context tokens between window starts"),
-    "--max_query_len": int_at_least(1, "question tokens kept"),
-    "--max_answer_len": int_at_least(1, "tokens in the longest answer"),
-    "--n_best": int_at_least(1, "start and end positions searched"),
+    "--epochs": at_least(1, "passes over the training questions (Table 7: 2)"),
+    "--batch_size": at_least(1, "windows per update"),
+    "--max_seq_len": at_least(5, "room for [CLS], a question token, [SEP], a context token, [SEP]"),
+    "--doc_stride": at_least(1, "context tokens between window starts"),
+    "--max_query_len": at_least(1, "question tokens kept"),
+    "--max_answer_len": at_least(1, "tokens in the longest answer"),
+    "--n_best": at_least(1, "start and end positions searched"),
     "--null_threshold": (math.isfinite, "a finite number"),
-    "--max_train_examples": int_at_least(1, "training questions"),
-    "--max_dev_examples": int_at_least(1, "dev questions"),
+    "--max_train_examples": at_least(1, "training questions"),
+    "--max_dev_examples": at_least(1, "dev questions"),
 }
 EVAL_BATCH_SIZE = 16  # evaluation only, no effect on results; the joint head's beam makes a [16, 20, 512, 2H]
 # tensor of start-end pairs (Base: about 1 GiB in fp32), and larger batches would crowd a CPU's memory

@@ -65,10 +65,13 @@ from hf import HubError, load_electra, released_start
 from plumbing import (
     DownloadError,
     StopOnSignal,
+    at_least,
     atomic_write,
     barrier,
     check_writable,
     mixed_precision,
+    non_negative,
+    positive,
     rng_state,
     run_lock,
     set_rng_state,
@@ -493,38 +496,26 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
-def int_at_least(low: int, what: str):
-    return lambda v: v >= low, f"an integer >= {low} ({what})"
-
-
-def _positive(what: str):
-    return lambda v: math.isfinite(v) and v > 0, f"a positive number ({what})"
-
-
-def _non_negative(what: str):
-    return lambda v: math.isfinite(v) and v >= 0, f"a number >= 0 ({what})"
-
-
 # The range of every numeric flag: flag -> (test, what it must be). Checked by check_flags.
 FLAG_RANGES = {
     # a trained vocab holds the specials and at least one piece
-    "--vocab-size": int_at_least(len(WORDPIECE.specials) + 1, "the special tokens and at least one piece"),
-    "--seq-len": int_at_least(SHORT_SEQ_MIN, "the example builder's shortest target length"),
-    "--batch-size": int_at_least(1, "sequences per update"),
-    "--grad-accum": int_at_least(1, "micro-batches per update"),
-    "--lr": _positive("the peak learning rate"),
-    "--steps": int_at_least(1, "updates"),
-    "--warmup": int_at_least(0, "warm-up updates"),
-    "--weight-decay": _non_negative("AdamW weight decay"),
-    "--clip-norm": _positive("the gradient-norm clip"),
+    "--vocab-size": at_least(len(WORDPIECE.specials) + 1, "the special tokens and at least one piece"),
+    "--seq-len": at_least(SHORT_SEQ_MIN, "the example builder's shortest target length"),
+    "--batch-size": at_least(1, "sequences per update"),
+    "--grad-accum": at_least(1, "micro-batches per update"),
+    "--lr": positive("the peak learning rate"),
+    "--steps": at_least(1, "updates"),
+    "--warmup": at_least(0, "warm-up updates"),
+    "--weight-decay": non_negative("AdamW weight decay"),
+    "--clip-norm": positive("the gradient-norm clip"),
     "--eval-fraction": (lambda v: 0 <= v < 1, "a share in [0, 1) (0: no held-out set)"),
-    "--eval-batches": int_at_least(1, "micro-batches per evaluation"),
-    "--log-interval": int_at_least(1, "updates between metrics lines"),
-    "--eval-interval": int_at_least(1, "updates between evaluations"),
-    "--ckpt-interval": int_at_least(1, "updates between checkpoints"),
-    "--stop-at": int_at_least(1, "the update to stop after"),
-    "--seed": int_at_least(0, "the random seed"),
-    "--peak-tflops": _positive("the accelerator's peak TFLOP/s"),
+    "--eval-batches": at_least(1, "micro-batches per evaluation"),
+    "--log-interval": at_least(1, "updates between metrics lines"),
+    "--eval-interval": at_least(1, "updates between evaluations"),
+    "--ckpt-interval": at_least(1, "updates between checkpoints"),
+    "--stop-at": at_least(1, "the update to stop after"),
+    "--seed": at_least(0, "the random seed"),
+    "--peak-tflops": positive("the accelerator's peak TFLOP/s"),
 }
 
 
