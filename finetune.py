@@ -36,7 +36,7 @@ from electra import Electra, ElectraConfig, Encoder, config_from_hf, load_hf_enc
 from hf import HubError, is_hub_name, pretrained_folder
 from plumbing import DownloadError, at_least, atomic_write, download, extract_zip, mixed_precision
 from tokenizer import Tokenizer
-from train import check_flags
+from train import check_flags, decays, lr_factor
 
 # ---------------------------------------------------------------------------------------------------------
 # Metrics. Each returns a plain float on the raw scale (accuracy in [0, 1], correlations in [-1, 1]);
@@ -496,14 +496,14 @@ def param_groups(model, num_layers: int, lr: float, decay: float, weight_decay: 
     """Optimizer groups, one per (depth, with or without weight decay), each with its own lr.
 
     Weight decay (zero in Table 7) never touches biases and LayerNorm, as the official optimizer's
-    exclude_from_weight_decay=["LayerNorm", "layer_norm", "bias"]: here, every tensor of fewer than 2 dims.
+    exclude_from_weight_decay (train.decays).
     """
     scales = layer_lr_scales(num_layers, decay, official)
     groups: dict[tuple[int, bool], dict] = {}
     for name, p in model.named_parameters():
-        depth, decays = layer_depth(name, num_layers), p.ndim >= 2
-        group = groups.setdefault((depth, decays), {"params": [], "names": [], "lr": lr * scales[depth],
-                                                    "weight_decay": weight_decay if decays else 0.0})
+        depth, wd = layer_depth(name, num_layers), decays(p)
+        group = groups.setdefault((depth, wd), {"params": [], "names": [], "lr": lr * scales[depth],
+                                                "weight_decay": weight_decay if wd else 0.0})
         group["params"].append(p)
         group["names"].append(name)
     return [groups[k] for k in sorted(groups)]
@@ -550,18 +550,13 @@ def build_optimizer(groups: list[dict], ft: FinetuneConfig) -> torch.optim.Optim
     return AdamWeightDecay(groups, lr=ft.lr, betas=ft.adam_betas, eps=ft.adam_eps, weight_decay=ft.weight_decay)
 
 
-def lr_factor(step: int, total_steps: int, warmup_steps: int) -> float:
-    """Multiplier of each group's lr at optimizer step `step` (0-based): linear warmup, linear decay to 0.
-
-    As the official optimization.py: factor = (1 - step/total) * min(1, step/warmup), the product of a
-    linear ("polynomial, power 1") decay and a warmup ramp (Table 7: "Learning Rate Decay Linear",
-    "Warmup fraction 0.1"). Deviation: we count the warmup from step + 1, so the first update is not
-    made with lr 0 (the official first step is).
-
-    >>> [round(lr_factor(s, 10, 2), 2) for s in range(10)]
-    [0.5, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1]
-    """
-    return max(0.0, 1 - step / total_steps) * min(1.0, (step + 1) / max(1, warmup_steps))
+def optimizer_and_schedule(model: nn.Module, num_layers: int, ft: FinetuneConfig, total_steps: int):
+    """Table 7's optimizer over layer-wise lr groups and its schedule: warm-up over ft.warmup_fraction of
+    `total_steps`, then linear decay to zero (train.lr_factor). Shared by GLUE and SQuAD."""
+    opt = build_optimizer(param_groups(model, num_layers, ft.lr, ft.layer_decay, ft.weight_decay,
+                                       ft.official_layer_decay), ft)
+    warmup = round(ft.warmup_fraction * total_steps)
+    return opt, torch.optim.lr_scheduler.LambdaLR(opt, lambda step: lr_factor(step, total_steps, warmup))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -817,14 +812,8 @@ def finetune_seed(task: Task, pre: Pretrained, train: Encoded, dev: dict[str, En
     model = Classifier(pre.config, task.num_outputs, ft.head_dropout)
     model.encoder.load_state_dict(pre.encoder_state)
     model.to(device)
-    groups = param_groups(model, pre.config.num_layers, ft.lr, ft.layer_decay, ft.weight_decay,
-                          ft.official_layer_decay)
-    opt = build_optimizer(groups, ft)
     epochs = task.epochs if ft.epochs is None else ft.epochs
-    steps_per_epoch = math.ceil(len(train) / ft.batch_size)
-    total = epochs * steps_per_epoch
-    warmup = round(ft.warmup_fraction * total)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: lr_factor(step, total, warmup))
+    opt, sched = optimizer_and_schedule(model, pre.config.num_layers, ft, epochs * math.ceil(len(train) / ft.batch_size))
     labels = torch.tensor(train.labels, dtype=torch.float32 if task.regression else torch.long)
     order_rng = torch.Generator().manual_seed(seed)
     history, t0 = [], time.time()

@@ -36,10 +36,8 @@ from electra import ElectraConfig, Encoder
 from finetune import (
     FinetuneConfig,
     autocast,
-    build_optimizer,
     load_pretrained,
-    lr_factor,
-    param_groups,
+    optimizer_and_schedule,
     recipe_for,
 )
 from plumbing import DownloadError, at_least, atomic_write, download
@@ -682,12 +680,8 @@ def finetune(pre, train: list[Feature], ft: FinetuneConfig, cfg: SquadConfig, v2
     model = SpanModel(pre.config, answerable, cfg.answerable_hidden, cfg.joint_prediction, cfg.beam, cfg.joint_hidden)
     model.encoder.load_state_dict(pre.encoder_state)
     model.to(device)
-    opt = build_optimizer(param_groups(model, pre.config.num_layers, ft.lr, ft.layer_decay, ft.weight_decay,
-                                       ft.official_layer_decay), ft)
     epochs = cfg.epochs
-    total = epochs * math.ceil(len(train) / ft.batch_size)
-    warmup = round(ft.warmup_fraction * total)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: lr_factor(step, total, warmup))
+    opt, sched = optimizer_and_schedule(model, pre.config.num_layers, ft, epochs * math.ceil(len(train) / ft.batch_size))
     order_rng = torch.Generator().manual_seed(seed)
     epoch_losses = []
     for epoch in range(1, epochs + 1):

@@ -172,15 +172,35 @@ RUN_FIELDS = ("size", "objective", "data", "vocab_size", "seq_len",
               "seed", "overrides")
 
 
-def learning_rate(step: int, cfg: TrainConfig) -> float:
-    """Learning rate of update `step` (0-based): linear warm-up, then linear decay to zero.
+def lr_factor(step: int, total_steps: int, warmup_steps: int) -> float:
+    """Multiplier of the peak lr at update `step` (0-based): linear warm-up, then linear decay to zero.
 
-    Official optimization.py: lr * min(1, step / warmup) * (1 - step / steps) (polynomial decay,
-    power 1). Deviation: warm-up uses step + 1 so that update 0 is not a no-op with lr 0.
+    Official optimization.py: lr * min(1, step / warmup) * (1 - step / total) (polynomial decay,
+    power 1), for pre-training and fine-tuning alike (Table 7: "Learning Rate Decay Linear").
+    Deviation: warm-up counts step + 1, so that update 0 is not a no-op with lr 0.
+
+    >>> [round(lr_factor(s, 10, 2), 2) for s in range(10)]
+    [0.5, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1]
+    """
+    warm = min(1.0, (step + 1) / warmup_steps) if warmup_steps > 0 else 1.0
+    return warm * max(0.0, 1.0 - step / total_steps)
+
+
+def learning_rate(step: int, cfg: TrainConfig) -> float:
+    """Pre-training lr of update `step`: cfg.lr * lr_factor.
+
     Example: lr 1e-3, warmup 10, steps 100: step 0 -> 1e-4, step 9 -> 9.1e-4, step 50 -> 5e-4.
     """
-    warm = min(1.0, (step + 1) / cfg.warmup) if cfg.warmup > 0 else 1.0
-    return cfg.lr * warm * max(0.0, 1.0 - step / cfg.steps)
+    return cfg.lr * lr_factor(step, cfg.steps, cfg.warmup)
+
+
+def decays(p: torch.Tensor) -> bool:
+    """Whether weight decay applies to `p`: matrices only, never biases or LayerNorm.
+
+    Official optimization.py excludes "LayerNorm", "layer_norm" and "bias" by name; here that is
+    every parameter with fewer than 2 dimensions.
+    """
+    return p.dim() >= 2
 
 
 def model_config(cfg: TrainConfig, tok: Tokenizer) -> ElectraConfig:
@@ -203,8 +223,6 @@ def build_model(mc: ElectraConfig, device) -> Electra:
 def build_optimizer(model: nn.Module, cfg: TrainConfig, fused: bool = True) -> torch.optim.AdamW:
     """AdamW with the paper's settings; weight decay on matrices only, not LayerNorm or biases.
 
-    Official optimization.py excludes "LayerNorm", "layer_norm" and "bias" by name; here that is
-    every parameter with fewer than 2 dimensions (biases, LayerNorm gains and offsets).
     Deviation: the official AdamWeightDecayOptimizer has no bias correction; torch's AdamW has.
     For a steady gradient the official update is (1 - 0.9^t) / sqrt(1 - 0.999^t) times AdamW's:
     3.16x at update 1, 6.57x at update 12 (the largest), 1.96x at 300, 1.26x at 1,000, 1.03x at
@@ -215,8 +233,8 @@ def build_optimizer(model: nn.Module, cfg: TrainConfig, fused: bool = True) -> t
     8x faster than the default loop on a CPU for `tiny`: 1.4 ms instead of 10.9 ms per update).
     """
     params = [p for p in model.parameters() if p.requires_grad]
-    groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": cfg.weight_decay},
-              {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+    groups = [{"params": [p for p in params if decays(p)], "weight_decay": cfg.weight_decay},
+              {"params": [p for p in params if not decays(p)], "weight_decay": 0.0}]
     return torch.optim.AdamW(groups, lr=cfg.lr, betas=ADAM_BETAS, eps=ADAM_EPS, fused=fused)
 
 
