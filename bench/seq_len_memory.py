@@ -95,6 +95,7 @@ def plot(results: list[dict], path: Path, title: str):
     for ax, label in zip(axes, ("peak memory (MiB)", "steps/s")):
         ax.set(xlabel="sequence length", ylabel=label, xscale="log", xticks=[r["seq"] for r in results])
         ax.set_xticklabels([str(r["seq"]) for r in results])
+        ax.minorticks_off()  # a log axis would otherwise label 2x10^2, 3x10^2... between the lengths
         ax.grid(alpha=0.3)
         ax.legend()
     fig.suptitle(title, fontsize=9)
