@@ -70,7 +70,6 @@ CONFIG = WordPieceConfig()
 
 # ---------------------------------------------------------------------------------------------
 # The reference. Stage 1: BasicTokenizer, one named function a step.
-# ---------------------------------------------------------------------------------------------
 
 # The CJK Unified Ideographs blocks BERT splits into single characters (official tokenization.py,
 # _is_chinese_char). Hangul, Hiragana and Katakana are not in them: those scripts use spaces.
@@ -240,7 +239,6 @@ def wordpiece(word: str, vocab: dict[str, int] | set[str], config: WordPieceConf
 # ---------------------------------------------------------------------------------------------
 # The fast path: the same two stages, remembered. Stage 1 runs through a str.translate table of
 # what each character becomes; stage 2 runs once per distinct word.
-# ---------------------------------------------------------------------------------------------
 
 
 def normalize_char(ch: str, lowercase: bool) -> str:
@@ -318,10 +316,8 @@ class Tokenizer:
         self.vocab = {t: i for i, t in enumerate(self.id_to_token)}  # a repeated line: the last wins, as in HF
         missing = [t for t in config.specials if t not in self.vocab]
         if missing:
-            raise ValueError(
-                f"the vocab has no {', '.join(missing)} line(s); a BERT vocab.txt needs all of "
-                f"{', '.join(config.specials)} (train one with tokenizer.train or use a BERT/ELECTRA vocab.txt)"
-            )
+            raise ValueError(f"the vocab has no {', '.join(missing)} line(s); a BERT vocab.txt needs all of "
+                             f"{', '.join(config.specials)} (train one with tokenizer.train or use a BERT/ELECTRA vocab.txt)")
         self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = (self.vocab[t] for t in config.specials)
         self.special_ids = {self.vocab[t] for t in config.specials}
         self.longest = max(len(t.removeprefix(config.prefix)) for t in self.vocab)  # for wordpiece
@@ -389,18 +385,14 @@ class Tokenizer:
         until it fits. Example with max_len=7, A = 4 tokens, B = 3 tokens: room for 7 - 3 = 4 tokens,
         so A loses 2 (4 > 3), then B loses 1 (2 < 3): [CLS] a1 a2 [SEP] b1 b2 [SEP].
         """
-        return self.build_inputs(self.encode(a), self.encode(b) if b is not None else None, max_len)
-
-    def build_inputs(self, ids_a: list[int], ids_b: list[int] | None, max_len: int) -> tuple[list[int], list[int]]:
-        """encode_pair on ids already encoded (e.g. from encode_corpus)."""
-        room = max_len - (3 if ids_b is not None else 2)
+        room = max_len - (3 if b is not None else 2)
         if room < 0:
             raise ValueError(f"max_len={max_len} leaves no room for [CLS] and [SEP]; use max_len >= 3")
-        ids_a = list(ids_a)
-        if ids_b is None:
+        ids_a = self.encode(a)
+        if b is None:
             del ids_a[room:]
             return [self.cls_id, *ids_a, self.sep_id], [0] * (len(ids_a) + 2)
-        ids_b = list(ids_b)
+        ids_b = self.encode(b)
         while len(ids_a) + len(ids_b) > room:
             (ids_a if len(ids_a) > len(ids_b) else ids_b).pop()
         ids = [self.cls_id, *ids_a, self.sep_id, *ids_b, self.sep_id]
@@ -421,12 +413,10 @@ class Tokenizer:
 
 # ---------------------------------------------------------------------------------------------
 # Trainer: WordPiece's likelihood criterion with incremental pair counts.
-# ---------------------------------------------------------------------------------------------
 
 
-def count_words(
-    texts: Iterable[str], lowercase: bool = True, config: WordPieceConfig = CONFIG, progress: bool = False
-) -> Counter:
+def count_words(texts: Iterable[str], lowercase: bool = True, config: WordPieceConfig = CONFIG,
+                progress: bool = False) -> Counter:
     """How often each word (stage 1's output, special tokens left out) occurs.
 
     >>> count_words(["The cat, the hat."])
@@ -578,15 +568,9 @@ class PairCounts:
         return changed.union(self.unit_pairs.get(a, ()), self.unit_pairs.get(b, ()), self.unit_pairs.get(merged, ()))
 
 
-def learn_vocab(
-    word_counts: dict[str, int],
-    vocab_size: int,
-    min_frequency: int = CONFIG.min_frequency,
-    limit_alphabet: int = CONFIG.limit_alphabet,
-    config: WordPieceConfig = CONFIG,
-    progress: bool = False,
-    criterion: str | None = None,
-) -> list[str]:
+def learn_vocab(word_counts: dict[str, int], vocab_size: int, min_frequency: int = CONFIG.min_frequency,
+                limit_alphabet: int = CONFIG.limit_alphabet, config: WordPieceConfig = CONFIG,
+                progress: bool = False, criterion: str | None = None) -> list[str]:
     """The vocab (list of tokens) WordPiece learns from word counts.
 
     Start from start_units, then repeat until vocab_size: merge the adjacent pair with the highest
@@ -595,23 +579,16 @@ def learn_vocab(
     The score is likelihood_gain (criterion "likelihood", the default) or pair_score ("ratio").
     PairCounts keeps the counts up to date after each merge, and only the pairs whose score changed
     get a new entry in the priority queue; stale entries are recognised and dropped when they come out.
-
-    How this differs from other trainers: HuggingFace's WordPieceTrainer (tokenizers) runs plain
-    BPE (merge the most frequent pair, count(ab) alone) and keeps the resulting units as the vocab.
-    TF Text's bert_vocab_from_dataset works top-down: it starts from whole words and keeps
-    candidate subwords whose counts clear a threshold, binary-searching the threshold to hit the
-    vocab size. Google's original WordPiece tool is not public; this bottom-up likelihood merge is
-    the algorithm as published (Schuster and Nakajima 2012) and taught (HF course, ch. 6.6).
+    This bottom-up likelihood merge is WordPiece as published (Schuster and Nakajima 2012) and taught
+    (HF course, ch. 6.6); README.md's Tokenizer section compares it with HuggingFace's and TF Text's.
     """
     criterion = criterion or config.criterion
     if criterion not in ("likelihood", "ratio"):
         raise ValueError(f"unknown criterion {criterion!r}: choose 'likelihood' or 'ratio'")
     vocab, words, freqs = start_units(word_counts, limit_alphabet, config)
     if vocab_size < len(vocab):
-        raise ValueError(
-            f"vocab_size={vocab_size} is smaller than the special tokens plus the alphabet ({len(vocab)} "
-            f"tokens); raise vocab_size or lower limit_alphabet"
-        )
+        raise ValueError(f"vocab_size={vocab_size} is smaller than the special tokens plus the alphabet "
+                         f"({len(vocab)} tokens); raise vocab_size or lower limit_alphabet")
     in_vocab = set(vocab)
     counts = PairCounts(words, freqs)
     total = sum(counts.unit_count.values())  # N of likelihood_gain, fixed at its starting value
@@ -646,16 +623,9 @@ def learn_vocab(
     return vocab
 
 
-def train(
-    texts: Iterable[str],
-    vocab_size: int = CONFIG.vocab_size,
-    lowercase: bool = True,
-    min_frequency: int = CONFIG.min_frequency,
-    limit_alphabet: int = CONFIG.limit_alphabet,
-    progress: bool = True,
-    config: WordPieceConfig = CONFIG,
-    criterion: str | None = None,
-) -> Tokenizer:
+def train(texts: Iterable[str], vocab_size: int = CONFIG.vocab_size, lowercase: bool = True,
+          min_frequency: int = CONFIG.min_frequency, limit_alphabet: int = CONFIG.limit_alphabet,
+          progress: bool = True, config: WordPieceConfig = CONFIG, criterion: str | None = None) -> Tokenizer:
     """Learn a WordPiece vocab from texts (see learn_vocab) and return its Tokenizer.
 
     The vocab can end smaller than vocab_size when no pair is left with min_frequency occurrences.
@@ -675,7 +645,6 @@ def train(
 
 # ---------------------------------------------------------------------------------------------
 # vocab.txt, BERT's format: UTF-8, one token a line, id = line number (from 0).
-# ---------------------------------------------------------------------------------------------
 
 
 def read_vocab(path: str | os.PathLike) -> list[str]:
