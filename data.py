@@ -418,7 +418,8 @@ class Batches:
 
 
 # -----------------------------------------------------------------------------
-# Known corpora: WikiText, downloaded once and rewritten into documents.
+# Known corpora: `--data` is a .txt file, a folder of them, or one of these names. WikiText
+# (Merity et al. 2016, CC BY-SA 3.0, hosted by its author), downloaded once and rewritten into documents.
 
 # The base URL can be overridden (--data-url or $ELECTRA_DATA_URL), e.g. for a mirror or a test server.
 DATA_URL = os.environ.get("ELECTRA_DATA_URL", "https://wikitext.smerity.com")
