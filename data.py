@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import hashlib
-import io
 import math
 import multiprocessing
 import os
@@ -42,26 +41,13 @@ from tokenizer import train as train_vocab
 DOCUMENT_END = ""
 
 # -----------------------------------------------------------------------------
-# Corpus: text files, decoded; the known corpora downloaded and rewritten into documents.
+# Corpus: text files, decoded.
 
 CORPUS_SUFFIXES = (".txt", ".raw")  # text files in a corpus folder (WikiText ships .raw)
 # Not text: a NUL byte (as git and grep decide), or more than this share of control characters other than
 # whitespace in the first BINARY_SNIFF_CHARS (text, even Latin-1 read as such, has almost none; noise ~25%).
 BINARY_CONTROL_FRACTION, BINARY_SNIFF_CHARS = 0.1, 1 << 20
 _NON_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # control characters but \t \n \r
-
-
-def corpus_files(path: str | os.PathLike) -> list[Path]:
-    """The text files of a corpus: the file itself, or every .txt (or .raw) file under a folder, sorted."""
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"corpus {path} does not exist: pass a .txt file or a folder of .txt files")
-    if path.is_file():
-        return [path]
-    files = sorted(p for p in path.rglob("*") if p.suffix in CORPUS_SUFFIXES and p.is_file())
-    if not files:
-        raise ValueError(f"corpus folder {path} has no .txt files: put the text in files ending in .txt")
-    return files
 
 
 def decode_text(data: bytes, name: str | os.PathLike) -> str:
@@ -91,12 +77,20 @@ def decode_text(data: bytes, name: str | os.PathLike) -> str:
 
 
 def read_corpus(path: str | os.PathLike) -> Iterator[tuple[str, str]]:
-    """(filename, text) for each .txt (or .raw) file of a corpus (a file or a folder), in sorted order.
+    """(filename, text) for the file `path`, or each .txt (or .raw) file under the folder `path`, sorted.
 
     Raises FileNotFoundError for a missing path and ValueError for a folder with no .txt files
     (both at the call) or a corpus whose files hold no text (once they have all been read).
     """
-    files = corpus_files(path)
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"corpus {path} does not exist: pass a .txt file or a folder of .txt files")
+    if path.is_file():
+        files = [path]
+    else:
+        files = sorted(p for p in path.rglob("*") if p.suffix in CORPUS_SUFFIXES and p.is_file())
+    if not files:
+        raise ValueError(f"corpus folder {path} has no .txt files: put the text in files ending in .txt")
 
     def generate():
         any_text = False
@@ -110,88 +104,16 @@ def read_corpus(path: str | os.PathLike) -> Iterator[tuple[str, str]]:
     return generate()
 
 
-# The base URL can be overridden (--data-url or $ELECTRA_DATA_URL), e.g. for a mirror or a test server.
-DATA_URL = os.environ.get("ELECTRA_DATA_URL", "https://wikitext.smerity.com")
-KNOWN_CORPORA = {
-    # name: (archive, its size in bytes, the folder inside it, the training split)
-    "wikitext-103": ("wikitext-103-raw-v1.zip", 191_984_949, "wikitext-103-raw", "wiki.train.raw"),
-    "wikitext-2": ("wikitext-2-raw-v1.zip", 4_721_645, "wikitext-2-raw", "wiki.train.raw"),
-}
-WIKI_TITLE = re.compile(r"^ = [^=].* = $")  # " = Title = ": a new article (sections are " = = S = = ")
-WIKI_HEADING = re.compile(r"^ =.* = $")  # any heading line, article or section
-WIKI_SENTENCE_END = re.compile(r"(?<= [.!?]) (?=\S)")  # WikiText is tokenised: " . " ends a sentence
-
-
-def wikitext_documents(raw_path: Path, out_path: Path) -> Path:
-    """Rewrite a WikiText .raw split as one sentence per line, a blank line between articles.
-
-    The raw files put a blank line between *every* paragraph and heading, so read as they are,
-    each paragraph would be a document. An article starts at a top-level heading " = Title = ";
-    section headings " = = Section = = " stay inside it. The official pipeline (BERT's Wikipedia
-    dump) has one sentence per line and no headings, so we drop heading lines and split each
-    paragraph into sentences at WikiText's tokenised sentence ends (" . ", " ? ", " ! "). The
-    result is written atomically to `out_path`; a second call returns at once.
-
-    Example: " = A = \\n\\n x . y .\\n\\n = = S = = \\n z .\\n = B = \\n w .\\n" becomes
-    "x .\\ny .\\nz .\\n\\nw .\\n".
-    """
-    if out_path.is_file():
-        return out_path
-
-    def write(tmp: Path) -> None:
-        with open(raw_path, encoding="utf-8") as f, open(tmp, "w", encoding="utf-8") as out:
-            started = False
-            for line in f:
-                line = line.rstrip("\n")
-                if WIKI_TITLE.match(line):
-                    if started:
-                        out.write(DOCUMENT_END + "\n")  # the previous article ends here
-                    continue
-                if line.strip() and not WIKI_HEADING.match(line):
-                    for sentence in WIKI_SENTENCE_END.split(line.strip()):
-                        out.write(sentence + "\n")
-                        started = True
-
-    atomic_write(out_path, write)
-    return out_path
-
-
-def resolve_corpus(data: str, cache_dir: Path, data_url: str = DATA_URL) -> Path:
-    """The local .txt file or folder to train on: `data` itself, or a known corpus fetched once.
-
-    Known names download `{data_url}/{archive}` into `cache_dir`, check its size and CRCs,
-    extract it atomically and rewrite the training split with `wikitext_documents`.
-    Raises SystemExit with one clear message for a path that does not exist.
-    """
-    if data in KNOWN_CORPORA:
-        archive, size, folder, split = KNOWN_CORPORA[data]
-        zip_path = download(f"{data_url.rstrip('/')}/{archive}", cache_dir / archive, size, desc=data)
-        try:
-            raw = extract_zip(zip_path, cache_dir / Path(archive).stem)
-        except DownloadError:
-            zip_path.unlink(missing_ok=True)  # ours, in the cache: the next run downloads it afresh
-            raise
-        out = cache_dir / f"{data}-documents"
-        out.mkdir(exist_ok=True)
-        wikitext_documents(raw / folder / split, out / "train.txt")
-        return out
-    path = Path(data).expanduser()
-    if not path.exists():
-        raise SystemExit(f"--data {data}: no such file or folder. Pass a .txt file, a folder of .txt "
-                         f"files, or one of the known corpora: {', '.join(KNOWN_CORPORA)}.")
-    return path
-
+# -----------------------------------------------------------------------------
+# Vocab: the run's tokenizer, given or trained on the corpus once.
 
 VOCAB_TRAIN_CHARS = 50_000_000  # ours: the WordPiece trainer sees at most this much text (WikiText-103 has ~540M)
 
 
 def load_or_train_vocab(cfg, corpus: Path, out_dir: Path) -> Tokenizer:
-    """The run's tokenizer: cfg.vocab, else out_dir/vocab.txt from an earlier run, else trained.
-
-    `cfg` is a train.TrainConfig (its `vocab` path and `vocab_size`). A trained vocab
-    (tokenizer.train, WordPiece, cfg.vocab_size tokens, on at most VOCAB_TRAIN_CHARS characters
-    of the corpus) is saved as out_dir/vocab.txt beside the checkpoints; a given one is copied
-    there, so the run folder is self-contained.
+    """The run's tokenizer: cfg.vocab, else out_dir/vocab.txt from an earlier run, else one trained
+    (cfg.vocab_size tokens, on at most VOCAB_TRAIN_CHARS characters of the corpus). `cfg` is a
+    train.TrainConfig. The vocab is saved as out_dir/vocab.txt, so the run folder is self-contained.
     """
     saved = out_dir / "vocab.txt"
     if cfg.vocab:
@@ -218,7 +140,7 @@ def load_or_train_vocab(cfg, corpus: Path, out_dir: Path) -> Tokenizer:
 
 CHUNK_CHARS = 1 << 20  # ~1 MB of text per task sent to a worker process
 CACHE_FORMAT = "electra-wordpiece-corpus-v1"  # part of the cache key; bump when the ids would change
-_WORKER_TOKENIZER: Tokenizer | None = None
+_WORKER_TOKENIZER: Tokenizer | None = None  # each worker process's copy, set once by _init_worker
 
 
 def _init_worker(tok: Tokenizer) -> None:
@@ -276,28 +198,23 @@ def encode_corpus(path: str | os.PathLike, tok: Tokenizer, cache_dir: str | os.P
         with np.load(cache_file) as cached:
             return cached["ids"], cached["line_offsets"]
 
-    texts = [text for _, text in named_texts]
-    chunks = list(_corpus_chunks(texts, chunk_chars))
+    chunks = list(_corpus_chunks([text for _, text in named_texts], chunk_chars))
     workers = min(workers or os.cpu_count() or 1, len(chunks))
-    bar = tqdm(total=sum(len(t.encode("utf-8")) for t in texts), unit="B", unit_scale=True,
-               desc=f"tokenising {path}", disable=not progress)
-    parts = []
     parallel = workers > 1
     with multiprocessing.get_context().Pool(workers, _init_worker, (tok,)) if parallel else nullcontext() as pool:
         results = pool.imap(_encode_lines, chunks) if parallel else (_encode_lines(c, tok) for c in chunks)
-        for chunk, part in zip(chunks, results):
-            parts.append(part)
-            bar.update(sum(len(line.encode("utf-8")) + 1 for line in chunk))
-    bar.close()
+        parts = list(tqdm(results, total=len(chunks), desc=f"tokenising {path}", unit="chunk", disable=not progress))
     dtype = np.uint16 if len(tok) <= np.iinfo(np.uint16).max + 1 else np.uint32
     ids = np.concatenate([p[0] for p in parts]).astype(dtype)
     lengths = np.concatenate([p[1] for p in parts])
     line_offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=line_offsets[1:])
 
-    buffer = io.BytesIO()
-    np.savez(buffer, ids=ids, line_offsets=line_offsets)
-    atomic_write(cache_file, buffer.getvalue())
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as f:  # a file object: np.savez would add ".npz" to a path
+            np.savez(f, ids=ids, line_offsets=line_offsets)
+
+    atomic_write(cache_file, write)
     return ids, line_offsets
 
 
@@ -322,12 +239,11 @@ def split_long_lines(ids: np.ndarray, line_offsets: np.ndarray, max_tokens: int,
                      sentence_end_ids) -> tuple[np.ndarray, int]:
     """Cut every line longer than max_tokens into pieces of at most max_tokens, each its own document.
 
-    The example builder trims what does not fit in an example, as the official one does: a 5 MB
-    file with no newline (2M tokens, one "sentence") became one example of 126 tokens. A piece ends
-    after the last sentence end (a token in sentence_end_ids) that keeps it within max_tokens, or at
-    max_tokens when there is none. Each piece is a document of its own (a DOCUMENT_END before and
-    after it), so the builder makes it one whole example [CLS] piece [SEP] rather than joining it to
-    the next piece and trimming that. Returns (new line_offsets, number of lines split).
+    The example builder, as the official one, drops what does not fit in an example: a file with no
+    newline would become one example. A piece ends after the last sentence end (a token in
+    sentence_end_ids) that keeps it within max_tokens, or at max_tokens when there is none. Each
+    piece is a document of its own (a DOCUMENT_END before and after it), so the builder makes it one
+    whole example [CLS] piece [SEP]. Returns (new line_offsets, number of lines split).
 
     Example: max_tokens 4, one line of 10 tokens "a b . c d e . f g h" (ends after tokens 3 and 7):
     offsets [0, 10] -> [0, 0, 3, 3, 7, 7, 10, 10], line lengths [0, 3, 0, 4, 0, 3, 0].
@@ -395,9 +311,7 @@ class ExampleBuilder:
         if not self.lengths:
             self.start = start
         self.lengths.append(length)
-        if sum(self.lengths) >= self.target_len:
-            return self._create_example()
-        return None
+        return self._create_example() if sum(self.lengths) >= self.target_len else None
 
     def end_document(self):
         return self._create_example() if self.lengths else None
@@ -416,14 +330,12 @@ class ExampleBuilder:
                 a_len += n
             else:
                 b_len += n
-        example = (self.start, min(a_len, self.max_len - 2), self.start + a_len, 0)
-        example = example[:3] + (min(b_len, max(0, self.max_len - example[1] - 3)),)
+        a_kept = min(a_len, self.max_len - 2)  # what does not fit is dropped, as in the official code
+        b_kept = min(b_len, max(0, self.max_len - a_kept - 3))
         self.lengths = []
-        if self.rng.random() < SHORT_SEQ_PROB:
-            self.target_len = self.rng.randint(SHORT_SEQ_MIN, self.max_len)
-        else:
-            self.target_len = self.max_len
-        return example
+        short = self.rng.random() < SHORT_SEQ_PROB
+        self.target_len = self.rng.randint(SHORT_SEQ_MIN, self.max_len) if short else self.max_len
+        return self.start, a_kept, self.start + a_len, b_kept
 
 
 def build_examples(line_offsets: np.ndarray, max_len: int, seed: int, eval_fraction: float):
@@ -436,22 +348,17 @@ def build_examples(line_offsets: np.ndarray, max_len: int, seed: int, eval_fract
     docs = documents(line_offsets)
     every = max(2, round(1 / eval_fraction)) if eval_fraction > 0 else 0
     rng = random.Random(seed)
-    builders = {True: ExampleBuilder(max_len, rng), False: ExampleBuilder(max_len, rng)}
-    out = {True: [], False: []}
+    builders = [ExampleBuilder(max_len, rng), ExampleBuilder(max_len, rng)]  # training, held out
+    examples = [[], []]  # the same; None where a sentence completed no example
     for d, (first, end) in enumerate(tqdm(docs, desc="examples", unit="doc", dynamic_ncols=True,
                                           mininterval=1.0, disable=len(docs) < 10_000)):
-        held_out = every > 0 and d % every == 0
-        builder, examples = builders[held_out], out[held_out]
+        k = int(every > 0 and d % every == 0)
         for line in range(first, end):
             start = int(line_offsets[line])
-            example = builder.add_sentence(start, int(line_offsets[line + 1]) - start)
-            if example is not None:
-                examples.append(example)
-        example = builder.end_document()
-        if example is not None:
-            examples.append(example)
-    return (np.array(out[False], dtype=np.int64).reshape(-1, 4),
-            np.array(out[True], dtype=np.int64).reshape(-1, 4))
+            examples[k].append(builders[k].add_sentence(start, int(line_offsets[line + 1]) - start))
+        examples[k].append(builders[k].end_document())
+    train, held_out = (np.array([e for e in ex if e is not None], dtype=np.int64).reshape(-1, 4) for ex in examples)
+    return train, held_out
 
 
 def pretraining_batch(ids: np.ndarray, examples: np.ndarray, max_len: int, cls_id: int, sep_id: int, pad_id: int):
@@ -508,3 +415,78 @@ class Batches:
         N = len(self.examples)
         rows = np.concatenate([self._perm(e)[pos[pos // N == e] % N] for e in np.unique(pos // N)])
         return pretraining_batch(self.ids, self.examples[rows], self.max_len, *self.special)
+
+
+# -----------------------------------------------------------------------------
+# Known corpora: `--data` is a .txt file, a folder of them, or one of these names. WikiText
+# (Merity et al. 2016, CC BY-SA 3.0, hosted by its author), downloaded once and rewritten into documents.
+
+# The base URL can be overridden (--data-url or $ELECTRA_DATA_URL), e.g. for a mirror or a test server.
+DATA_URL = os.environ.get("ELECTRA_DATA_URL", "https://wikitext.smerity.com")
+KNOWN_CORPORA = {
+    # name: (archive, its size in bytes, the folder inside it, the training split)
+    "wikitext-103": ("wikitext-103-raw-v1.zip", 191_984_949, "wikitext-103-raw", "wiki.train.raw"),
+    "wikitext-2": ("wikitext-2-raw-v1.zip", 4_721_645, "wikitext-2-raw", "wiki.train.raw"),
+}
+WIKI_TITLE = re.compile(r"^ = [^=].* = $")  # " = Title = ": a new article (sections are " = = S = = ")
+WIKI_HEADING = re.compile(r"^ =.* = $")  # any heading line, article or section
+WIKI_SENTENCE_END = re.compile(r"(?<= [.!?]) (?=\S)")  # WikiText is tokenised: " . " ends a sentence
+
+
+def wikitext_documents(raw_path: Path, out_path: Path) -> Path:
+    """Rewrite a WikiText .raw split as one sentence per line, a blank line between articles.
+
+    The raw files put a blank line between *every* paragraph and heading, so read as they are,
+    each paragraph would be a document. An article starts at a top-level heading " = Title = ".
+    The official pipeline (BERT's Wikipedia dump) has one sentence per line and no headings, so we
+    drop heading lines and split paragraphs at WikiText's tokenised sentence ends (" . ", " ? ",
+    " ! "). Written atomically to `out_path`; a second call returns at once.
+
+    Example: " = A = \\n\\n x . y .\\n\\n = = S = = \\n z .\\n = B = \\n w .\\n" becomes
+    "x .\\ny .\\nz .\\n\\nw .\\n".
+    """
+    if out_path.is_file():
+        return out_path
+
+    def write(tmp: Path) -> None:
+        with open(raw_path, encoding="utf-8") as f, open(tmp, "w", encoding="utf-8") as out:
+            started = False
+            for line in f:
+                line = line.rstrip("\n")
+                if WIKI_TITLE.match(line):
+                    if started:
+                        out.write(DOCUMENT_END + "\n")  # the previous article ends here
+                    continue
+                if line.strip() and not WIKI_HEADING.match(line):
+                    for sentence in WIKI_SENTENCE_END.split(line.strip()):
+                        out.write(sentence + "\n")
+                        started = True
+
+    atomic_write(out_path, write)
+    return out_path
+
+
+def resolve_corpus(data: str, cache_dir: Path, data_url: str = DATA_URL) -> Path:
+    """The local .txt file or folder to train on: `data` itself, or a known corpus fetched once.
+
+    Known names download `{data_url}/{archive}` into `cache_dir`, check its size and CRCs,
+    extract it atomically and rewrite the training split with `wikitext_documents`.
+    Raises SystemExit with one clear message for a path that does not exist.
+    """
+    if data in KNOWN_CORPORA:
+        archive, size, folder, split = KNOWN_CORPORA[data]
+        zip_path = download(f"{data_url.rstrip('/')}/{archive}", cache_dir / archive, size, desc=data)
+        try:
+            raw = extract_zip(zip_path, cache_dir / Path(archive).stem)
+        except DownloadError:
+            zip_path.unlink(missing_ok=True)  # ours, in the cache: the next run downloads it afresh
+            raise
+        out = cache_dir / f"{data}-documents"
+        out.mkdir(exist_ok=True)
+        wikitext_documents(raw / folder / split, out / "train.txt")
+        return out
+    path = Path(data).expanduser()
+    if not path.exists():
+        raise SystemExit(f"--data {data}: no such file or folder. Pass a .txt file, a folder of .txt "
+                         f"files, or one of the known corpora: {', '.join(KNOWN_CORPORA)}.")
+    return path

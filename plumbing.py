@@ -149,12 +149,6 @@ def extract_zip(zip_path: Path, dest_dir: Path) -> Path:
 
 
 # -----------------------------------------------------------------------------
-# Corpora. `--data` is a .txt file, a folder of them, or one of these names.
-#
-# WikiText (Merity et al. 2016, CC BY-SA 3.0): the original S3 bucket is gone; its author re-hosts
-
-
-# -----------------------------------------------------------------------------
 # Atomic writes: a reader (or a crash) never sees half a file.
 
 # A write that fails with less free space than this is a full disk (a write error under torch.save has

@@ -4,13 +4,13 @@ ELECTRA (Clark et al. 2020, Sec. 3.1 and Appendix A) uses BERT's uncased WordPie
 (Devlin et al. 2019, Sec. 3; the vocab comes from Wu et al. 2016 / Schuster and Nakajima 2012).
 Turning text into ids takes two stages, as in the official BERT code (tokenization.py):
 
-1. BasicTokenizer: normalise and split into words.
+1. BasicTokenizer (basic_tokenize): normalise and split into words.
        clean_text      drop NUL, U+FFFD and control characters; whitespace -> " "
        space_cjk       put spaces around CJK ideographs, so each becomes its own word
        (per word)      lowercase, then strip_accents (NFD, drop Mn marks)   [uncased vocab only]
        split_on_punctuation   every punctuation character becomes its own word
-2. WordpieceTokenizer: split each word greedily into the longest pieces found in the vocab,
-   continuation pieces carrying the "##" prefix; a word that cannot be split becomes [UNK].
+2. WordpieceTokenizer (wordpiece): split each word greedily into the longest pieces found in the
+   vocab, continuation pieces carrying the "##" prefix; a word that cannot be split becomes [UNK].
 
     >>> tok = Tokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##aff", "##able", "!"])
     >>> tok.tokenize("Unaffable!")
@@ -18,10 +18,10 @@ Turning text into ids takes two stages, as in the official BERT code (tokenizati
     >>> tok.encode("Unaffable!")
     [5, 6, 7, 8]
 
-`basic_tokenize` below is the readable reference of stage 1; `Tokenizer` runs the same steps through
-a per-character table (built from the same functions) because that is several times faster, and a
-test checks the two agree. `train` learns a vocabulary with WordPiece's likelihood criterion.
-Reading and tokenising whole corpora (cached) is data.py's job.
+The file reads: the two stages as plain functions (the reference); `Tokenizer`, the fast path, which
+runs the same steps through a per-character table and a per-word cache (tests check it against the
+reference and against HuggingFace); `train`, which learns a vocabulary with WordPiece's likelihood
+criterion; vocab.txt reading and writing. Reading and tokenising whole corpora is data.py's job.
 """
 from __future__ import annotations
 
@@ -69,8 +69,7 @@ CONFIG = WordPieceConfig()
 
 
 # ---------------------------------------------------------------------------------------------
-# Stage 1: BasicTokenizer, one named function a step.
-# ---------------------------------------------------------------------------------------------
+# The reference. Stage 1: BasicTokenizer, one named function a step.
 
 # The CJK Unified Ideographs blocks BERT splits into single characters (official tokenization.py,
 # _is_chinese_char). Hangul, Hiragana and Katakana are not in them: those scripts use spaces.
@@ -203,90 +202,7 @@ def basic_tokenize(text: str, lowercase: bool = True) -> list[str]:
     return " ".join(words).split()  # a word that was only accents (now empty) disappears, as in BERT
 
 
-def _normalize_char(ch: str, lowercase: bool) -> str:
-    """What stage 1 turns one character into, as a string to split on whitespace afterwards.
-
-    This is basic_tokenize applied to a single character: table entries of Tokenizer.
-
-    >>> [_normalize_char(c, True) for c in ("É", "!", "中", "\\u200b", "\\t")]
-    ['e', ' ! ', ' 中 ', '', ' ']
-    """
-    if ch == "\x00" or ch == "\ufffd" or is_control(ch):
-        return ""
-    if is_whitespace(ch):
-        return " "
-    out = strip_accents(ch.lower()) if lowercase else ch
-    out = "".join(f" {c} " if is_punctuation(c) else c for c in out)
-    return f" {out} " if is_cjk(ch) else out
-
-
-class _CharTable(dict):
-    """A str.translate table (code point -> string) filled the first time a character is seen.
-
-    Per-character translation equals basic_tokenize except where lowercasing or NFD looks beyond
-    one character: Python's lower() of "Σ" depends on the letters around it (final sigma), and NFD
-    re-orders combining marks by class, which can swap the few non-Mn marks that survive accent
-    stripping. Texts containing such a character go through basic_tokenize; `hard` finds them.
-    """
-
-    def __init__(self, lowercase: bool):
-        super().__init__()
-        self.lowercase = lowercase
-        self.hard_chars = {"\u03a3"} if lowercase else set()  # capital sigma: context-dependent lower()
-        self.hard = re.compile("[\u03a3]") if lowercase else None
-
-    def __missing__(self, code: int) -> str:
-        ch = chr(code)
-        out = _normalize_char(ch, self.lowercase)
-        if self.lowercase and any(unicodedata.combining(c) for c in out):
-            # a non-Mn combining mark (e.g. a Mc vowel sign) that NFD re-ordering could move
-            self.hard_chars.add(ch)
-            self.hard = re.compile("[" + "".join(re.escape(c) for c in sorted(self.hard_chars)) + "]")
-        self[code] = out
-        return out
-
-
-_TABLES = {True: _CharTable(True), False: _CharTable(False)}
-
-
-class BasicTokenizer:
-    """Stage 1, fast: basic_tokenize through a per-character str.translate table.
-
-    Special tokens written in the text (case-sensitive, e.g. "[SEP]") are cut out first and kept
-    whole, as HuggingFace does; the official BERT code would split "[SEP]" into "[", "sep", "]".
-
-    >>> BasicTokenizer().words("Héllo, WORLD!![MASK]")
-    ['hello', ',', 'world', '!', '!', '[MASK]']
-    """
-
-    def __init__(self, lowercase: bool = True, specials: Iterable[str] = CONFIG.specials):
-        self.lowercase = lowercase
-        self.table = _TABLES[lowercase]
-        specials = sorted(specials, key=len, reverse=True)  # longest first, as HF's trie matches
-        self.special_split = re.compile("(" + "|".join(re.escape(t) for t in specials) + ")") if specials else None
-        self.special_chars = "".join(sorted({t[0] for t in specials}))
-
-    def words(self, text: str) -> list[str]:
-        if self.special_split is not None and any(c in text for c in self.special_chars):
-            parts = self.special_split.split(text)
-            if len(parts) > 1:  # odd positions are the special tokens the split captured
-                out = []
-                for i, part in enumerate(parts):
-                    out.extend([part] if i % 2 else self.plain_words(part))
-                return out
-        return self.plain_words(text)
-
-    def plain_words(self, text: str) -> list[str]:
-        table = self.table
-        normalized = text.translate(table)
-        if table.hard is not None and not text.isascii() and table.hard.search(text):
-            return basic_tokenize(text, self.lowercase)
-        return normalized.split()
-
-
-# ---------------------------------------------------------------------------------------------
-# Stage 2 and the Tokenizer: vocab.txt, WordPiece, special tokens, ids.
-# ---------------------------------------------------------------------------------------------
+# Stage 2: WordpieceTokenizer, on one word.
 
 
 def wordpiece(word: str, vocab: dict[str, int] | set[str], config: WordPieceConfig = CONFIG,
@@ -320,27 +236,69 @@ def wordpiece(word: str, vocab: dict[str, int] | set[str], config: WordPieceConf
     return pieces
 
 
+# ---------------------------------------------------------------------------------------------
+# The fast path: the same two stages, remembered. Stage 1 runs through a str.translate table of
+# what each character becomes; stage 2 runs once per distinct word.
+
+
+def normalize_char(ch: str, lowercase: bool) -> str:
+    """Stage 1 on one character, as a string to split on whitespace afterwards: a table entry.
+
+    >>> [normalize_char(c, True) for c in ("É", "!", "中", "\\u200b", "\\t")]
+    ['e', ' ! ', ' 中 ', '', ' ']
+    """
+    out = space_cjk(clean_text(ch))
+    if lowercase:
+        out = strip_accents(out.lower())
+    return "".join(f" {c} " if is_punctuation(c) else c for c in out)
+
+
+class _CharTable(dict):
+    """A str.translate table (code point -> normalize_char) filled the first time a character is seen.
+
+    Character by character equals basic_tokenize except where lowercasing or NFD looks beyond one
+    character: Python's lower() of "Σ" depends on the letters around it (final sigma), and NFD
+    re-orders combining marks by class, which can swap the few non-Mn marks that survive accent
+    stripping. Texts containing such a character go through basic_tokenize; `hard` finds them.
+    """
+
+    def __init__(self, lowercase: bool):
+        super().__init__()
+        self.lowercase = lowercase
+        self.hard_chars = {"\u03a3"} if lowercase else set()  # capital sigma: context-dependent lower()
+        self.hard = re.compile("[\u03a3]") if lowercase else None
+
+    def __missing__(self, code: int) -> str:
+        out = self[code] = normalize_char(chr(code), self.lowercase)
+        if self.lowercase and any(unicodedata.combining(c) for c in out):  # a non-Mn mark NFD could move
+            self.hard_chars.add(chr(code))
+            self.hard = re.compile("[" + "".join(re.escape(c) for c in sorted(self.hard_chars)) + "]")
+        return out
+
+
+_TABLES = {True: _CharTable(True), False: _CharTable(False)}  # shared by every Tokenizer
+
+
 class _WordCache(dict):
-    """word -> tuple of ids, computed by WordPiece on first sight (words follow Zipf's law)."""
+    """word -> tuple of ids, computed by wordpiece on first sight (words follow Zipf's law)."""
 
     def __init__(self, tokenizer: Tokenizer):
         super().__init__()
         self.tokenizer = tokenizer
 
     def __missing__(self, word: str) -> tuple[int, ...]:
-        if len(self) >= self.tokenizer.config.word_cache_size:
+        tok = self.tokenizer
+        if len(self) >= tok.config.word_cache_size:
             self.clear()  # bounded memory on huge corpora; the frequent words come back at once
-        ids = self.tokenizer._wordpiece_ids(word)
-        self[word] = ids
+        ids = self[word] = tuple(tok.vocab[p] for p in wordpiece(word, tok.vocab, tok.config, tok.longest))
         return ids
 
 
 class Tokenizer:
-    """A BERT WordPiece tokenizer over a vocab (one token a line in vocab.txt, id = line number).
+    """A BERT WordPiece tokenizer over a vocab (the tokens of vocab.txt, id = line number).
 
     Special token ids come from the vocab (BERT's: [PAD]=0, [UNK]=100, [CLS]=101, [SEP]=102,
     [MASK]=103). `lowercase=True` is BERT/ELECTRA uncased (lowercase and strip accents).
-    Special tokens written in the text ("[SEP]", case-sensitive) stay whole, as in HuggingFace.
 
     >>> tok = Tokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "##s", "."])
     >>> tok.encode("The cats.[SEP]")
@@ -358,71 +316,59 @@ class Tokenizer:
         self.vocab = {t: i for i, t in enumerate(self.id_to_token)}  # a repeated line: the last wins, as in HF
         missing = [t for t in config.specials if t not in self.vocab]
         if missing:
-            raise ValueError(
-                f"the vocab has no {', '.join(missing)} line(s); a BERT vocab.txt needs all of "
-                f"{', '.join(config.specials)} (train one with tokenizer.train or use a BERT/ELECTRA vocab.txt)"
-            )
-        self.pad_id = self.vocab[config.pad]
-        self.unk_id = self.vocab[config.unk]
-        self.cls_id = self.vocab[config.cls]
-        self.sep_id = self.vocab[config.sep]
-        self.mask_id = self.vocab[config.mask]
+            raise ValueError(f"the vocab has no {', '.join(missing)} line(s); a BERT vocab.txt needs all of "
+                             f"{', '.join(config.specials)} (train one with tokenizer.train or use a BERT/ELECTRA vocab.txt)")
+        self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = (self.vocab[t] for t in config.specials)
         self.special_ids = {self.vocab[t] for t in config.specials}
-        # greedy longest match only needs to try pieces up to the longest vocab entry
-        self._longest = max(len(t.removeprefix(config.prefix)) for t in self.vocab)
-        self.basic = BasicTokenizer(lowercase, config.specials)
-        self._words = _WordCache(self)
+        self.longest = max(len(t.removeprefix(config.prefix)) for t in self.vocab)  # for wordpiece
+        self.table = _TABLES[lowercase]
+        specials = sorted(config.specials, key=len, reverse=True)  # longest first, as HF's trie matches
+        self.special_split = re.compile("(" + "|".join(re.escape(t) for t in specials) + ")")
+        self.special_starts = "".join(sorted({t[0] for t in specials}))
+        self.word_ids = _WordCache(self)
 
-    # --- vocab.txt --------------------------------------------------------------------------
     @classmethod
     def load(cls, path: str | os.PathLike, lowercase: bool = True) -> Tokenizer:
-        """Read a vocab.txt (UTF-8, one token a line; id = line number, from 0)."""
-        path = Path(path)
-        if not path.is_file():
-            raise FileNotFoundError(f"no vocab file at {path}: pass the vocab.txt of a BERT/ELECTRA checkpoint")
-        text = path.read_text(encoding="utf-8")
-        lines = text.split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()  # the newline that ends the last line
-        return cls([line.rstrip("\r") for line in lines], lowercase=lowercase)
+        """The tokenizer of a vocab.txt file (see read_vocab)."""
+        return cls(read_vocab(path), lowercase=lowercase)
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write vocab.txt (one token a line); written to a temp file first, then renamed."""
-        atomic_write(Path(path), self._vocab_bytes())
-
-    def _vocab_bytes(self) -> bytes:
-        return "".join(t + "\n" for t in self.id_to_token).encode("utf-8")
+        """Write vocab.txt, atomically: a temporary file first, then renamed."""
+        atomic_write(Path(path), vocab_bytes(self.id_to_token))
 
     def hash(self) -> str:
         """sha256 of the vocab contents: equals `sha256sum vocab.txt` of the file `save` writes."""
-        return hashlib.sha256(self._vocab_bytes()).hexdigest()
+        return hashlib.sha256(vocab_bytes(self.id_to_token)).hexdigest()
 
     def __len__(self) -> int:
         return len(self.id_to_token)
 
-    def __getstate__(self):  # for worker processes: the word cache is rebuilt there
-        return {"tokens": self.id_to_token, "lowercase": self.lowercase, "config": self.config}
+    def __reduce__(self):  # pickled for worker processes without the word cache, which is rebuilt there
+        return type(self), (self.id_to_token, self.lowercase, self.config)
 
-    def __setstate__(self, state):
-        self.__init__(state["tokens"], state["lowercase"], state["config"])
-
-    # --- stage 1: words ---------------------------------------------------------------------
     def words(self, text: str) -> list[str]:
-        """Stage 1 (basic_tokenize, fast), special tokens kept whole: the words WordPiece splits.
+        """Stage 1 (basic_tokenize through the table): the words WordPiece splits.
+
+        Special tokens written in the text (case-sensitive) are cut out first and kept whole, as
+        HuggingFace does; the official BERT code would split "[SEP]" into "[", "sep", "]".
 
         >>> Tokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]).words("Hi,[SEP]Zoë [sep]")
         ['hi', ',', '[SEP]', 'zoe', '[', 'sep', ']']
         """
-        return self.basic.words(text)
+        if any(c in text for c in self.special_starts):
+            parts = self.special_split.split(text)  # the special tokens at the odd positions
+            return [w for i, part in enumerate(parts) for w in ([part] if i % 2 else self.plain_words(part))]
+        return self.plain_words(text)
 
-    # --- stage 2: pieces and ids -------------------------------------------------------------
-    def _wordpiece_ids(self, word: str) -> tuple[int, ...]:
-        """wordpiece() as ids (the word cache calls this once per distinct word)."""
-        return tuple(self.vocab[p] for p in wordpiece(word, self.vocab, self.config, self._longest))
+    def plain_words(self, text: str) -> list[str]:
+        normalized = text.translate(self.table)  # first: new characters may add to table.hard
+        if self.table.hard is not None and not text.isascii() and self.table.hard.search(text):
+            return basic_tokenize(text, self.lowercase)
+        return normalized.split()
 
     def encode(self, text: str) -> list[int]:
-        """Token ids of `text`, without [CLS]/[SEP]."""
-        return list(chain.from_iterable(map(self._words.__getitem__, self.words(text))))
+        """Token ids of `text`, without [CLS]/[SEP]: stage 2 on each word, through the word cache."""
+        return list(chain.from_iterable(map(self.word_ids.__getitem__, self.words(text))))
 
     def tokenize(self, text: str) -> list[str]:
         """WordPiece pieces of `text` (no [CLS]/[SEP]).
@@ -439,20 +385,14 @@ class Tokenizer:
         until it fits. Example with max_len=7, A = 4 tokens, B = 3 tokens: room for 7 - 3 = 4 tokens,
         so A loses 2 (4 > 3), then B loses 1 (2 < 3): [CLS] a1 a2 [SEP] b1 b2 [SEP].
         """
-        ids_a = self.encode(a)
-        ids_b = self.encode(b) if b is not None else None
-        return self.build_inputs(ids_a, ids_b, max_len)
-
-    def build_inputs(self, ids_a: list[int], ids_b: list[int] | None, max_len: int) -> tuple[list[int], list[int]]:
-        """encode_pair on ids already encoded (e.g. from encode_corpus)."""
-        room = max_len - (3 if ids_b is not None else 2)
+        room = max_len - (3 if b is not None else 2)
         if room < 0:
             raise ValueError(f"max_len={max_len} leaves no room for [CLS] and [SEP]; use max_len >= 3")
-        ids_a = list(ids_a)
-        if ids_b is None:
+        ids_a = self.encode(a)
+        if b is None:
             del ids_a[room:]
             return [self.cls_id, *ids_a, self.sep_id], [0] * (len(ids_a) + 2)
-        ids_b = list(ids_b)
+        ids_b = self.encode(b)
         while len(ids_a) + len(ids_b) > room:
             (ids_a if len(ids_a) > len(ids_b) else ids_b).pop()
         ids = [self.cls_id, *ids_a, self.sep_id, *ids_b, self.sep_id]
@@ -473,36 +413,35 @@ class Tokenizer:
 
 # ---------------------------------------------------------------------------------------------
 # Trainer: WordPiece's likelihood criterion with incremental pair counts.
-# ---------------------------------------------------------------------------------------------
 
 
-def count_words(
-    texts: Iterable[str], lowercase: bool = True, config: WordPieceConfig = CONFIG, progress: bool = False
-) -> Counter:
-    """How often each word (BasicTokenizer output, special tokens left out) occurs.
+def count_words(texts: Iterable[str], lowercase: bool = True, config: WordPieceConfig = CONFIG,
+                progress: bool = False) -> Counter:
+    """How often each word (stage 1's output, special tokens left out) occurs.
 
     >>> count_words(["The cat, the hat."])
     Counter({'the': 2, 'cat': 1, ',': 1, 'hat': 1, '.': 1})
     """
-    basic = BasicTokenizer(lowercase, config.specials)
+    words = Tokenizer(config.specials, lowercase, config).words  # stage 1 needs only the special tokens
     counts: Counter = Counter()
     for text in tqdm(texts, desc="counting words", unit="text", disable=not progress):
-        counts.update(basic.words(text))
+        counts.update(words(text))
     for t in config.specials:
         counts.pop(t, None)
     return counts
 
 
 def pair_score(count_ab: int, count_a: int, count_b: int) -> float:
-    """WordPiece's merge ratio as the HF course (ch. 6.6) teaches it ("ratio" criterion):
+    """WordPiece's merge score as the HF course (ch. 6.6) teaches it, the "ratio" criterion:
 
         score(a, b) = count(ab) / (count(a) * count(b))
 
-    It is the gain of likelihood_gain *per occurrence* of the pair (up to the constant log N).
-    Example: "##u" follows "q" 10 times, q occurs 10 times, ##u 100 times: 10 / (10 * 100) = 0.01.
-    Alone it prefers rare pairs: a name seen twice scores 1/2, "t" + "##h" in "the" far less, so
-    on real text it spends the vocab on rare words letter by letter (on WikiText-2 at 8192 pieces
-    "the" stayed "th ##e" and "city" "c ##i ##t ##y").
+    It is likelihood_gain's gain *per occurrence* of the pair (up to the constant log N), so alone
+    it prefers rare pairs: on real text it spends the vocab on rare words letter by letter.
+    Example: "##u" follows "q" 10 times, q occurs 10 times, ##u 100 times:
+
+    >>> pair_score(10, 10, 100)
+    0.01
     """
     return count_ab / (count_a * count_b)
 
@@ -518,88 +457,20 @@ def likelihood_gain(count_ab: int, count_a: int, count_b: int, total: int) -> fl
     = log(count(ab) N / (count(a) count(b))). We keep N at its value before the first merge (the
     exact N shrinks a little with each merge; keeping it fixed lets the queue rescore only the
     pairs a merge touched). Example: count(ab) = 10, count(a) = 10, count(b) = 100, N = 1000:
-    10 * log(10 * 1000 / (10 * 100)) = 10 * log(10) = 23.03.
+
+    >>> round(likelihood_gain(10, 10, 100, total=1000), 2)  # 10 * log(10 * 1000 / (10 * 100)) = 10 * log(10)
+    23.03
     """
     return count_ab * math.log(count_ab * total / (count_a * count_b))
 
 
-def learn_vocab(
-    word_counts: dict[str, int],
-    vocab_size: int,
-    min_frequency: int = CONFIG.min_frequency,
-    limit_alphabet: int = CONFIG.limit_alphabet,
-    config: WordPieceConfig = CONFIG,
-    progress: bool = False,
-    criterion: str | None = None,
-) -> list[str]:
-    """The vocab (list of tokens) WordPiece learns from word counts.
-
-    1. Start: the special tokens, the alphabet (the `limit_alphabet` most frequent characters,
-       each as a word start "c"), then "##c" for each character seen inside a word. Words with a
-       character outside the alphabet, or over 100 characters, would be [UNK] anyway: left out.
-    2. Each word is a list of units: "hugs" -> ["h", "##u", "##g", "##s"].
-    3. Repeat until vocab_size: merge the adjacent pair with the highest score (ties: the more
-       frequent pair, then the alphabetically first) among pairs seen >= min_frequency times;
-       the merged unit "h" + "##u" -> "hu" is a new token (if not one already). The score is
-       likelihood_gain (criterion "likelihood", the default) or pair_score ("ratio").
-
-    Counts are kept incrementally: a merge of (a, b) re-counts only the words containing the pair
-    (found through an index pair -> words), and only the pairs whose score changed (those with a
-    changed pair count, or containing a, b or ab, whose unit counts changed) get a new entry in
-    the priority queue; stale entries are recognised and dropped when they come out.
-
-    How this differs from other trainers: HuggingFace's WordPieceTrainer (tokenizers) runs plain
-    BPE (merge the most frequent pair, count(ab) alone) and keeps the resulting units as the vocab.
-    TF Text's bert_vocab_from_dataset works top-down: it starts from whole words and keeps
-    candidate subwords whose counts clear a threshold, binary-searching the threshold to hit the
-    vocab size. Google's original WordPiece tool is not public; this bottom-up likelihood merge is
-    the algorithm as published (Schuster and Nakajima 2012) and taught (HF course, ch. 6.6).
-    """
-    criterion = criterion or config.criterion
-    if criterion not in ("likelihood", "ratio"):
-        raise ValueError(f"unknown criterion {criterion!r}: choose 'likelihood' or 'ratio'")
-    vocab, words, freqs = start_units(word_counts, limit_alphabet, config)
-    if vocab_size < len(vocab):
-        raise ValueError(
-            f"vocab_size={vocab_size} is smaller than the special tokens plus the alphabet ({len(vocab)} "
-            f"tokens); raise vocab_size or lower limit_alphabet"
-        )
-    in_vocab = set(vocab)
-    counts = PairCounts(words, freqs)
-    total = sum(counts.unit_count.values())  # N of likelihood_gain, fixed at its starting value
-
-    def entry(pair):  # the priority-queue entry: best score first, then the more frequent, then a-z
-        c, na, nb = counts.pair_count[pair], counts.unit_count[pair[0]], counts.unit_count[pair[1]]
-        return (-(pair_score(c, na, nb) if criterion == "ratio" else likelihood_gain(c, na, nb, total)), -c, pair)
-
-    def fresh_heap():
-        heap = [entry(p) for p, c in counts.pair_count.items() if c >= min_frequency]
-        heapq.heapify(heap)
-        return heap
-
-    heap = fresh_heap()
-    bar = tqdm(total=vocab_size, initial=len(vocab), desc="wordpiece merges", unit="tok", disable=not progress)
-    while len(vocab) < vocab_size and heap:
-        top = heapq.heappop(heap)
-        pair = top[2]
-        if counts.pair_count.get(pair, 0) < min_frequency or entry(pair) != top:
-            continue  # stale: the pair's score changed since, and a fresh entry was pushed then
-        merged = pair[0] + pair[1][len(config.prefix):]
-        if merged not in in_vocab:
-            in_vocab.add(merged)
-            vocab.append(merged)
-            bar.update(1)
-        for p in counts.merge(pair, merged):
-            if counts.pair_count.get(p, 0) >= min_frequency:
-                heapq.heappush(heap, entry(p))
-        if len(heap) > 4 * len(counts.pair_count) + 1024:  # drop the stale entries now and then
-            heap = fresh_heap()
-    bar.close()
-    return vocab
-
-
 def start_units(word_counts: dict[str, int], limit_alphabet: int, config: WordPieceConfig = CONFIG):
-    """Steps 1-2 of learn_vocab: the starting vocab, and each word kept as a list of units with its count.
+    """learn_vocab's start: the vocab before any merge, and each word as a list of units with its count.
+
+    The vocab is the special tokens, the alphabet (the `limit_alphabet` most frequent characters,
+    each as a word start "c"), then "##c" for each character seen inside a word. Each word becomes
+    units: "hugs" -> ["h", "##u", "##g", "##s"]. Words with a character outside the alphabet, or
+    over 100 characters, would be [UNK] anyway: left out.
 
     >>> vocab, words, freqs = start_units({"hug": 3, "bun": 1}, limit_alphabet=1000)
     >>> vocab[5:], words, freqs
@@ -697,16 +568,64 @@ class PairCounts:
         return changed.union(self.unit_pairs.get(a, ()), self.unit_pairs.get(b, ()), self.unit_pairs.get(merged, ()))
 
 
-def train(
-    texts: Iterable[str],
-    vocab_size: int = CONFIG.vocab_size,
-    lowercase: bool = True,
-    min_frequency: int = CONFIG.min_frequency,
-    limit_alphabet: int = CONFIG.limit_alphabet,
-    progress: bool = True,
-    config: WordPieceConfig = CONFIG,
-    criterion: str | None = None,
-) -> Tokenizer:
+def learn_vocab(word_counts: dict[str, int], vocab_size: int, min_frequency: int = CONFIG.min_frequency,
+                limit_alphabet: int = CONFIG.limit_alphabet, config: WordPieceConfig = CONFIG,
+                progress: bool = False, criterion: str | None = None) -> list[str]:
+    """The vocab (list of tokens) WordPiece learns from word counts.
+
+    Start from start_units, then repeat until vocab_size: merge the adjacent pair with the highest
+    score (ties: the more frequent pair, then the alphabetically first) among pairs seen >=
+    min_frequency times; the merged unit "h" + "##u" -> "hu" is a new token (if not one already).
+    The score is likelihood_gain (criterion "likelihood", the default) or pair_score ("ratio").
+    PairCounts keeps the counts up to date after each merge, and only the pairs whose score changed
+    get a new entry in the priority queue; stale entries are recognised and dropped when they come out.
+    This bottom-up likelihood merge is WordPiece as published (Schuster and Nakajima 2012) and taught
+    (HF course, ch. 6.6); README.md's Tokenizer section compares it with HuggingFace's and TF Text's.
+    """
+    criterion = criterion or config.criterion
+    if criterion not in ("likelihood", "ratio"):
+        raise ValueError(f"unknown criterion {criterion!r}: choose 'likelihood' or 'ratio'")
+    vocab, words, freqs = start_units(word_counts, limit_alphabet, config)
+    if vocab_size < len(vocab):
+        raise ValueError(f"vocab_size={vocab_size} is smaller than the special tokens plus the alphabet "
+                         f"({len(vocab)} tokens); raise vocab_size or lower limit_alphabet")
+    in_vocab = set(vocab)
+    counts = PairCounts(words, freqs)
+    total = sum(counts.unit_count.values())  # N of likelihood_gain, fixed at its starting value
+
+    def entry(pair):  # the priority-queue entry: best score first, then the more frequent, then a-z
+        c, na, nb = counts.pair_count[pair], counts.unit_count[pair[0]], counts.unit_count[pair[1]]
+        return (-(pair_score(c, na, nb) if criterion == "ratio" else likelihood_gain(c, na, nb, total)), -c, pair)
+
+    def fresh_heap():
+        heap = [entry(p) for p, c in counts.pair_count.items() if c >= min_frequency]
+        heapq.heapify(heap)
+        return heap
+
+    heap = fresh_heap()
+    bar = tqdm(total=vocab_size, initial=len(vocab), desc="wordpiece merges", unit="tok", disable=not progress)
+    while len(vocab) < vocab_size and heap:
+        top = heapq.heappop(heap)
+        pair = top[2]
+        if counts.pair_count.get(pair, 0) < min_frequency or entry(pair) != top:
+            continue  # stale: the pair's score changed since, and a fresh entry was pushed then
+        merged = pair[0] + pair[1][len(config.prefix):]
+        if merged not in in_vocab:
+            in_vocab.add(merged)
+            vocab.append(merged)
+            bar.update(1)
+        for p in counts.merge(pair, merged):
+            if counts.pair_count.get(p, 0) >= min_frequency:
+                heapq.heappush(heap, entry(p))
+        if len(heap) > 4 * len(counts.pair_count) + 1024:  # drop the stale entries now and then
+            heap = fresh_heap()
+    bar.close()
+    return vocab
+
+
+def train(texts: Iterable[str], vocab_size: int = CONFIG.vocab_size, lowercase: bool = True,
+          min_frequency: int = CONFIG.min_frequency, limit_alphabet: int = CONFIG.limit_alphabet,
+          progress: bool = True, config: WordPieceConfig = CONFIG, criterion: str | None = None) -> Tokenizer:
     """Learn a WordPiece vocab from texts (see learn_vocab) and return its Tokenizer.
 
     The vocab can end smaller than vocab_size when no pair is left with min_frequency occurrences.
@@ -722,3 +641,23 @@ def train(
         raise ValueError("no words to train on: the texts are empty (or only whitespace/control characters)")
     tokens = learn_vocab(counts, vocab_size, min_frequency, limit_alphabet, config, progress, criterion)
     return Tokenizer(tokens, lowercase=lowercase, config=config)
+
+
+# ---------------------------------------------------------------------------------------------
+# vocab.txt, BERT's format: UTF-8, one token a line, id = line number (from 0).
+
+
+def read_vocab(path: str | os.PathLike) -> list[str]:
+    """The tokens of a vocab.txt in id order (CRLF line ends, from editing on Windows, read as LF)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no vocab file at {path}: pass the vocab.txt of a BERT/ELECTRA checkpoint")
+    lines = path.read_text(encoding="utf-8").split("\n")
+    if lines[-1] == "":
+        lines.pop()  # the newline that ends the last line
+    return [line.rstrip("\r") for line in lines]
+
+
+def vocab_bytes(tokens: list[str]) -> bytes:
+    """The contents of vocab.txt: what Tokenizer.save writes and Tokenizer.hash hashes."""
+    return "".join(t + "\n" for t in tokens).encode("utf-8")
