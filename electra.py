@@ -409,6 +409,12 @@ def sample(logits, temperature: float = 1.0, rng: torch.Generator | None = None)
     return (logits.float() / temperature + gumbel).argmax(dim=-1)
 
 
+def _mean(values, where):
+    """The mean of `values` over the positions where `where` is nonzero (0 if there are none)."""
+    w = where.float()
+    return (values.float() * w).sum() / w.sum().clamp_min(1.0)
+
+
 def mlm_loss(logits, targets, m_valid):
     """L_MLM(x, theta_G) = E[ sum_{i in m} -log p_G(x_i | x_masked) ]               (paper, Sec. 2)
 
@@ -416,8 +422,7 @@ def mlm_loss(logits, targets, m_valid):
     logits: [B, K, V]; targets: [B, K] the original tokens x_i; m_valid: [B, K] bool.
     """
     nll = F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), reduction="none")  # [B*K]
-    w = m_valid.flatten().float()
-    return (nll * w).sum() / w.sum().clamp_min(1.0)
+    return _mean(nll, m_valid.flatten())
 
 
 def disc_loss(logits, is_original, weights):
@@ -430,8 +435,7 @@ def disc_loss(logits, is_original, weights):
     logits: [B, T]; is_original: [B, T] bool; weights: [B, T].
     """
     bce = F.binary_cross_entropy_with_logits(logits.float(), is_original.float(), reduction="none")
-    w = weights.float()
-    return (bce * w).sum() / w.sum().clamp_min(1.0)
+    return _mean(bce, weights)
 
 
 def all_tokens_mlm_loss(logits, copy_logits, x_corrupt, x, attention_mask):
@@ -449,8 +453,7 @@ def all_tokens_mlm_loss(logits, copy_logits, x_corrupt, x, attention_mask):
     log_copy, log_no_copy = F.logsigmoid(copy_logits.float()), F.logsigmoid(-copy_logits.float())
     log_p = torch.where(x_corrupt == x, torch.logaddexp(log_copy, log_no_copy + log_p_mlm),
                         log_no_copy + log_p_mlm)
-    w = attention_mask.float()
-    return -(log_p * w).sum() / w.sum().clamp_min(1.0)
+    return -_mean(log_p, attention_mask)
 
 
 def disc_auc(p_original, is_original, weights):
@@ -491,29 +494,37 @@ def electra_loss(l_mlm, l_disc, lam: float):
 # -----------------------------------------------------------------------------
 # The whole model
 
+# The scalars of one step (ElectraOutput fields), in the order train.py logs them.
+METRICS = ("loss", "mlm_loss", "disc_loss", "gen_acc", "disc_acc", "disc_precision", "disc_recall",
+           "disc_auc", "replaced_frac", "main_mlm_loss")
+
 
 @dataclass
 class ElectraOutput:
-    loss: torch.Tensor  # L = L_MLM + lam * L_Disc (ELECTRA) or L_MLM (BERT)
-    mlm_loss: torch.Tensor
-    disc_loss: torch.Tensor  # L_Disc; 0 for the objectives without a discriminator
+    """One step's loss, its METRICS and its tensors. A metric the objective does not have reads 0."""
+    loss: torch.Tensor  # L = L_MLM + lam * L_Disc (ELECTRA), L_MLM (BERT), L_MLM + main_mlm_loss (Sec. 3.5)
+    mlm_loss: torch.Tensor  # G's L_MLM (BERT: the full-size masked LM's)
     gen_acc: torch.Tensor  # generator's top-1 accuracy at the masked positions
-    disc_acc: torch.Tensor  # discriminator's accuracy over non-padding tokens
-    disc_precision: torch.Tensor  # of the tokens D calls replaced, the fraction that were
-    disc_recall: torch.Tensor  # of the replaced tokens, the fraction D finds
-    disc_auc: torch.Tensor  # P(D ranks a replaced token above an original one), disc_auc()
-    replaced_frac: torch.Tensor  # replaced tokens / non-padding tokens
-    main_mlm_loss: torch.Tensor  # Replace MLM / All-Tokens MLM: the main model's loss (else 0)
     m: torch.Tensor  # [B, K] masked positions
     m_valid: torch.Tensor  # [B, K]
     x_masked: torch.Tensor  # [B, T]
-    x_corrupt: torch.Tensor | None  # [B, T] (None for BERT)
-    p_original: torch.Tensor | None  # [B, T] D(x_corrupt, t) (None for BERT)
+    x_corrupt: torch.Tensor | None = None  # [B, T] (None for BERT)
+    p_original: torch.Tensor | None = None  # [B, T] D(x_corrupt, t) (None without a discriminator)
+    disc_loss: torch.Tensor | None = None  # L_Disc
+    disc_acc: torch.Tensor | None = None  # discriminator's accuracy over non-padding tokens
+    disc_precision: torch.Tensor | None = None  # of the tokens D calls replaced, the fraction that were
+    disc_recall: torch.Tensor | None = None  # of the replaced tokens, the fraction D finds
+    disc_auc: torch.Tensor | None = None  # P(D ranks a replaced token above an original one), disc_auc()
+    replaced_frac: torch.Tensor | None = None  # replaced tokens / non-padding tokens
+    main_mlm_loss: torch.Tensor | None = None  # Replace MLM / All-Tokens MLM: the main model's loss
+
+    def __post_init__(self):
+        for name in METRICS:
+            if getattr(self, name) is None:
+                setattr(self, name, torch.zeros_like(self.loss))
 
     def metrics(self) -> dict:
-        names = ("loss", "mlm_loss", "disc_loss", "gen_acc", "disc_acc", "disc_precision",
-                 "disc_recall", "disc_auc", "replaced_frac", "main_mlm_loss")
-        return {n: getattr(self, n).item() for n in names}
+        return {n: getattr(self, n).item() for n in METRICS}
 
 
 class Electra(nn.Module):
@@ -540,12 +551,11 @@ class Electra(nn.Module):
         self.copy_head = nn.Linear(config.hidden_size, 1) if obj == "all_tokens_mlm" else None
         init_weights(self, config.init_std)
 
-    def forward(self, input_ids, segment_ids, attention_mask, rng: torch.Generator | None = None):
-        if self.config.objective == "bert":
-            return self._forward_bert(input_ids, segment_ids, attention_mask, rng)
-        if self.config.objective in ("replace_mlm", "all_tokens_mlm"):
-            return self._forward_mlm_ablation(input_ids, segment_ids, attention_mask, rng)
+    def forward(self, input_ids, segment_ids, attention_mask, rng: torch.Generator | None = None) -> ElectraOutput:
+        """One pre-training step: Section 2's steps in the module docstring's order, then the loss."""
         cfg, x = self.config, input_ids
+        if cfg.objective == "bert":
+            return self._forward_bert(x, segment_ids, attention_mask, rng)
         m, m_valid = mask_positions(x, attention_mask, cfg, rng)  # [B, K]
         x_masked = mask_tokens(x, m, m_valid, cfg, rng)  # [B, T]
         h_G = self.generator.hidden_states(x_masked, segment_ids, attention_mask)  # [B, T, Hg]
@@ -555,6 +565,12 @@ class Electra(nn.Module):
         x_hat = sample(logits_G, cfg.temperature, rng)  # [B, K]
         x_corrupt = replace(x, m, torch.where(m_valid, x_hat, x_m))  # [B, T]
         is_original = x_corrupt == x  # a sample equal to the original counts as original
+        real = attention_mask.bool()
+        steps = dict(mlm_loss=l_mlm, gen_acc=_mean(logits_G.argmax(-1) == x_m, m_valid), m=m, m_valid=m_valid,
+                     x_masked=x_masked, x_corrupt=x_corrupt, replaced_frac=_mean(~is_original, real))
+        if cfg.objective in ("replace_mlm", "all_tokens_mlm"):
+            l_main = self._main_mlm_loss(x, x_m, x_corrupt, m, m_valid, segment_ids, attention_mask)
+            return ElectraOutput(loss=l_mlm + l_main, main_mlm_loss=l_main, **steps)
         logits_D = self.discriminator(x_corrupt, segment_ids, attention_mask)  # [B, T]
         if cfg.objective == "electra_15":
             # ELECTRA 15% (Sec. 3.5): "identical to ELECTRA except the discriminator loss only comes
@@ -563,69 +579,39 @@ class Electra(nn.Module):
         else:
             weights = attention_mask
         l_disc = disc_loss(logits_D, is_original, weights)
-        with torch.no_grad():
-            real = attention_mask.bool()
-            replaced, called_replaced = ~is_original & real, (logits_D < 0) & real
-            n_real = real.sum().clamp_min(1)
-            stats = dict(
-                gen_acc=_masked_accuracy(logits_G, x_m, m_valid),
-                disc_acc=((called_replaced == replaced) & real).sum() / n_real,
-                disc_precision=(called_replaced & replaced).sum() / called_replaced.sum().clamp_min(1),
-                disc_recall=(called_replaced & replaced).sum() / replaced.sum().clamp_min(1),
-                disc_auc=disc_auc(torch.sigmoid(logits_D.float()), is_original, attention_mask),
-                replaced_frac=replaced.sum() / n_real,
-            )
-        return ElectraOutput(loss=electra_loss(l_mlm, l_disc, cfg.lam), mlm_loss=l_mlm, disc_loss=l_disc,
-                             main_mlm_loss=torch.zeros((), device=x.device), m=m, m_valid=m_valid,
-                             x_masked=x_masked, x_corrupt=x_corrupt,
-                             p_original=torch.sigmoid(logits_D.detach().float()), **stats)
+        p_original = torch.sigmoid(logits_D.detach().float())
+        replaced, called_replaced = ~is_original & real, (logits_D.detach() < 0) & real
+        return ElectraOutput(loss=electra_loss(l_mlm, l_disc, cfg.lam), disc_loss=l_disc, p_original=p_original,
+                             disc_acc=_mean(called_replaced == replaced, real),
+                             disc_precision=_mean(replaced, called_replaced),
+                             disc_recall=_mean(called_replaced, replaced),
+                             disc_auc=disc_auc(p_original, is_original, attention_mask), **steps)
 
-    def _forward_mlm_ablation(self, x, segment_ids, attention_mask, rng):
-        """Replace MLM and All-Tokens MLM (Section 3.5, Table 5). The generator runs as in ELECTRA
-        (same masking, same L_MLM, same samples); the main model is a full-size masked LM that reads
-        x_corrupt instead of x_masked, so it never sees [MASK]:
+    def _main_mlm_loss(self, x, x_m, x_corrupt, m, m_valid, segment_ids, attention_mask):
+        """The main model's loss in Replace MLM and All-Tokens MLM (Section 3.5, Table 5): a full-size
+        masked LM that reads x_corrupt instead of x_masked, so it never sees [MASK].
         - replace_mlm: "the same as masked language modeling except instead of replacing masked-out
           tokens with [MASK], they are replaced with tokens from a generator model"; it predicts the
           original tokens at the masked positions (mlm_loss).
-        - all_tokens_mlm: as Replace MLM, but predicts the identity of every token, with a copy
-          mechanism (all_tokens_mlm_loss).
-        The total loss is the generator's L_MLM plus the main model's loss (no lambda: both are
-        log-likelihoods over a vocabulary).
+        - all_tokens_mlm: predicts the identity of every token, with a copy mechanism (all_tokens_mlm_loss).
+        The total loss is G's L_MLM plus this one, without lambda: both are log-likelihoods over a vocabulary.
         """
-        cfg = self.config
-        m, m_valid = mask_positions(x, attention_mask, cfg, rng)  # [B, K]
-        x_masked = mask_tokens(x, m, m_valid, cfg, rng)
-        logits_G = self.generator.logits(self.generator.hidden_states(x_masked, segment_ids, attention_mask), m)
-        x_m = x.gather(1, m)  # [B, K]
-        l_gen = mlm_loss(logits_G, x_m, m_valid)
-        x_hat = sample(logits_G, cfg.temperature, rng)
-        x_corrupt = replace(x, m, torch.where(m_valid, x_hat, x_m))  # [B, T]
         h = self.mlm.hidden_states(x_corrupt, segment_ids, attention_mask)  # [B, T, H]
-        if cfg.objective == "replace_mlm":
-            l_main = mlm_loss(self.mlm.logits(h, m), x_m, m_valid)
-        else:
-            every = torch.arange(x.shape[1], device=x.device).expand(x.shape[0], -1)  # [B, T] all positions
-            l_main = all_tokens_mlm_loss(self.mlm.logits(h, every), self.copy_head(h).squeeze(-1),
-                                         x_corrupt, x, attention_mask)
-        real = attention_mask.bool()
-        zero = torch.zeros((), device=x.device)
-        return ElectraOutput(loss=l_gen + l_main, mlm_loss=l_gen, disc_loss=zero, main_mlm_loss=l_main,
-                             gen_acc=_masked_accuracy(logits_G, x_m, m_valid), disc_acc=zero,
-                             disc_precision=zero, disc_recall=zero, disc_auc=zero,
-                             replaced_frac=((x_corrupt != x) & real).sum() / real.sum().clamp_min(1),
-                             m=m, m_valid=m_valid, x_masked=x_masked, x_corrupt=x_corrupt, p_original=None)
+        if self.config.objective == "replace_mlm":
+            return mlm_loss(self.mlm.logits(h, m), x_m, m_valid)
+        every = torch.arange(x.shape[1], device=x.device).expand(x.shape[0], -1)  # [B, T] all positions
+        return all_tokens_mlm_loss(self.mlm.logits(h, every), self.copy_head(h).squeeze(-1), x_corrupt, x,
+                                   attention_mask)
 
     def _forward_bert(self, x, segment_ids, attention_mask, rng):
-        m, m_valid = mask_positions(x, attention_mask, self.config, rng)
-        x_masked = bert_mask_tokens(x, m, m_valid, self.config, rng)
-        logits = self.mlm.logits(self.mlm.hidden_states(x_masked, segment_ids, attention_mask), m)
-        x_m = x.gather(1, m)
+        """BERT, Table 1's baseline: a masked LM of D's size on BERT's 80/10/10 masking, no D."""
+        m, m_valid = mask_positions(x, attention_mask, self.config, rng)  # [B, K]
+        x_masked = bert_mask_tokens(x, m, m_valid, self.config, rng)  # [B, T]
+        logits = self.mlm.logits(self.mlm.hidden_states(x_masked, segment_ids, attention_mask), m)  # [B, K, V]
+        x_m = x.gather(1, m)  # [B, K]
         l_mlm = mlm_loss(logits, x_m, m_valid)
-        zero = torch.zeros((), device=x.device)
-        return ElectraOutput(loss=l_mlm, mlm_loss=l_mlm, disc_loss=zero, main_mlm_loss=zero,
-                             gen_acc=_masked_accuracy(logits, x_m, m_valid), disc_acc=zero,
-                             disc_precision=zero, disc_recall=zero, disc_auc=zero, replaced_frac=zero, m=m,
-                             m_valid=m_valid, x_masked=x_masked, x_corrupt=None, p_original=None)
+        return ElectraOutput(loss=l_mlm, mlm_loss=l_mlm, gen_acc=_mean(logits.argmax(-1) == x_m, m_valid),
+                             m=m, m_valid=m_valid, x_masked=x_masked)
 
     @torch.no_grad()
     def p_original(self, input_ids, segment_ids, attention_mask):
@@ -645,11 +631,6 @@ class Electra(nn.Module):
         missing, unexpected = disc.load_state_dict(encoder, strict=False)
         assert not unexpected and all(k.startswith("head") for k in missing), (missing, unexpected)
         return disc
-
-
-def _masked_accuracy(logits, targets, m_valid):
-    correct = (logits.argmax(-1) == targets) & m_valid
-    return correct.sum() / m_valid.sum().clamp_min(1)
 
 
 def count_params(module: nn.Module) -> int:
