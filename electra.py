@@ -325,10 +325,10 @@ def init_weights(module: nn.Module, std: float):
 # The steps of pre-training, one function each (Section 2)
 
 
-def _generator(rng: torch.Generator | None) -> dict:
+def _rng_kwargs(rng: torch.Generator | None) -> dict:
     """generator=rng for torch.rand/randint, or nothing (torch's global generator) when rng is None.
-    Not generator=None: torch.compile rejects that once shapes are dynamic (torch 2.13), as they
-    become when a held-out batch is smaller than a training batch."""
+    Not generator=None: torch.compile rejects that once shapes are dynamic, as they become when a
+    held-out batch is smaller than a training batch."""
     return {} if rng is None else {"generator": rng}
 
 
@@ -357,7 +357,7 @@ def mask_positions(x, attention_mask, config: ElectraConfig, rng: torch.Generato
     k = torch.round(n * config.mask_prob).long().clamp(1, K)  # [B]
     k = torch.minimum(k, candidate.sum(dim=1))  # never more than there are candidates
     # A uniformly random order of the candidates: sort random keys, candidates first.
-    keys = torch.rand(B, T, device=x.device, **_generator(rng)) + (~candidate).float()  # [B, T], non-candidates > 1
+    keys = torch.rand(B, T, device=x.device, **_rng_kwargs(rng)) + (~candidate).float()  # [B, T], non-candidates > 1
     m = keys.argsort(dim=1)[:, :K]  # [B, K]
     m_valid = torch.arange(K, device=x.device)[None, :] < k[:, None]  # [B, K]
     return m, m_valid
@@ -379,7 +379,7 @@ def mask_tokens(x, m, m_valid, config: ElectraConfig, rng: torch.Generator | Non
     (0.85) and keeps its original token otherwise (0.15); ELECTRA never inserts random tokens.
     """
     x_m = x.gather(1, m)  # [B, K] the original tokens at the chosen positions
-    to_mask = m_valid & (torch.rand(m.shape, device=x.device, **_generator(rng)) < config.mask_token_prob)
+    to_mask = m_valid & (torch.rand(m.shape, device=x.device, **_rng_kwargs(rng)) < config.mask_token_prob)
     return replace(x, m, torch.where(to_mask, torch.full_like(x_m, config.mask_id), x_m))
 
 
@@ -387,8 +387,8 @@ def bert_mask_tokens(x, m, m_valid, config: ElectraConfig, rng: torch.Generator 
     """BERT's masking (Devlin et al. 2019, Sec. 3.1): of the chosen positions 80% become [MASK],
     10% a random token, 10% keep the original. The baseline of the paper's Table 1."""
     x_m = x.gather(1, m)  # [B, K]
-    u = torch.rand(m.shape, device=x.device, **_generator(rng))
-    random_ids = torch.randint(0, config.vocab_size, m.shape, device=x.device, **_generator(rng))
+    u = torch.rand(m.shape, device=x.device, **_rng_kwargs(rng))
+    random_ids = torch.randint(0, config.vocab_size, m.shape, device=x.device, **_rng_kwargs(rng))
     values = torch.where(u < config.bert_mask_token_prob, torch.full_like(x_m, config.mask_id),
                          torch.where(u < config.bert_mask_token_prob + config.bert_random_token_prob,
                                      random_ids, x_m))
@@ -404,7 +404,7 @@ def sample(logits, temperature: float = 1.0, rng: torch.Generator | None = None)
     No gradient flows through the sample (the paper: "we do not back-propagate the discriminator
     loss through the generator", it is not possible through sampling anyway).
     """
-    u = torch.rand(logits.shape, device=logits.device, **_generator(rng), dtype=torch.float32)
+    u = torch.rand(logits.shape, device=logits.device, **_rng_kwargs(rng), dtype=torch.float32)
     gumbel = -torch.log((-torch.log(u.clamp_min(1e-9))).clamp_min(1e-9))  # clamps keep both logs finite
     return (logits.float() / temperature + gumbel).argmax(dim=-1)
 
