@@ -35,6 +35,8 @@ import torch.nn.functional as F
 
 @dataclass
 class ElectraConfig:
+    """The model's hyperparameters. The defaults are ELECTRA-Small's."""
+
     # --- discriminator architecture (paper Table 6; official configure_pretraining.py) ---
     vocab_size: int = 30522  # BERT's uncased WordPiece vocab (paper Sec. 3.1); set from the tokenizer
     embedding_size: int = 128  # Small uses 128 and projects to hidden (Table 6, "Embedding Size")
@@ -79,30 +81,26 @@ class ElectraConfig:
 # three are Section 3.5's efficiency ablations (Table 5), each defined where Electra.forward runs it.
 OBJECTIVES = ("electra", "bert", "electra_15", "replace_mlm", "all_tokens_mlm")
 
-# Model presets. small/base/large are the paper's (Table 6; official configure_pretraining.py).
-# Training recipes (batch, lr, steps, sequence length) belong to train.py.
+# Model presets: each lists what differs from ElectraConfig's defaults, which are ELECTRA-Small's.
+# small/base/large are the paper's (Table 6; official configure_pretraining.py). Training recipes
+# (batch, lr, steps, sequence length) belong to train.py.
 SIZES = {
-    # ours, for CPUs: a step at batch 32, seq 128 takes ~0.4 s on 2 cores. Its vocab is trained on
-    # the corpus at 8192 pieces: sampling from p_G and the MLM softmax cost O(V) per masked token,
-    # and at V = 30522 they alone take most of a CPU step. Three values differ from the paper's
-    # Small, so that D visibly learns within a 15-minute CPU run (measured in experiments/
-    # cpu_preset.py; at the paper's values D's held-out AUC stays at 0.50-0.57, no better than a
-    # detector that sees only the token, for thousands of updates):
-    # - temperature 2 (official `temperature`, 1.0 in the paper): G's samples stay detectable
-    #   while D learns context. At 1.0 G matches the corpus' word frequencies within ~100 updates,
-    #   and D, which cannot yet use its context, has nothing left to go on.
-    # - mask_prob 0.25 (the paper's Large uses 25%, Table 6): more replaced tokens per update,
-    #   so more signal for D, and a replaced token is less rare (recall at 0.5 rises).
-    # - no dropout: a 15-minute run sees 13 books 2.6 times, too little to overfit (held-out and
-    #   training L_MLM end 0.1 nats apart).
-    "tiny": dict(vocab_size=8192, embedding_size=128, hidden_size=128, num_layers=4, num_heads=2, intermediate_size=512,
-                 generator_fraction=0.25, temperature=2.0, mask_prob=0.25, dropout=0.0, attention_dropout=0.0),
-    "small": dict(embedding_size=128, hidden_size=256, num_layers=12, num_heads=4, intermediate_size=1024,
-                  generator_fraction=1 / 4),
-    "base": dict(embedding_size=768, hidden_size=768, num_layers=12, num_heads=12, intermediate_size=3072,
-                 generator_fraction=1 / 3),
-    "large": dict(embedding_size=1024, hidden_size=1024, num_layers=24, num_heads=16,
-                  intermediate_size=4096, generator_fraction=1 / 4, mask_prob=0.25),
+    # ours, for CPUs. Its vocab is trained on the corpus at 8192 pieces: sampling from p_G and the
+    # MLM softmax cost O(V) per masked token, and at V = 30522 they alone take most of a CPU step.
+    # Three values differ from the paper's Small so that D visibly learns within a 15-minute CPU
+    # run; at the paper's values D's held-out AUC stays at 0.50-0.57, no better than a detector
+    # that sees only the token (experiments/cpu_preset.py):
+    # - temperature 2 (the paper's is 1): G's samples stay detectable while D learns context. At 1
+    #   G matches the corpus' word frequencies within ~100 updates, and D, which cannot yet use its
+    #   context, has nothing left to go on.
+    # - mask_prob 0.25 (as the paper's Large): more replaced tokens per update, more signal for D.
+    # - no dropout: a 15-minute run sees its 13 books 2.6 times, too few to overfit.
+    "tiny": dict(vocab_size=8192, hidden_size=128, num_layers=4, num_heads=2, intermediate_size=512,
+                 temperature=2.0, mask_prob=0.25, dropout=0.0, attention_dropout=0.0),
+    "small": {},
+    "base": dict(embedding_size=768, hidden_size=768, num_heads=12, intermediate_size=3072, generator_fraction=1 / 3),
+    "large": dict(embedding_size=1024, hidden_size=1024, num_layers=24, num_heads=16, intermediate_size=4096,
+                  mask_prob=0.25),
 }
 
 
