@@ -72,10 +72,6 @@ class ElectraConfig:
     sep_id: int = 102
     mask_id: int = 103
 
-    @property
-    def head_size(self) -> int:
-        return self.hidden_size // self.num_heads
-
 
 # Pre-training objectives. "electra" and "bert" are the paper's main comparison (Table 1); the other
 # three are Section 3.5's efficiency ablations (Table 5), each defined where Electra.forward runs it.
@@ -640,25 +636,29 @@ def count_params(module: nn.Module) -> int:
 # Compute: FLOPs of one training step
 
 
-def _encoder_forward_flops(c: ElectraConfig, seq: int) -> float:
-    """Matmul FLOPs (2mn per matrix-vector product) of one sequence through an encoder."""
-    H, F_, T = c.hidden_size, c.intermediate_size, seq
-    per_token_layer = 2 * H * 3 * H + 2 * H * H + 2 * 2 * H * F_  # QKV, attention output, FFN
-    per_token_layer += 2 * 2 * T * H  # Q K^T and (attention weights) V
-    proj = 2 * c.embedding_size * H if c.embedding_size != H else 0
-    return T * (c.num_layers * per_token_layer + proj)
+def _forward_flops(config: ElectraConfig, seq: int, masked: float, encoder, mlm_output, disc_head: float,
+                   copy_head: float) -> float:
+    """Forward FLOPs of one sequence: the parts the objective runs, each counted by a convention's
+    encoder(c) and mlm_output(c, positions); `masked` = the positions an MLM output runs at."""
+    main = encoder(config)  # the full-size encoder: D, or BERT's / the ablations' masked LM
+    if config.objective == "bert":
+        return main + mlm_output(config, masked)
+    g = generator_config(config)
+    fwd = main + encoder(g) + mlm_output(g, masked)
+    if config.objective in ("electra", "electra_15"):
+        return fwd + disc_head
+    if config.objective == "replace_mlm":
+        return fwd + mlm_output(config, masked)
+    return fwd + mlm_output(config, seq) + copy_head  # all_tokens_mlm: its output at every position
 
 
 def flops_per_step(config: ElectraConfig, batch: int, seq: int) -> float:
     """Training FLOPs of one step (forward + backward), our convention.
 
     Matmuls count 2mn; embedding lookups count 0 (they are gathers); backward = 2 x forward
-    (gradients w.r.t. activations and w.r.t. weights), so a step is 3 x forward. The generator's
-    output layer runs only at the k = min(max_predictions, round(mask_prob * seq)) masked positions.
-    ELECTRA (and ELECTRA 15%): D encoder + D head at every token, G encoder + G head at the
-    masked ones. BERT: the full-size encoder + its MLM head at the masked positions. Replace MLM:
-    G + the full-size MLM at the masked positions. All-Tokens MLM: G + the full-size MLM at every
-    position + the copy head.
+    (gradients w.r.t. activations and w.r.t. weights), so a step is 3 x forward. An MLM output
+    runs only at the k = min(max_predictions, round(mask_prob * seq)) masked positions, except
+    All-Tokens MLM's, at every position. D's head runs at every token.
 
     The official flops_computation.py (flops_per_step_official) counts differently: embedding
     lookups as dense one-hot matmuls (2 E V per token, large for small models), the MLM output at
@@ -666,24 +666,20 @@ def flops_per_step(config: ElectraConfig, batch: int, seq: int) -> float:
     forward (2 x forward per step). For ELECTRA-Small over 1M steps that script gives 1.29e18;
     the paper's Table 1 reports 1.4e18; our convention gives 1.15e18.
     """
-    k = min(config.max_predictions, round(config.mask_prob * seq))
-    E, V = config.embedding_size, config.vocab_size
+    E, V, H = config.embedding_size, config.vocab_size, config.hidden_size
 
-    def mlm_head(c, positions):  # dense hidden -> E, then the tied E -> V output
+    def encoder(c):
+        h = c.hidden_size
+        layer = 2 * 3 * h * h + 2 * h * h + 2 * 2 * h * c.intermediate_size  # QKV, attention output, FFN
+        layer += 2 * 2 * seq * h  # Q K^T and (attention weights) V
+        return seq * (c.num_layers * layer + (2 * E * h if E != h else 0))  # + the embedding projection
+
+    def mlm_output(c, positions):  # dense hidden -> E, then the tied E -> V output
         return positions * (2 * c.hidden_size * E + 2 * E * V)
 
-    obj, H = config.objective, config.hidden_size
-    main = _encoder_forward_flops(config, seq)
-    if obj == "bert":
-        return 3.0 * batch * (main + mlm_head(config, k))
-    g = generator_config(config)
-    fwd = _encoder_forward_flops(g, seq) + mlm_head(g, k)
-    if obj in ("electra", "electra_15"):
-        fwd += main + seq * (2 * H * H + 2 * H)  # D and its dense -> GELU -> logit head
-    elif obj == "replace_mlm":
-        fwd += main + mlm_head(config, k)
-    else:  # all_tokens_mlm
-        fwd += main + mlm_head(config, seq) + seq * 2 * H
+    k = min(config.max_predictions, round(config.mask_prob * seq))
+    fwd = _forward_flops(config, seq, k, encoder, mlm_output, disc_head=seq * (2 * H * H + 2 * H),
+                         copy_head=seq * 2 * H)
     return 3.0 * batch * fwd
 
 
@@ -692,47 +688,30 @@ def flops_per_step_official(config: ElectraConfig, batch: int, seq: int,
     """Training FLOPs of one step counted as the official flops_computation.py does (see
     flops_per_step for the differences). Matmuls 2mn; dense embedding lookups; elementwise ops
     counted (dropout 4, LayerNorm 5, GELU 8, softmax 5 per element); backward = forward;
-    the MLM output softmax at output_frac = 20/128 of positions; heads = hidden // 64.
+    the MLM output at output_frac = 20/128 of positions; heads = hidden // 64.
     The official script counts only ELECTRA and BERT; the Sec. 3.5 ablations are counted in its
     convention from their parts: Replace MLM = the generator + the full-size MLM (its output at
     output_frac of positions), All-Tokens MLM = the generator + the full-size MLM with its output at
     every position + the copy head (dense H -> 1, then a sigmoid counted as an activation).
     """
     DROP, LN, ACT, SOFT = 4, 5, 8, 5
+    E, V, H, s = config.embedding_size, config.vocab_size, config.hidden_size, seq
 
-    def block(h, i, s):
-        heads = max(h // 64, 1)
+    def encoder(c):
+        h, i, heads = c.hidden_size, c.intermediate_size, max(c.hidden_size // 64, 1)
         attn = 2 * 3 * h * h + 3 * h + 2 * h * s + (SOFT + DROP + 1) * s * heads + 2 * h * s
         attn += 2 * h * h + h + DROP * h + h + LN  # output dense, bias, dropout, residual, LayerNorm
         ffn = 2 * h * i + ACT * i + i + 2 * h * i + h + DROP * h + h + LN * h
-        return s * (attn + ffn)
+        inputs = 2 * E * V + 2 * E * (s + 2) + 2 * E + LN * E + DROP * E  # dense lookups, LayerNorm, dropout
+        if E != h:
+            inputs += 2 * h * E + h  # the embedding projection
+        return s * (c.num_layers * (attn + ffn) + inputs)
 
-    def inputs(h, e, v, s):  # dense lookup + positions/segments + LN + dropout (+ projection)
-        f = 2 * e * v + 2 * e * (s + 2) + 2 * e + LN * e + DROP * e
-        if e != h:
-            f += 2 * h * e + h
-        return s * f
+    def mlm_output(c, positions):
+        return positions * (2 * E * V + 2 * c.hidden_size * E + E + ACT * E + LN * E + SOFT * V + 2 * V)
 
-    def mlm_output(h, e, v, s, frac=output_frac):
-        f = 2 * e * v + 2 * h * e + e + ACT * e + LN * e + SOFT * v + 2 * v
-        return frac * s * f
-
-    def classifier(h, s):
-        return s * (2 * h * h + h + ACT * h + 2 * h)
-
-    c, E, V, H = config, config.embedding_size, config.vocab_size, config.hidden_size
-    main = c.num_layers * block(H, c.intermediate_size, seq) + inputs(H, E, V, seq)
-    if c.objective == "bert":
-        return 2.0 * batch * (main + mlm_output(H, E, V, seq))
-    g = generator_config(c)
-    fwd = (main + g.num_layers * block(g.hidden_size, g.intermediate_size, seq) +
-           inputs(g.hidden_size, E, V, seq) + mlm_output(g.hidden_size, E, V, seq))
-    if c.objective in ("electra", "electra_15"):
-        fwd += classifier(H, seq)
-    elif c.objective == "replace_mlm":
-        fwd += mlm_output(H, E, V, seq)
-    else:  # all_tokens_mlm
-        fwd += mlm_output(H, E, V, seq, frac=1.0) + seq * (2 * H + 1 + ACT)
+    fwd = _forward_flops(config, s, output_frac * s, encoder, mlm_output,
+                         disc_head=s * (2 * H * H + H + ACT * H + 2 * H), copy_head=s * (2 * H + 1 + ACT))
     return 2.0 * batch * fwd
 
 
