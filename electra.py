@@ -17,8 +17,8 @@ Conventions: shapes are written [B, T, H] = [batch, sequence, hidden]; K = the n
 slots per sequence (config.max_predictions); V = vocabulary size.
 
 Sign convention: the paper's D(x, t) is the probability that token t is *original*. The official
-TensorFlow code and HuggingFace predict *replaced*. We follow the paper everywhere; the checkpoint
-converters at the bottom flip the sign of the last layer.
+TensorFlow code and HuggingFace predict *replaced*. We follow the paper everywhere; hf.py's
+checkpoint converters flip the sign of the last layer.
 """
 
 import math
@@ -111,30 +111,31 @@ def get_config(size: str, **overrides) -> ElectraConfig:
     return ElectraConfig(**{**SIZES[size], **overrides})
 
 
+# check_config's ranges: (fields, test, what the value must be)
+_RANGES = (
+    (("vocab_size", "embedding_size", "hidden_size", "num_layers", "num_heads", "intermediate_size",
+      "max_position", "type_vocab_size", "max_predictions"), lambda v: v >= 1, "at least 1"),
+    (("dropout", "attention_dropout", "mask_prob", "mask_token_prob", "bert_mask_token_prob",
+      "bert_random_token_prob"), lambda v: 0 <= v <= 1, "a probability in [0, 1]"),
+    (("temperature", "layer_norm_eps", "init_std"), lambda v: math.isfinite(v) and v > 0, "a positive number"),
+    (("lam",), lambda v: math.isfinite(v) and v >= 0, "a number >= 0"),
+    (("generator_fraction",), lambda v: 0 < v <= 1, "in (0, 1]"),
+)
+
+
 def check_config(config: ElectraConfig) -> None:
     """Raise ValueError, naming the field, for a config no model can be built from (the discriminator's
     and the generator_config derived from it)."""
     c = config
     if c.objective not in OBJECTIVES:
         raise ValueError(f"unknown objective {c.objective!r}: choose one of {', '.join(OBJECTIVES)}")
-    for name in ("vocab_size", "embedding_size", "hidden_size", "num_layers", "num_heads", "intermediate_size",
-                 "max_position", "type_vocab_size", "max_predictions"):
-        if getattr(c, name) < 1:
-            raise ValueError(f"{name} = {getattr(c, name)}: must be at least 1")
-    for name in ("dropout", "attention_dropout", "mask_prob", "mask_token_prob", "bert_mask_token_prob",
-                 "bert_random_token_prob"):
-        if not 0 <= getattr(c, name) <= 1:
-            raise ValueError(f"{name} = {getattr(c, name)}: must be a probability in [0, 1]")
+    for names, ok, must in _RANGES:
+        for name in names:
+            if not ok(getattr(c, name)):
+                raise ValueError(f"{name} = {getattr(c, name)}: must be {must}")
     if c.bert_mask_token_prob + c.bert_random_token_prob > 1:
         raise ValueError(f"bert_mask_token_prob + bert_random_token_prob = "
                          f"{c.bert_mask_token_prob + c.bert_random_token_prob}: must be at most 1")
-    for name in ("temperature", "layer_norm_eps", "init_std"):
-        if not (math.isfinite(getattr(c, name)) and getattr(c, name) > 0):
-            raise ValueError(f"{name} = {getattr(c, name)}: must be a positive number")
-    if not (math.isfinite(c.lam) and c.lam >= 0):
-        raise ValueError(f"lam = {c.lam}: must be a number >= 0")
-    if not 0 < c.generator_fraction <= 1:
-        raise ValueError(f"generator_fraction = {c.generator_fraction}: must be in (0, 1]")
     if c.hidden_size % c.num_heads:
         raise ValueError(f"hidden_size {c.hidden_size} is not divisible by num_heads {c.num_heads}: each head "
                          f"gets hidden_size / num_heads dimensions")
@@ -190,7 +191,6 @@ class SelfAttention(nn.Module):
         self.n_head, self.fast = config.num_heads, config.fast_attention
         self.qkv = nn.Linear(config.hidden_size, 3 * config.hidden_size)  # Q, K, V in one matmul
         self.out = nn.Linear(config.hidden_size, config.hidden_size)
-        self.p_drop = config.attention_dropout
         self.attn_drop = nn.Dropout(config.attention_dropout)
 
     def forward(self, h, keep):
@@ -201,7 +201,7 @@ class SelfAttention(nn.Module):
         q, k, v = (t.view(B, T, self.n_head, H // self.n_head).transpose(1, 2) for t in (q, k, v))
         if self.fast:
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=keep,
-                                               dropout_p=self.p_drop if self.training else 0.0)
+                                               dropout_p=self.attn_drop.p if self.training else 0.0)
         else:
             y = attention_reference(q, k, v, keep, self.attn_drop)
         y = y.transpose(1, 2).reshape(B, T, H)  # [B, heads, T, d] -> [B, T, H]
@@ -303,15 +303,12 @@ class Discriminator(Encoder):
 
 
 def init_weights(module: nn.Module, std: float):
-    """N(0, std) for matrices and embeddings, zero biases, LayerNorm = identity (official modeling.py;
-    it uses a truncated normal, we use a plain normal as HuggingFace does)."""
+    """N(0, std) for matrices and embeddings, zero biases (official modeling.py; it uses a truncated
+    normal, we use a plain normal as HuggingFace does). LayerNorm keeps torch's init, the identity."""
     for mod in module.modules():
         if isinstance(mod, (nn.Linear, nn.Embedding)):
             nn.init.normal_(mod.weight, std=std)
         if isinstance(mod, nn.Linear) and mod.bias is not None:
-            nn.init.zeros_(mod.bias)
-        if isinstance(mod, nn.LayerNorm):
-            nn.init.ones_(mod.weight)
             nn.init.zeros_(mod.bias)
 
 
@@ -456,12 +453,11 @@ def disc_auc(p_original, is_original, weights):
         AUC = 1 / (n_r n_o) * sum_{replaced i} ( #{original j : s_j < s_i} + 1/2 #{original j : s_j = s_i} )
 
     with s = 1 - D the score of *replaced*, over the tokens where `weights` is 1 (n_r replaced, n_o
-    original). This is the Mann-Whitney rank statistic: each replaced token's rank among the
-    originals, ties counted as half. 0.5 is chance (D ranks by nothing), 1.0 a perfect ranking. The
-    official code reports the same quantity (run_pretraining.py: disc_auc). Unlike D's accuracy it
-    moves as soon as D ranks replaced tokens higher, long before any of them crosses 0.5.
-    Sorting and binary search instead of torch.unique keep it free of host syncs (one graph under
-    torch.compile). With no replaced or no original token the AUC is undefined; it returns 0.5.
+    original): the Mann-Whitney statistic. 0.5 is chance, 1.0 a perfect ranking; the official code
+    reports it too (run_pretraining.py: disc_auc). Unlike D's accuracy it moves as soon as D ranks
+    replaced tokens higher, long before any of them crosses 0.5. Sorting and binary search instead
+    of torch.unique keep it free of host syncs (one graph under torch.compile). With no replaced or
+    no original token the AUC is undefined; it returns 0.5.
 
     p_original, is_original, weights: the same shape ([B, T], or flat) -> a 0-dim tensor.
     Example: replaced scores [0.8, 0.4], original scores [0.4, 0.3, 0.1]: 0.8 beats all three (3),
@@ -488,7 +484,7 @@ def electra_loss(l_mlm, l_disc, lam: float):
 # -----------------------------------------------------------------------------
 # The whole model
 
-# The scalars of one step (ElectraOutput fields), in the order train.py logs them.
+# The scalars of one step: the ElectraOutput fields that train.py logs.
 METRICS = ("loss", "mlm_loss", "disc_loss", "gen_acc", "disc_acc", "disc_precision", "disc_recall",
            "disc_auc", "replaced_frac", "main_mlm_loss")
 
