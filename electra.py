@@ -682,15 +682,13 @@ def flops_per_step(config: ElectraConfig, batch: int, seq: int) -> float:
 def flops_per_step_official(config: ElectraConfig, batch: int, seq: int,
                             output_frac: float = 0.15625) -> float:
     """Training FLOPs of one step counted as the official flops_computation.py does (see
-    flops_per_step for the differences). Matmuls 2mn; dense embedding lookups; elementwise ops
-    counted (dropout 4, LayerNorm 5, GELU 8, softmax 5 per element); backward = forward;
-    the MLM output at output_frac = 20/128 of positions; heads = hidden // 64.
-    The official script counts only ELECTRA and BERT; the Sec. 3.5 ablations are counted in its
-    convention from their parts: Replace MLM = the generator + the full-size MLM (its output at
-    output_frac of positions), All-Tokens MLM = the generator + the full-size MLM with its output at
-    every position + the copy head (dense H -> 1, then a sigmoid counted as an activation).
+    flops_per_step for the differences): matmuls 2mn, dense embedding lookups, elementwise ops
+    (dropout 4, LayerNorm 5, GELU 8, softmax 5 FLOPs per element), backward = forward, the MLM
+    output at output_frac = 20/128 of positions, heads = hidden // 64. The script counts only
+    ELECTRA and BERT; the Sec. 3.5 ablations are counted in its convention from their parts, the
+    copy head as a dense H -> 1 and a sigmoid counted as an activation.
     """
-    DROP, LN, ACT, SOFT = 4, 5, 8, 5
+    DROP, LN, ACT, SOFT = 4, 5, 8, 5  # FLOPs per element, as flops_computation.py
     E, V, H, s = config.embedding_size, config.vocab_size, config.hidden_size, seq
 
     def encoder(c):
