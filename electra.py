@@ -887,15 +887,18 @@ def config_from_hf(d: dict, **overrides) -> ElectraConfig:
 
 
 if __name__ == "__main__":
-    # python electra.py: parameter counts and FLOPs of every preset
+    # python electra.py: parameter counts and FLOPs of every preset, at its train.py recipe's batch and
+    # sequence length
+    from train import RECIPES
+
     print("parameters, and train FLOPs of one step at the paper's batch and sequence length")
     print(f"{'size':6} {'D params':>12} {'G params':>12} {'FLOPs/step ours':>16} {'official':>12}")
     for name in SIZES:
-        cfg = get_config(name)
+        cfg, batch, seq = get_config(name), RECIPES[name].batch_size, RECIPES[name].seq_len
         model = Electra(cfg)
-        batch, seq = {"tiny": (32, 128), "small": (128, 128), "base": (256, 512), "large": (2048, 512)}[name]
         print(f"{name:6} {count_params(model.discriminator):12,d} {count_params(model.generator):12,d} "
               f"{flops_per_step(cfg, batch, seq):16.3e} {flops_per_step_official(cfg, batch, seq):12.3e}")
-    small = get_config("small")
-    print(f"ELECTRA-Small, 1M steps at batch 128, seq 128: ours {flops_per_step(small, 128, 128) * 1e6:.2e}, "
-          f"official convention {flops_per_step_official(small, 128, 128) * 1e6:.2e} (paper Table 1: 1.4e18)")
+    small, r = get_config("small"), RECIPES["small"]
+    ours, official = (f(small, r.batch_size, r.seq_len) * r.steps for f in (flops_per_step, flops_per_step_official))
+    print(f"ELECTRA-Small, {r.steps:,} steps at batch {r.batch_size}, seq {r.seq_len}: ours {ours:.2e}, "
+          f"official convention {official:.2e} (paper Table 1: 1.4e18)")
