@@ -73,6 +73,10 @@ class ElectraConfig:
     mask_id: int = 103
 
 
+# The official code's shape rules, used for the generator (generator_config) and its FLOPs count
+HEAD_SIZE = 64  # heads = hidden // 64 (BERT's and ELECTRA's head size)
+FFN_RATIO = 4  # FFN inner size = 4 * hidden (Vaswani et al. 2017; BERT)
+
 # Pre-training objectives. "electra" and "bert" are the paper's main comparison (Table 1); the other
 # three are Section 3.5's efficiency ablations (Table 5), each defined where Electra.forward runs it.
 OBJECTIVES = ("electra", "bert", "electra_15", "replace_mlm", "all_tokens_mlm")
@@ -81,16 +85,12 @@ OBJECTIVES = ("electra", "bert", "electra_15", "replace_mlm", "all_tokens_mlm")
 # small/base/large are the paper's (Table 6; official configure_pretraining.py). Training recipes
 # (batch, lr, steps, sequence length) belong to train.py.
 SIZES = {
-    # ours, for CPUs. Its vocab is trained on the corpus at 8192 pieces: sampling from p_G and the
-    # MLM softmax cost O(V) per masked token, and at V = 30522 they alone take most of a CPU step.
-    # Three values differ from the paper's Small so that D visibly learns within a 15-minute CPU
-    # run; at the paper's values D's held-out AUC stays at 0.50-0.57, no better than a detector
-    # that sees only the token (experiments/cpu_preset.py):
-    # - temperature 2 (the paper's is 1): G's samples stay detectable while D learns context. At 1
-    #   G matches the corpus' word frequencies within ~100 updates, and D, which cannot yet use its
-    #   context, has nothing left to go on.
-    # - mask_prob 0.25 (as the paper's Large): more replaced tokens per update, more signal for D.
-    # - no dropout: a 15-minute run sees its 13 books 2.6 times, too few to overfit.
+    # ours, for CPUs (README, "See ELECTRA learn on a CPU"; experiments/cpu_preset.py). An 8192-piece
+    # vocab, as sampling from p_G and the MLM softmax cost O(V) per masked token. Three values differ
+    # from the paper's Small so that D visibly learns in a 15-minute CPU run (at the paper's values its
+    # held-out AUC stays near chance): temperature 2 keeps G's samples detectable while D learns
+    # context; mask_prob 0.25 (as Large) gives D more replaced tokens per update; no dropout, as so
+    # short a run cannot overfit.
     "tiny": dict(vocab_size=8192, hidden_size=128, num_layers=4, num_heads=2, intermediate_size=512,
                  temperature=2.0, mask_prob=0.25, dropout=0.0, attention_dropout=0.0),
     "small": {},
@@ -142,7 +142,7 @@ def check_config(config: ElectraConfig) -> None:
     g = generator_config(c)
     if g.hidden_size < 1 or g.hidden_size % g.num_heads:
         raise ValueError(f"generator_fraction {c.generator_fraction} gives the generator hidden size "
-                         f"{g.hidden_size} with {g.num_heads} head(s) (hidden // 64): choose a fraction of "
+                         f"{g.hidden_size} with {g.num_heads} head(s) (hidden // {HEAD_SIZE}): choose a fraction of "
                          f"hidden_size {c.hidden_size} that is at least 1 and divisible by its heads")
 
 
@@ -151,13 +151,13 @@ def generator_config(config: ElectraConfig) -> ElectraConfig:
 
     Official run_pretraining.get_generator_config: hidden = round(fraction * hidden), layers =
     round(generator_layers * layers), FFN = 4 * hidden, heads = max(1, hidden // 64). For the
-    paper's presets (generator_layers 1: every layer kept) this is the same as
-    scaling hidden, heads and FFN by the fraction: Small 256/4/1024 -> 64/1/256, Base 768/12/3072 ->
-    256/4/1024. The embedding size is kept: the embeddings are shared (Section 3.2).
+    paper's presets (generator_layers 1: every layer kept) this is the same as scaling hidden, heads
+    and FFN by the fraction: Small 256/4/1024 -> 64/1/256, Base 768/12/3072 -> 256/4/1024. The
+    embedding size is kept: the embeddings are shared (Section 3.2).
     """
     hidden = int(round(config.hidden_size * config.generator_fraction))
-    return dc_replace(config, hidden_size=hidden, intermediate_size=4 * hidden,
-                      num_heads=max(1, hidden // 64),
+    return dc_replace(config, hidden_size=hidden, intermediate_size=FFN_RATIO * hidden,
+                      num_heads=max(1, hidden // HEAD_SIZE),
                       num_layers=int(round(config.num_layers * config.generator_layers)))
 
 
@@ -692,7 +692,7 @@ def flops_per_step_official(config: ElectraConfig, batch: int, seq: int,
     E, V, H, s = config.embedding_size, config.vocab_size, config.hidden_size, seq
 
     def encoder(c):
-        h, i, heads = c.hidden_size, c.intermediate_size, max(c.hidden_size // 64, 1)
+        h, i, heads = c.hidden_size, c.intermediate_size, max(c.hidden_size // HEAD_SIZE, 1)
         attn = 2 * 3 * h * h + 3 * h + 2 * h * s + (SOFT + DROP + 1) * s * heads + 2 * h * s
         attn += 2 * h * h + h + DROP * h + h + LN  # output dense, bias, dropout, residual, LayerNorm
         ffn = 2 * h * i + ACT * i + i + 2 * h * i + h + DROP * h + h + LN * h
