@@ -52,13 +52,11 @@ class ElectraConfig:
     init_std: float = 0.02  # N(0, 0.02) init, official modeling.py initializer_range
     # --- generator (Section 3.2 "Smaller Generators", Table 6 "Generator Size") ---
     generator_fraction: float = 0.25  # generator hidden = fraction * discriminator hidden (1/4 Small)
-    generator_layers: float = 1.0  # generator depth = round(this * discriminator layers) (official
-    # `generator_layers`, 1.0 for every released model: G is narrower, not shallower)
+    generator_layers: float = 1.0  # generator depth / D's depth (official; 1.0 in every released model)
     # --- masking (Section 2; official pretrain_helpers.mask) ---
     mask_prob: float = 0.15  # k = round(mask_prob * n) positions masked (Sec. 2; 25% for Large, Table 6)
     max_predictions: int = 19  # cap on k per sequence; official max_predictions_per_seq = 19 at seq 128
-    mask_token_prob: float = 0.85  # masked positions that become [MASK]; the rest keep the token
-    # (official pretrain_helpers.mask: tf.less(uniform, 0.85); the paper never uses random tokens)
+    mask_token_prob: float = 0.85  # masked positions that become [MASK], the rest keep the token (mask_tokens)
     temperature: float = 1.0  # sampling temperature of p_G (official `temperature`, 1.0)
     lam: float = 50.0  # lambda in L = L_MLM + lambda * L_Disc (Sec. 2; official disc_weight = 50)
     # --- objective ---
@@ -366,8 +364,8 @@ def replace(x, m, values):
 def mask_tokens(x, m, m_valid, config: ElectraConfig, rng: torch.Generator | None = None):
     """x_masked = REPLACE(x, m, [MASK])                                              (paper, Sec. 2)
 
-    As the official code: each masked position becomes [MASK] with probability mask_token_prob
-    (0.85) and keeps its original token otherwise (0.15); ELECTRA never inserts random tokens.
+    As the official pretrain_helpers.mask: each masked position becomes [MASK] with probability
+    mask_token_prob (0.85) and keeps its original token otherwise; ELECTRA never inserts random tokens.
     """
     x_m = x.gather(1, m)  # [B, K] the original tokens at the chosen positions
     to_mask = m_valid & (torch.rand(m.shape, device=x.device, **_rng_kwargs(rng)) < config.mask_token_prob)
