@@ -17,8 +17,8 @@ Conventions: shapes are written [B, T, H] = [batch, sequence, hidden]; K = the n
 slots per sequence (config.max_predictions); V = vocabulary size.
 
 Sign convention: the paper's D(x, t) is the probability that token t is *original*. The official
-TensorFlow code and HuggingFace predict *replaced*. We follow the paper everywhere; the checkpoint
-converters at the bottom flip the sign of the last layer.
+TensorFlow code and HuggingFace predict *replaced*. We follow the paper everywhere; hf.py's
+checkpoint converters flip the sign of the last layer.
 """
 
 import math
@@ -35,6 +35,8 @@ import torch.nn.functional as F
 
 @dataclass
 class ElectraConfig:
+    """The model's hyperparameters. The defaults are ELECTRA-Small's."""
+
     # --- discriminator architecture (paper Table 6; official configure_pretraining.py) ---
     vocab_size: int = 30522  # BERT's uncased WordPiece vocab (paper Sec. 3.1); set from the tokenizer
     embedding_size: int = 128  # Small uses 128 and projects to hidden (Table 6, "Embedding Size")
@@ -50,13 +52,11 @@ class ElectraConfig:
     init_std: float = 0.02  # N(0, 0.02) init, official modeling.py initializer_range
     # --- generator (Section 3.2 "Smaller Generators", Table 6 "Generator Size") ---
     generator_fraction: float = 0.25  # generator hidden = fraction * discriminator hidden (1/4 Small)
-    generator_layers: float = 1.0  # generator depth = round(this * discriminator layers) (official
-    # `generator_layers`, 1.0 for every released model: G is narrower, not shallower)
+    generator_layers: float = 1.0  # generator depth / D's depth (official; 1.0 in every released model)
     # --- masking (Section 2; official pretrain_helpers.mask) ---
     mask_prob: float = 0.15  # k = round(mask_prob * n) positions masked (Sec. 2; 25% for Large, Table 6)
     max_predictions: int = 19  # cap on k per sequence; official max_predictions_per_seq = 19 at seq 128
-    mask_token_prob: float = 0.85  # masked positions that become [MASK]; the rest keep the token
-    # (official pretrain_helpers.mask: tf.less(uniform, 0.85); the paper never uses random tokens)
+    mask_token_prob: float = 0.85  # masked positions that become [MASK], the rest keep the token (mask_tokens)
     temperature: float = 1.0  # sampling temperature of p_G (official `temperature`, 1.0)
     lam: float = 50.0  # lambda in L = L_MLM + lambda * L_Disc (Sec. 2; official disc_weight = 50)
     # --- objective ---
@@ -70,39 +70,31 @@ class ElectraConfig:
     sep_id: int = 102
     mask_id: int = 103
 
-    @property
-    def head_size(self) -> int:
-        return self.hidden_size // self.num_heads
 
+# The official code's shape rules, used for the generator (generator_config) and its FLOPs count
+HEAD_SIZE = 64  # heads = hidden // 64 (BERT's and ELECTRA's head size)
+FFN_RATIO = 4  # FFN inner size = 4 * hidden (Vaswani et al. 2017; BERT)
 
 # Pre-training objectives. "electra" and "bert" are the paper's main comparison (Table 1); the other
 # three are Section 3.5's efficiency ablations (Table 5), each defined where Electra.forward runs it.
 OBJECTIVES = ("electra", "bert", "electra_15", "replace_mlm", "all_tokens_mlm")
 
-# Model presets. small/base/large are the paper's (Table 6; official configure_pretraining.py).
-# Training recipes (batch, lr, steps, sequence length) belong to train.py.
+# Model presets: each lists what differs from ElectraConfig's defaults, which are ELECTRA-Small's.
+# small/base/large are the paper's (Table 6; official configure_pretraining.py). Training recipes
+# (batch, lr, steps, sequence length) belong to train.py.
 SIZES = {
-    # ours, for CPUs: a step at batch 32, seq 128 takes ~0.4 s on 2 cores. Its vocab is trained on
-    # the corpus at 8192 pieces: sampling from p_G and the MLM softmax cost O(V) per masked token,
-    # and at V = 30522 they alone take most of a CPU step. Three values differ from the paper's
-    # Small, so that D visibly learns within a 15-minute CPU run (measured in experiments/
-    # cpu_preset.py; at the paper's values D's held-out AUC stays at 0.50-0.57, no better than a
-    # detector that sees only the token, for thousands of updates):
-    # - temperature 2 (official `temperature`, 1.0 in the paper): G's samples stay detectable
-    #   while D learns context. At 1.0 G matches the corpus' word frequencies within ~100 updates,
-    #   and D, which cannot yet use its context, has nothing left to go on.
-    # - mask_prob 0.25 (the paper's Large uses 25%, Table 6): more replaced tokens per update,
-    #   so more signal for D, and a replaced token is less rare (recall at 0.5 rises).
-    # - no dropout: a 15-minute run sees 13 books 2.6 times, too little to overfit (held-out and
-    #   training L_MLM end 0.1 nats apart).
-    "tiny": dict(vocab_size=8192, embedding_size=128, hidden_size=128, num_layers=4, num_heads=2, intermediate_size=512,
-                 generator_fraction=0.25, temperature=2.0, mask_prob=0.25, dropout=0.0, attention_dropout=0.0),
-    "small": dict(embedding_size=128, hidden_size=256, num_layers=12, num_heads=4, intermediate_size=1024,
-                  generator_fraction=1 / 4),
-    "base": dict(embedding_size=768, hidden_size=768, num_layers=12, num_heads=12, intermediate_size=3072,
-                 generator_fraction=1 / 3),
-    "large": dict(embedding_size=1024, hidden_size=1024, num_layers=24, num_heads=16,
-                  intermediate_size=4096, generator_fraction=1 / 4, mask_prob=0.25),
+    # ours, for CPUs (README, "See ELECTRA learn on a CPU"; experiments/cpu_preset.py). An 8192-piece
+    # vocab, as sampling from p_G and the MLM softmax cost O(V) per masked token. Three values differ
+    # from the paper's Small so that D visibly learns in a 15-minute CPU run (at the paper's values its
+    # held-out AUC stays near chance): temperature 2 keeps G's samples detectable while D learns
+    # context; mask_prob 0.25 (as Large) gives D more replaced tokens per update; no dropout, as so
+    # short a run cannot overfit.
+    "tiny": dict(vocab_size=8192, hidden_size=128, num_layers=4, num_heads=2, intermediate_size=512,
+                 temperature=2.0, mask_prob=0.25, dropout=0.0, attention_dropout=0.0),
+    "small": {},
+    "base": dict(embedding_size=768, hidden_size=768, num_heads=12, intermediate_size=3072, generator_fraction=1 / 3),
+    "large": dict(embedding_size=1024, hidden_size=1024, num_layers=24, num_heads=16, intermediate_size=4096,
+                  mask_prob=0.25),
 }
 
 
@@ -117,37 +109,38 @@ def get_config(size: str, **overrides) -> ElectraConfig:
     return ElectraConfig(**{**SIZES[size], **overrides})
 
 
+# check_config's ranges: (fields, test, what the value must be)
+_RANGES = (
+    (("vocab_size", "embedding_size", "hidden_size", "num_layers", "num_heads", "intermediate_size",
+      "max_position", "type_vocab_size", "max_predictions"), lambda v: v >= 1, "at least 1"),
+    (("dropout", "attention_dropout", "mask_prob", "mask_token_prob", "bert_mask_token_prob",
+      "bert_random_token_prob"), lambda v: 0 <= v <= 1, "a probability in [0, 1]"),
+    (("temperature", "layer_norm_eps", "init_std"), lambda v: math.isfinite(v) and v > 0, "a positive number"),
+    (("lam",), lambda v: math.isfinite(v) and v >= 0, "a number >= 0"),
+    (("generator_fraction",), lambda v: 0 < v <= 1, "in (0, 1]"),
+)
+
+
 def check_config(config: ElectraConfig) -> None:
     """Raise ValueError, naming the field, for a config no model can be built from (the discriminator's
     and the generator_config derived from it)."""
     c = config
     if c.objective not in OBJECTIVES:
         raise ValueError(f"unknown objective {c.objective!r}: choose one of {', '.join(OBJECTIVES)}")
-    for name in ("vocab_size", "embedding_size", "hidden_size", "num_layers", "num_heads", "intermediate_size",
-                 "max_position", "type_vocab_size", "max_predictions"):
-        if getattr(c, name) < 1:
-            raise ValueError(f"{name} = {getattr(c, name)}: must be at least 1")
-    for name in ("dropout", "attention_dropout", "mask_prob", "mask_token_prob", "bert_mask_token_prob",
-                 "bert_random_token_prob"):
-        if not 0 <= getattr(c, name) <= 1:
-            raise ValueError(f"{name} = {getattr(c, name)}: must be a probability in [0, 1]")
+    for names, ok, must in _RANGES:
+        for name in names:
+            if not ok(getattr(c, name)):
+                raise ValueError(f"{name} = {getattr(c, name)}: must be {must}")
     if c.bert_mask_token_prob + c.bert_random_token_prob > 1:
         raise ValueError(f"bert_mask_token_prob + bert_random_token_prob = "
                          f"{c.bert_mask_token_prob + c.bert_random_token_prob}: must be at most 1")
-    for name in ("temperature", "layer_norm_eps", "init_std"):
-        if not (math.isfinite(getattr(c, name)) and getattr(c, name) > 0):
-            raise ValueError(f"{name} = {getattr(c, name)}: must be a positive number")
-    if not (math.isfinite(c.lam) and c.lam >= 0):
-        raise ValueError(f"lam = {c.lam}: must be a number >= 0")
-    if not 0 < c.generator_fraction <= 1:
-        raise ValueError(f"generator_fraction = {c.generator_fraction}: must be in (0, 1]")
     if c.hidden_size % c.num_heads:
         raise ValueError(f"hidden_size {c.hidden_size} is not divisible by num_heads {c.num_heads}: each head "
                          f"gets hidden_size / num_heads dimensions")
     g = generator_config(c)
     if g.hidden_size < 1 or g.hidden_size % g.num_heads:
         raise ValueError(f"generator_fraction {c.generator_fraction} gives the generator hidden size "
-                         f"{g.hidden_size} with {g.num_heads} head(s) (hidden // 64): choose a fraction of "
+                         f"{g.hidden_size} with {g.num_heads} head(s) (hidden // {HEAD_SIZE}): choose a fraction of "
                          f"hidden_size {c.hidden_size} that is at least 1 and divisible by its heads")
 
 
@@ -156,13 +149,13 @@ def generator_config(config: ElectraConfig) -> ElectraConfig:
 
     Official run_pretraining.get_generator_config: hidden = round(fraction * hidden), layers =
     round(generator_layers * layers), FFN = 4 * hidden, heads = max(1, hidden // 64). For the
-    paper's presets (generator_layers 1: every layer kept) this is the same as
-    scaling hidden, heads and FFN by the fraction: Small 256/4/1024 -> 64/1/256, Base 768/12/3072 ->
-    256/4/1024. The embedding size is kept: the embeddings are shared (Section 3.2).
+    paper's presets (generator_layers 1: every layer kept) this is the same as scaling hidden, heads
+    and FFN by the fraction: Small 256/4/1024 -> 64/1/256, Base 768/12/3072 -> 256/4/1024. The
+    embedding size is kept: the embeddings are shared (Section 3.2).
     """
     hidden = int(round(config.hidden_size * config.generator_fraction))
-    return dc_replace(config, hidden_size=hidden, intermediate_size=4 * hidden,
-                      num_heads=max(1, hidden // 64),
+    return dc_replace(config, hidden_size=hidden, intermediate_size=FFN_RATIO * hidden,
+                      num_heads=max(1, hidden // HEAD_SIZE),
                       num_layers=int(round(config.num_layers * config.generator_layers)))
 
 
@@ -196,7 +189,6 @@ class SelfAttention(nn.Module):
         self.n_head, self.fast = config.num_heads, config.fast_attention
         self.qkv = nn.Linear(config.hidden_size, 3 * config.hidden_size)  # Q, K, V in one matmul
         self.out = nn.Linear(config.hidden_size, config.hidden_size)
-        self.p_drop = config.attention_dropout
         self.attn_drop = nn.Dropout(config.attention_dropout)
 
     def forward(self, h, keep):
@@ -207,7 +199,7 @@ class SelfAttention(nn.Module):
         q, k, v = (t.view(B, T, self.n_head, H // self.n_head).transpose(1, 2) for t in (q, k, v))
         if self.fast:
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=keep,
-                                               dropout_p=self.p_drop if self.training else 0.0)
+                                               dropout_p=self.attn_drop.p if self.training else 0.0)
         else:
             y = attention_reference(q, k, v, keep, self.attn_drop)
         y = y.transpose(1, 2).reshape(B, T, H)  # [B, heads, T, d] -> [B, T, H]
@@ -309,15 +301,12 @@ class Discriminator(Encoder):
 
 
 def init_weights(module: nn.Module, std: float):
-    """N(0, std) for matrices and embeddings, zero biases, LayerNorm = identity (official modeling.py;
-    it uses a truncated normal, we use a plain normal as HuggingFace does)."""
+    """N(0, std) for matrices and embeddings, zero biases (official modeling.py; it uses a truncated
+    normal, we use a plain normal as HuggingFace does). LayerNorm keeps torch's init, the identity."""
     for mod in module.modules():
         if isinstance(mod, (nn.Linear, nn.Embedding)):
             nn.init.normal_(mod.weight, std=std)
         if isinstance(mod, nn.Linear) and mod.bias is not None:
-            nn.init.zeros_(mod.bias)
-        if isinstance(mod, nn.LayerNorm):
-            nn.init.ones_(mod.weight)
             nn.init.zeros_(mod.bias)
 
 
@@ -325,10 +314,10 @@ def init_weights(module: nn.Module, std: float):
 # The steps of pre-training, one function each (Section 2)
 
 
-def _generator(rng: torch.Generator | None) -> dict:
+def _rng_kwargs(rng: torch.Generator | None) -> dict:
     """generator=rng for torch.rand/randint, or nothing (torch's global generator) when rng is None.
-    Not generator=None: torch.compile rejects that once shapes are dynamic (torch 2.13), as they
-    become when a held-out batch is smaller than a training batch."""
+    Not generator=None: torch.compile rejects that once shapes are dynamic, as they become when a
+    held-out batch is smaller than a training batch."""
     return {} if rng is None else {"generator": rng}
 
 
@@ -357,7 +346,7 @@ def mask_positions(x, attention_mask, config: ElectraConfig, rng: torch.Generato
     k = torch.round(n * config.mask_prob).long().clamp(1, K)  # [B]
     k = torch.minimum(k, candidate.sum(dim=1))  # never more than there are candidates
     # A uniformly random order of the candidates: sort random keys, candidates first.
-    keys = torch.rand(B, T, device=x.device, **_generator(rng)) + (~candidate).float()  # [B, T], non-candidates > 1
+    keys = torch.rand(B, T, device=x.device, **_rng_kwargs(rng)) + (~candidate).float()  # [B, T], non-candidates > 1
     m = keys.argsort(dim=1)[:, :K]  # [B, K]
     m_valid = torch.arange(K, device=x.device)[None, :] < k[:, None]  # [B, K]
     return m, m_valid
@@ -375,11 +364,11 @@ def replace(x, m, values):
 def mask_tokens(x, m, m_valid, config: ElectraConfig, rng: torch.Generator | None = None):
     """x_masked = REPLACE(x, m, [MASK])                                              (paper, Sec. 2)
 
-    As the official code: each masked position becomes [MASK] with probability mask_token_prob
-    (0.85) and keeps its original token otherwise (0.15); ELECTRA never inserts random tokens.
+    As the official pretrain_helpers.mask: each masked position becomes [MASK] with probability
+    mask_token_prob (0.85) and keeps its original token otherwise; ELECTRA never inserts random tokens.
     """
     x_m = x.gather(1, m)  # [B, K] the original tokens at the chosen positions
-    to_mask = m_valid & (torch.rand(m.shape, device=x.device, **_generator(rng)) < config.mask_token_prob)
+    to_mask = m_valid & (torch.rand(m.shape, device=x.device, **_rng_kwargs(rng)) < config.mask_token_prob)
     return replace(x, m, torch.where(to_mask, torch.full_like(x_m, config.mask_id), x_m))
 
 
@@ -387,8 +376,8 @@ def bert_mask_tokens(x, m, m_valid, config: ElectraConfig, rng: torch.Generator 
     """BERT's masking (Devlin et al. 2019, Sec. 3.1): of the chosen positions 80% become [MASK],
     10% a random token, 10% keep the original. The baseline of the paper's Table 1."""
     x_m = x.gather(1, m)  # [B, K]
-    u = torch.rand(m.shape, device=x.device, **_generator(rng))
-    random_ids = torch.randint(0, config.vocab_size, m.shape, device=x.device, **_generator(rng))
+    u = torch.rand(m.shape, device=x.device, **_rng_kwargs(rng))
+    random_ids = torch.randint(0, config.vocab_size, m.shape, device=x.device, **_rng_kwargs(rng))
     values = torch.where(u < config.bert_mask_token_prob, torch.full_like(x_m, config.mask_id),
                          torch.where(u < config.bert_mask_token_prob + config.bert_random_token_prob,
                                      random_ids, x_m))
@@ -404,9 +393,15 @@ def sample(logits, temperature: float = 1.0, rng: torch.Generator | None = None)
     No gradient flows through the sample (the paper: "we do not back-propagate the discriminator
     loss through the generator", it is not possible through sampling anyway).
     """
-    u = torch.rand(logits.shape, device=logits.device, **_generator(rng), dtype=torch.float32)
+    u = torch.rand(logits.shape, device=logits.device, **_rng_kwargs(rng), dtype=torch.float32)
     gumbel = -torch.log((-torch.log(u.clamp_min(1e-9))).clamp_min(1e-9))  # clamps keep both logs finite
     return (logits.float() / temperature + gumbel).argmax(dim=-1)
+
+
+def _mean(values, where):
+    """The mean of `values` over the positions where `where` is nonzero (0 if there are none)."""
+    w = where.float()
+    return (values.float() * w).sum() / w.sum().clamp_min(1.0)
 
 
 def mlm_loss(logits, targets, m_valid):
@@ -416,8 +411,7 @@ def mlm_loss(logits, targets, m_valid):
     logits: [B, K, V]; targets: [B, K] the original tokens x_i; m_valid: [B, K] bool.
     """
     nll = F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), reduction="none")  # [B*K]
-    w = m_valid.flatten().float()
-    return (nll * w).sum() / w.sum().clamp_min(1.0)
+    return _mean(nll, m_valid.flatten())
 
 
 def disc_loss(logits, is_original, weights):
@@ -430,8 +424,7 @@ def disc_loss(logits, is_original, weights):
     logits: [B, T]; is_original: [B, T] bool; weights: [B, T].
     """
     bce = F.binary_cross_entropy_with_logits(logits.float(), is_original.float(), reduction="none")
-    w = weights.float()
-    return (bce * w).sum() / w.sum().clamp_min(1.0)
+    return _mean(bce, weights)
 
 
 def all_tokens_mlm_loss(logits, copy_logits, x_corrupt, x, attention_mask):
@@ -449,8 +442,7 @@ def all_tokens_mlm_loss(logits, copy_logits, x_corrupt, x, attention_mask):
     log_copy, log_no_copy = F.logsigmoid(copy_logits.float()), F.logsigmoid(-copy_logits.float())
     log_p = torch.where(x_corrupt == x, torch.logaddexp(log_copy, log_no_copy + log_p_mlm),
                         log_no_copy + log_p_mlm)
-    w = attention_mask.float()
-    return -(log_p * w).sum() / w.sum().clamp_min(1.0)
+    return -_mean(log_p, attention_mask)
 
 
 def disc_auc(p_original, is_original, weights):
@@ -459,12 +451,11 @@ def disc_auc(p_original, is_original, weights):
         AUC = 1 / (n_r n_o) * sum_{replaced i} ( #{original j : s_j < s_i} + 1/2 #{original j : s_j = s_i} )
 
     with s = 1 - D the score of *replaced*, over the tokens where `weights` is 1 (n_r replaced, n_o
-    original). This is the Mann-Whitney rank statistic: each replaced token's rank among the
-    originals, ties counted as half. 0.5 is chance (D ranks by nothing), 1.0 a perfect ranking. The
-    official code reports the same quantity (run_pretraining.py: disc_auc). Unlike D's accuracy it
-    moves as soon as D ranks replaced tokens higher, long before any of them crosses 0.5.
-    Sorting and binary search instead of torch.unique keep it free of host syncs (one graph under
-    torch.compile). With no replaced or no original token the AUC is undefined; it returns 0.5.
+    original): the Mann-Whitney statistic. 0.5 is chance, 1.0 a perfect ranking; the official code
+    reports it too (run_pretraining.py: disc_auc). Unlike D's accuracy it moves as soon as D ranks
+    replaced tokens higher, long before any of them crosses 0.5. Sorting and binary search instead
+    of torch.unique keep it free of host syncs (one graph under torch.compile). With no replaced or
+    no original token the AUC is undefined; it returns 0.5.
 
     p_original, is_original, weights: the same shape ([B, T], or flat) -> a 0-dim tensor.
     Example: replaced scores [0.8, 0.4], original scores [0.4, 0.3, 0.1]: 0.8 beats all three (3),
@@ -491,29 +482,37 @@ def electra_loss(l_mlm, l_disc, lam: float):
 # -----------------------------------------------------------------------------
 # The whole model
 
+# The scalars of one step: the ElectraOutput fields that train.py logs.
+METRICS = ("loss", "mlm_loss", "disc_loss", "gen_acc", "disc_acc", "disc_precision", "disc_recall",
+           "disc_auc", "replaced_frac", "main_mlm_loss")
+
 
 @dataclass
 class ElectraOutput:
-    loss: torch.Tensor  # L = L_MLM + lam * L_Disc (ELECTRA) or L_MLM (BERT)
-    mlm_loss: torch.Tensor
-    disc_loss: torch.Tensor  # L_Disc; 0 for the objectives without a discriminator
+    """One step's loss, its METRICS and its tensors. A metric the objective does not have reads 0."""
+    loss: torch.Tensor  # L = L_MLM + lam * L_Disc (ELECTRA), L_MLM (BERT), L_MLM + main_mlm_loss (Sec. 3.5)
+    mlm_loss: torch.Tensor  # G's L_MLM (BERT: the full-size masked LM's)
     gen_acc: torch.Tensor  # generator's top-1 accuracy at the masked positions
-    disc_acc: torch.Tensor  # discriminator's accuracy over non-padding tokens
-    disc_precision: torch.Tensor  # of the tokens D calls replaced, the fraction that were
-    disc_recall: torch.Tensor  # of the replaced tokens, the fraction D finds
-    disc_auc: torch.Tensor  # P(D ranks a replaced token above an original one), disc_auc()
-    replaced_frac: torch.Tensor  # replaced tokens / non-padding tokens
-    main_mlm_loss: torch.Tensor  # Replace MLM / All-Tokens MLM: the main model's loss (else 0)
     m: torch.Tensor  # [B, K] masked positions
     m_valid: torch.Tensor  # [B, K]
     x_masked: torch.Tensor  # [B, T]
-    x_corrupt: torch.Tensor | None  # [B, T] (None for BERT)
-    p_original: torch.Tensor | None  # [B, T] D(x_corrupt, t) (None for BERT)
+    x_corrupt: torch.Tensor | None = None  # [B, T] (None for BERT)
+    p_original: torch.Tensor | None = None  # [B, T] D(x_corrupt, t) (None without a discriminator)
+    disc_loss: torch.Tensor | None = None  # L_Disc
+    disc_acc: torch.Tensor | None = None  # discriminator's accuracy over non-padding tokens
+    disc_precision: torch.Tensor | None = None  # of the tokens D calls replaced, the fraction that were
+    disc_recall: torch.Tensor | None = None  # of the replaced tokens, the fraction D finds
+    disc_auc: torch.Tensor | None = None  # P(D ranks a replaced token above an original one), disc_auc()
+    replaced_frac: torch.Tensor | None = None  # replaced tokens / non-padding tokens
+    main_mlm_loss: torch.Tensor | None = None  # Replace MLM / All-Tokens MLM: the main model's loss
+
+    def __post_init__(self):
+        for name in METRICS:
+            if getattr(self, name) is None:
+                setattr(self, name, torch.zeros_like(self.loss))
 
     def metrics(self) -> dict:
-        names = ("loss", "mlm_loss", "disc_loss", "gen_acc", "disc_acc", "disc_precision",
-                 "disc_recall", "disc_auc", "replaced_frac", "main_mlm_loss")
-        return {n: getattr(self, n).item() for n in names}
+        return {n: getattr(self, n).item() for n in METRICS}
 
 
 class Electra(nn.Module):
@@ -540,12 +539,11 @@ class Electra(nn.Module):
         self.copy_head = nn.Linear(config.hidden_size, 1) if obj == "all_tokens_mlm" else None
         init_weights(self, config.init_std)
 
-    def forward(self, input_ids, segment_ids, attention_mask, rng: torch.Generator | None = None):
-        if self.config.objective == "bert":
-            return self._forward_bert(input_ids, segment_ids, attention_mask, rng)
-        if self.config.objective in ("replace_mlm", "all_tokens_mlm"):
-            return self._forward_mlm_ablation(input_ids, segment_ids, attention_mask, rng)
+    def forward(self, input_ids, segment_ids, attention_mask, rng: torch.Generator | None = None) -> ElectraOutput:
+        """One pre-training step: Section 2's steps in the module docstring's order, then the loss."""
         cfg, x = self.config, input_ids
+        if cfg.objective == "bert":
+            return self._forward_bert(x, segment_ids, attention_mask, rng)
         m, m_valid = mask_positions(x, attention_mask, cfg, rng)  # [B, K]
         x_masked = mask_tokens(x, m, m_valid, cfg, rng)  # [B, T]
         h_G = self.generator.hidden_states(x_masked, segment_ids, attention_mask)  # [B, T, Hg]
@@ -555,6 +553,12 @@ class Electra(nn.Module):
         x_hat = sample(logits_G, cfg.temperature, rng)  # [B, K]
         x_corrupt = replace(x, m, torch.where(m_valid, x_hat, x_m))  # [B, T]
         is_original = x_corrupt == x  # a sample equal to the original counts as original
+        real = attention_mask.bool()
+        steps = dict(mlm_loss=l_mlm, gen_acc=_mean(logits_G.argmax(-1) == x_m, m_valid), m=m, m_valid=m_valid,
+                     x_masked=x_masked, x_corrupt=x_corrupt, replaced_frac=_mean(~is_original, real))
+        if cfg.objective in ("replace_mlm", "all_tokens_mlm"):
+            l_main = self._main_mlm_loss(x, x_m, x_corrupt, m, m_valid, segment_ids, attention_mask)
+            return ElectraOutput(loss=l_mlm + l_main, main_mlm_loss=l_main, **steps)
         logits_D = self.discriminator(x_corrupt, segment_ids, attention_mask)  # [B, T]
         if cfg.objective == "electra_15":
             # ELECTRA 15% (Sec. 3.5): "identical to ELECTRA except the discriminator loss only comes
@@ -563,69 +567,39 @@ class Electra(nn.Module):
         else:
             weights = attention_mask
         l_disc = disc_loss(logits_D, is_original, weights)
-        with torch.no_grad():
-            real = attention_mask.bool()
-            replaced, called_replaced = ~is_original & real, (logits_D < 0) & real
-            n_real = real.sum().clamp_min(1)
-            stats = dict(
-                gen_acc=_masked_accuracy(logits_G, x_m, m_valid),
-                disc_acc=((called_replaced == replaced) & real).sum() / n_real,
-                disc_precision=(called_replaced & replaced).sum() / called_replaced.sum().clamp_min(1),
-                disc_recall=(called_replaced & replaced).sum() / replaced.sum().clamp_min(1),
-                disc_auc=disc_auc(torch.sigmoid(logits_D.float()), is_original, attention_mask),
-                replaced_frac=replaced.sum() / n_real,
-            )
-        return ElectraOutput(loss=electra_loss(l_mlm, l_disc, cfg.lam), mlm_loss=l_mlm, disc_loss=l_disc,
-                             main_mlm_loss=torch.zeros((), device=x.device), m=m, m_valid=m_valid,
-                             x_masked=x_masked, x_corrupt=x_corrupt,
-                             p_original=torch.sigmoid(logits_D.detach().float()), **stats)
+        p_original = torch.sigmoid(logits_D.detach().float())
+        replaced, called_replaced = ~is_original & real, (logits_D.detach() < 0) & real
+        return ElectraOutput(loss=electra_loss(l_mlm, l_disc, cfg.lam), disc_loss=l_disc, p_original=p_original,
+                             disc_acc=_mean(called_replaced == replaced, real),
+                             disc_precision=_mean(replaced, called_replaced),
+                             disc_recall=_mean(called_replaced, replaced),
+                             disc_auc=disc_auc(p_original, is_original, attention_mask), **steps)
 
-    def _forward_mlm_ablation(self, x, segment_ids, attention_mask, rng):
-        """Replace MLM and All-Tokens MLM (Section 3.5, Table 5). The generator runs as in ELECTRA
-        (same masking, same L_MLM, same samples); the main model is a full-size masked LM that reads
-        x_corrupt instead of x_masked, so it never sees [MASK]:
+    def _main_mlm_loss(self, x, x_m, x_corrupt, m, m_valid, segment_ids, attention_mask):
+        """The main model's loss in Replace MLM and All-Tokens MLM (Section 3.5, Table 5): a full-size
+        masked LM that reads x_corrupt instead of x_masked, so it never sees [MASK].
         - replace_mlm: "the same as masked language modeling except instead of replacing masked-out
           tokens with [MASK], they are replaced with tokens from a generator model"; it predicts the
           original tokens at the masked positions (mlm_loss).
-        - all_tokens_mlm: as Replace MLM, but predicts the identity of every token, with a copy
-          mechanism (all_tokens_mlm_loss).
-        The total loss is the generator's L_MLM plus the main model's loss (no lambda: both are
-        log-likelihoods over a vocabulary).
+        - all_tokens_mlm: predicts the identity of every token, with a copy mechanism (all_tokens_mlm_loss).
+        The total loss is G's L_MLM plus this one, without lambda: both are log-likelihoods over a vocabulary.
         """
-        cfg = self.config
-        m, m_valid = mask_positions(x, attention_mask, cfg, rng)  # [B, K]
-        x_masked = mask_tokens(x, m, m_valid, cfg, rng)
-        logits_G = self.generator.logits(self.generator.hidden_states(x_masked, segment_ids, attention_mask), m)
-        x_m = x.gather(1, m)  # [B, K]
-        l_gen = mlm_loss(logits_G, x_m, m_valid)
-        x_hat = sample(logits_G, cfg.temperature, rng)
-        x_corrupt = replace(x, m, torch.where(m_valid, x_hat, x_m))  # [B, T]
         h = self.mlm.hidden_states(x_corrupt, segment_ids, attention_mask)  # [B, T, H]
-        if cfg.objective == "replace_mlm":
-            l_main = mlm_loss(self.mlm.logits(h, m), x_m, m_valid)
-        else:
-            every = torch.arange(x.shape[1], device=x.device).expand(x.shape[0], -1)  # [B, T] all positions
-            l_main = all_tokens_mlm_loss(self.mlm.logits(h, every), self.copy_head(h).squeeze(-1),
-                                         x_corrupt, x, attention_mask)
-        real = attention_mask.bool()
-        zero = torch.zeros((), device=x.device)
-        return ElectraOutput(loss=l_gen + l_main, mlm_loss=l_gen, disc_loss=zero, main_mlm_loss=l_main,
-                             gen_acc=_masked_accuracy(logits_G, x_m, m_valid), disc_acc=zero,
-                             disc_precision=zero, disc_recall=zero, disc_auc=zero,
-                             replaced_frac=((x_corrupt != x) & real).sum() / real.sum().clamp_min(1),
-                             m=m, m_valid=m_valid, x_masked=x_masked, x_corrupt=x_corrupt, p_original=None)
+        if self.config.objective == "replace_mlm":
+            return mlm_loss(self.mlm.logits(h, m), x_m, m_valid)
+        every = torch.arange(x.shape[1], device=x.device).expand(x.shape[0], -1)  # [B, T] all positions
+        return all_tokens_mlm_loss(self.mlm.logits(h, every), self.copy_head(h).squeeze(-1), x_corrupt, x,
+                                   attention_mask)
 
     def _forward_bert(self, x, segment_ids, attention_mask, rng):
-        m, m_valid = mask_positions(x, attention_mask, self.config, rng)
-        x_masked = bert_mask_tokens(x, m, m_valid, self.config, rng)
-        logits = self.mlm.logits(self.mlm.hidden_states(x_masked, segment_ids, attention_mask), m)
-        x_m = x.gather(1, m)
+        """BERT, Table 1's baseline: a masked LM of D's size on BERT's 80/10/10 masking, no D."""
+        m, m_valid = mask_positions(x, attention_mask, self.config, rng)  # [B, K]
+        x_masked = bert_mask_tokens(x, m, m_valid, self.config, rng)  # [B, T]
+        logits = self.mlm.logits(self.mlm.hidden_states(x_masked, segment_ids, attention_mask), m)  # [B, K, V]
+        x_m = x.gather(1, m)  # [B, K]
         l_mlm = mlm_loss(logits, x_m, m_valid)
-        zero = torch.zeros((), device=x.device)
-        return ElectraOutput(loss=l_mlm, mlm_loss=l_mlm, disc_loss=zero, main_mlm_loss=zero,
-                             gen_acc=_masked_accuracy(logits, x_m, m_valid), disc_acc=zero,
-                             disc_precision=zero, disc_recall=zero, disc_auc=zero, replaced_frac=zero, m=m,
-                             m_valid=m_valid, x_masked=x_masked, x_corrupt=None, p_original=None)
+        return ElectraOutput(loss=l_mlm, mlm_loss=l_mlm, gen_acc=_mean(logits.argmax(-1) == x_m, m_valid),
+                             m=m, m_valid=m_valid, x_masked=x_masked)
 
     @torch.no_grad()
     def p_original(self, input_ids, segment_ids, attention_mask):
@@ -647,11 +621,6 @@ class Electra(nn.Module):
         return disc
 
 
-def _masked_accuracy(logits, targets, m_valid):
-    correct = (logits.argmax(-1) == targets) & m_valid
-    return correct.sum() / m_valid.sum().clamp_min(1)
-
-
 def count_params(module: nn.Module) -> int:
     """Number of distinct parameters (a shared tensor counts once)."""
     return sum(p.numel() for p in module.parameters())
@@ -661,25 +630,29 @@ def count_params(module: nn.Module) -> int:
 # Compute: FLOPs of one training step
 
 
-def _encoder_forward_flops(c: ElectraConfig, seq: int) -> float:
-    """Matmul FLOPs (2mn per matrix-vector product) of one sequence through an encoder."""
-    H, F_, T = c.hidden_size, c.intermediate_size, seq
-    per_token_layer = 2 * H * 3 * H + 2 * H * H + 2 * 2 * H * F_  # QKV, attention output, FFN
-    per_token_layer += 2 * 2 * T * H  # Q K^T and (attention weights) V
-    proj = 2 * c.embedding_size * H if c.embedding_size != H else 0
-    return T * (c.num_layers * per_token_layer + proj)
+def _forward_flops(config: ElectraConfig, seq: int, masked: float, encoder, mlm_output, disc_head: float,
+                   copy_head: float) -> float:
+    """Forward FLOPs of one sequence: the parts the objective runs, each counted by a convention's
+    encoder(c) and mlm_output(c, positions); `masked` = the positions an MLM output runs at."""
+    main = encoder(config)  # the full-size encoder: D, or BERT's / the ablations' masked LM
+    if config.objective == "bert":
+        return main + mlm_output(config, masked)
+    g = generator_config(config)
+    fwd = main + encoder(g) + mlm_output(g, masked)
+    if config.objective in ("electra", "electra_15"):
+        return fwd + disc_head
+    if config.objective == "replace_mlm":
+        return fwd + mlm_output(config, masked)
+    return fwd + mlm_output(config, seq) + copy_head  # all_tokens_mlm: its output at every position
 
 
 def flops_per_step(config: ElectraConfig, batch: int, seq: int) -> float:
     """Training FLOPs of one step (forward + backward), our convention.
 
     Matmuls count 2mn; embedding lookups count 0 (they are gathers); backward = 2 x forward
-    (gradients w.r.t. activations and w.r.t. weights), so a step is 3 x forward. The generator's
-    output layer runs only at the k = min(max_predictions, round(mask_prob * seq)) masked positions.
-    ELECTRA (and ELECTRA 15%): D encoder + D head at every token, G encoder + G head at the
-    masked ones. BERT: the full-size encoder + its MLM head at the masked positions. Replace MLM:
-    G + the full-size MLM at the masked positions. All-Tokens MLM: G + the full-size MLM at every
-    position + the copy head.
+    (gradients w.r.t. activations and w.r.t. weights), so a step is 3 x forward. An MLM output
+    runs only at the k = min(max_predictions, round(mask_prob * seq)) masked positions, except
+    All-Tokens MLM's, at every position. D's head runs at every token.
 
     The official flops_computation.py (flops_per_step_official) counts differently: embedding
     lookups as dense one-hot matmuls (2 E V per token, large for small models), the MLM output at
@@ -687,73 +660,50 @@ def flops_per_step(config: ElectraConfig, batch: int, seq: int) -> float:
     forward (2 x forward per step). For ELECTRA-Small over 1M steps that script gives 1.29e18;
     the paper's Table 1 reports 1.4e18; our convention gives 1.15e18.
     """
-    k = min(config.max_predictions, round(config.mask_prob * seq))
-    E, V = config.embedding_size, config.vocab_size
+    E, V, H = config.embedding_size, config.vocab_size, config.hidden_size
 
-    def mlm_head(c, positions):  # dense hidden -> E, then the tied E -> V output
+    def encoder(c):
+        h = c.hidden_size
+        layer = 2 * 3 * h * h + 2 * h * h + 2 * 2 * h * c.intermediate_size  # QKV, attention output, FFN
+        layer += 2 * 2 * seq * h  # Q K^T and (attention weights) V
+        return seq * (c.num_layers * layer + (2 * E * h if E != h else 0))  # + the embedding projection
+
+    def mlm_output(c, positions):  # dense hidden -> E, then the tied E -> V output
         return positions * (2 * c.hidden_size * E + 2 * E * V)
 
-    obj, H = config.objective, config.hidden_size
-    main = _encoder_forward_flops(config, seq)
-    if obj == "bert":
-        return 3.0 * batch * (main + mlm_head(config, k))
-    g = generator_config(config)
-    fwd = _encoder_forward_flops(g, seq) + mlm_head(g, k)
-    if obj in ("electra", "electra_15"):
-        fwd += main + seq * (2 * H * H + 2 * H)  # D and its dense -> GELU -> logit head
-    elif obj == "replace_mlm":
-        fwd += main + mlm_head(config, k)
-    else:  # all_tokens_mlm
-        fwd += main + mlm_head(config, seq) + seq * 2 * H
+    k = min(config.max_predictions, round(config.mask_prob * seq))
+    fwd = _forward_flops(config, seq, k, encoder, mlm_output, disc_head=seq * (2 * H * H + 2 * H),
+                         copy_head=seq * 2 * H)
     return 3.0 * batch * fwd
 
 
 def flops_per_step_official(config: ElectraConfig, batch: int, seq: int,
                             output_frac: float = 0.15625) -> float:
     """Training FLOPs of one step counted as the official flops_computation.py does (see
-    flops_per_step for the differences). Matmuls 2mn; dense embedding lookups; elementwise ops
-    counted (dropout 4, LayerNorm 5, GELU 8, softmax 5 per element); backward = forward;
-    the MLM output softmax at output_frac = 20/128 of positions; heads = hidden // 64.
-    The official script counts only ELECTRA and BERT; the Sec. 3.5 ablations are counted in its
-    convention from their parts: Replace MLM = the generator + the full-size MLM (its output at
-    output_frac of positions), All-Tokens MLM = the generator + the full-size MLM with its output at
-    every position + the copy head (dense H -> 1, then a sigmoid counted as an activation).
+    flops_per_step for the differences): matmuls 2mn, dense embedding lookups, elementwise ops
+    (dropout 4, LayerNorm 5, GELU 8, softmax 5 FLOPs per element), backward = forward, the MLM
+    output at output_frac = 20/128 of positions, heads = hidden // 64. The script counts only
+    ELECTRA and BERT; the Sec. 3.5 ablations are counted in its convention from their parts, the
+    copy head as a dense H -> 1 and a sigmoid counted as an activation.
     """
-    DROP, LN, ACT, SOFT = 4, 5, 8, 5
+    DROP, LN, ACT, SOFT = 4, 5, 8, 5  # FLOPs per element, as flops_computation.py
+    E, V, H, s = config.embedding_size, config.vocab_size, config.hidden_size, seq
 
-    def block(h, i, s):
-        heads = max(h // 64, 1)
+    def encoder(c):
+        h, i, heads = c.hidden_size, c.intermediate_size, max(c.hidden_size // HEAD_SIZE, 1)
         attn = 2 * 3 * h * h + 3 * h + 2 * h * s + (SOFT + DROP + 1) * s * heads + 2 * h * s
         attn += 2 * h * h + h + DROP * h + h + LN  # output dense, bias, dropout, residual, LayerNorm
         ffn = 2 * h * i + ACT * i + i + 2 * h * i + h + DROP * h + h + LN * h
-        return s * (attn + ffn)
+        inputs = 2 * E * V + 2 * E * (s + 2) + 2 * E + LN * E + DROP * E  # dense lookups, LayerNorm, dropout
+        if E != h:
+            inputs += 2 * h * E + h  # the embedding projection
+        return s * (c.num_layers * (attn + ffn) + inputs)
 
-    def inputs(h, e, v, s):  # dense lookup + positions/segments + LN + dropout (+ projection)
-        f = 2 * e * v + 2 * e * (s + 2) + 2 * e + LN * e + DROP * e
-        if e != h:
-            f += 2 * h * e + h
-        return s * f
+    def mlm_output(c, positions):
+        return positions * (2 * E * V + 2 * c.hidden_size * E + E + ACT * E + LN * E + SOFT * V + 2 * V)
 
-    def mlm_output(h, e, v, s, frac=output_frac):
-        f = 2 * e * v + 2 * h * e + e + ACT * e + LN * e + SOFT * v + 2 * v
-        return frac * s * f
-
-    def classifier(h, s):
-        return s * (2 * h * h + h + ACT * h + 2 * h)
-
-    c, E, V, H = config, config.embedding_size, config.vocab_size, config.hidden_size
-    main = c.num_layers * block(H, c.intermediate_size, seq) + inputs(H, E, V, seq)
-    if c.objective == "bert":
-        return 2.0 * batch * (main + mlm_output(H, E, V, seq))
-    g = generator_config(c)
-    fwd = (main + g.num_layers * block(g.hidden_size, g.intermediate_size, seq) +
-           inputs(g.hidden_size, E, V, seq) + mlm_output(g.hidden_size, E, V, seq))
-    if c.objective in ("electra", "electra_15"):
-        fwd += classifier(H, seq)
-    elif c.objective == "replace_mlm":
-        fwd += mlm_output(H, E, V, seq)
-    else:  # all_tokens_mlm
-        fwd += mlm_output(H, E, V, seq, frac=1.0) + seq * (2 * H + 1 + ACT)
+    fwd = _forward_flops(config, s, output_frac * s, encoder, mlm_output,
+                         disc_head=s * (2 * H * H + H + ACT * H + 2 * H), copy_head=s * (2 * H + 1 + ACT))
     return 2.0 * batch * fwd
 
 
@@ -935,15 +885,18 @@ def config_from_hf(d: dict, **overrides) -> ElectraConfig:
 
 
 if __name__ == "__main__":
-    # python electra.py: parameter counts and FLOPs of every preset
+    # python electra.py: parameter counts and FLOPs of every preset, at its train.py recipe's batch and
+    # sequence length
+    from train import RECIPES
+
     print("parameters, and train FLOPs of one step at the paper's batch and sequence length")
     print(f"{'size':6} {'D params':>12} {'G params':>12} {'FLOPs/step ours':>16} {'official':>12}")
     for name in SIZES:
-        cfg = get_config(name)
+        cfg, batch, seq = get_config(name), RECIPES[name].batch_size, RECIPES[name].seq_len
         model = Electra(cfg)
-        batch, seq = {"tiny": (32, 128), "small": (128, 128), "base": (256, 512), "large": (2048, 512)}[name]
         print(f"{name:6} {count_params(model.discriminator):12,d} {count_params(model.generator):12,d} "
               f"{flops_per_step(cfg, batch, seq):16.3e} {flops_per_step_official(cfg, batch, seq):12.3e}")
-    small = get_config("small")
-    print(f"ELECTRA-Small, 1M steps at batch 128, seq 128: ours {flops_per_step(small, 128, 128) * 1e6:.2e}, "
-          f"official convention {flops_per_step_official(small, 128, 128) * 1e6:.2e} (paper Table 1: 1.4e18)")
+    small, r = get_config("small"), RECIPES["small"]
+    ours, official = (f(small, r.batch_size, r.seq_len) * r.steps for f in (flops_per_step, flops_per_step_official))
+    print(f"ELECTRA-Small, {r.steps:,} steps at batch {r.batch_size}, seq {r.seq_len}: ours {ours:.2e}, "
+          f"official convention {official:.2e} (paper Table 1: 1.4e18)")
