@@ -21,10 +21,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import math
 import os
 import shutil
-import time
 from dataclasses import asdict, dataclass, field, fields
 from dataclasses import replace as dc_replace
 from pathlib import Path
@@ -53,10 +51,8 @@ from electra import (
     Electra,
     ElectraConfig,
     check_config,
-    count_params,
     disc_auc,
     flops_per_step,
-    flops_per_step_official,
     get_config,
     hf_config_dict,
     to_hf_state_dicts,
@@ -76,6 +72,17 @@ from plumbing import (
     run_lock,
     set_rng_state,
     setup_distributed,
+)
+from report import (
+    METRICS,
+    CpuProjection,
+    MetricsLog,
+    peak_flops,
+    plot_pretraining_curves,
+    progress_line,
+    startup_report,
+    stats_dict,
+    step_stats,
 )
 from tokenizer import CONFIG as WORDPIECE
 from tokenizer import Tokenizer
@@ -119,15 +126,6 @@ WEIGHT_DECAY = 0.01  # Table 6 "Weight Decay"; official excludes LayerNorm and b
 CLIP_NORM = 1.0  # official optimization.py: clip_by_global_norm(grads, 1.0)
 MASK_SLACK = 0.005  # official: max_predictions_per_seq = int((mask_prob + 0.005) * max_seq_length)
 
-CPU_PRESET = "tiny"  # the preset made to show ELECTRA learning on a laptop CPU (see RECIPES)
-CPU_PRESET_MINUTES = 15  # what the CPU preset's run takes on a 2-core CPU (measured, README)
-PROJECTION_STEPS = 3  # ours: updates timed, after the first (one-off set-up), for the CPU time projection
-
-# Peak dense bf16 tensor-core FLOP/s per GPU, from the vendors' data sheets, for MFU. The first
-# name found in torch.cuda.get_device_name() wins; --peak-tflops overrides.
-GPU_PEAK_TFLOPS = {"H100 PCIe": 756, "H100": 989, "H200": 989, "GH200": 989, "B200": 2250, "A100": 312,
-                   "L40S": 362, "L40": 181, "L4": 121, "A10": 125, "RTX 4090": 165, "RTX 3090": 71,
-                   "V100": 125, "T4": 65}
 
 
 @dataclass
@@ -335,23 +333,6 @@ def export_hf(model: Electra, vocab_path: Path, out: Path) -> list[Path]:
     return written
 
 
-# Metrics: what a user sees
-
-METRICS = ("loss", "mlm_loss", "disc_loss", "gen_acc", "disc_acc", "disc_precision", "disc_recall",
-           "disc_auc", "replaced_frac", "main_mlm_loss")
-
-
-def step_stats(out) -> torch.Tensor:
-    """The ElectraOutput scalars as one detached tensor [len(METRICS)] (no host sync)."""
-    return torch.stack([getattr(out, n).detach().float() for n in METRICS])
-
-
-def stats_dict(t: torch.Tensor) -> dict:
-    d = dict(zip(METRICS, t.tolist()))
-    d["all_original_acc"] = 1.0 - d["replaced_frac"]  # the accuracy of a D that calls every token original
-    return d
-
-
 @torch.no_grad()
 def evaluate(model: nn.Module, ids: np.ndarray, examples: np.ndarray, cfg: TrainConfig, micro_batch: int,
              special: tuple[int, int, int], device: torch.device, autocast) -> dict:
@@ -386,78 +367,6 @@ def evaluate(model: nn.Module, ids: np.ndarray, examples: np.ndarray, cfg: Train
     if p_original:
         stats["disc_auc"] = disc_auc(torch.cat(p_original), torch.cat(is_original), torch.cat(real)).item()
     return stats
-
-
-def read_metrics(metrics_path: Path) -> list[dict]:
-    """The rows of metrics.jsonl ([] when there is none yet). A last line cut short (the process was
-    killed mid-write, or the disk filled) is dropped; a broken line before it is an error naming it."""
-    if not metrics_path.is_file():
-        return []
-    lines = metrics_path.read_text().splitlines()
-    rows = []
-    for i, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as e:
-            if i == len(lines):
-                break
-            raise SystemExit(f"{metrics_path}, line {i}: not a JSON metrics row ({e}); delete or repair that "
-                             f"line (the checkpoint does not depend on it)") from e
-    return rows
-
-
-def plot_curves(metrics_path: Path, png_path: Path) -> None:
-    """Redraw curves.png from metrics.jsonl: losses, accuracies (with D's all-original baseline), lr."""
-    from matplotlib.figure import Figure  # its own canvas: no pyplot, no switch of the global backend
-
-    rows = read_metrics(metrics_path)
-    if not rows:
-        return  # a checkpoint before the first log line (--ckpt-interval < --log-interval): nothing to draw yet
-    train = [r for r in rows if r["split"] == "train"]
-    held = [r for r in rows if r["split"] == "eval"]
-    fig = Figure(figsize=(11, 7.5))
-    axes = fig.subplots(2, 2)
-    panels = [
-        (axes[0, 0], "L_MLM (generator)", [("mlm_loss", "")]),
-        (axes[0, 1], "L_Disc (discriminator)", [("disc_loss", "")]),
-        (axes[1, 0], "accuracy", [("gen_acc", "G top-1 on masked"), ("disc_acc", "D, all tokens"),
-                                  ("all_original_acc", "D baseline: all original"),
-                                  ("disc_precision", "D precision (replaced)"),
-                                  ("disc_recall", "D recall (replaced)"),
-                                  ("disc_auc", "D AUC, replaced vs original (0.5 = chance)")]),
-    ]
-    for ax, title, keys in panels:
-        for i, (key, label) in enumerate(keys):  # one colour per quantity: train solid, held-out dashed
-            for split, style in ((train, "-"), (held, "o--")):
-                if split:
-                    ax.plot([r["step"] for r in split], [r.get(key, math.nan) for r in split], style, color=f"C{i}",
-                            ms=3, label=f"{label or key} ({split[0]['split']})")
-        ax.set_title(title)
-        ax.set_xlabel("step")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-    ax = axes[1, 1]
-    ax.plot([r["step"] for r in train], [r["lr"] for r in train])
-    ax.set_title("learning rate")
-    ax.set_xlabel("step")
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    tmp = png_path.with_name(png_path.name + ".tmp.png")
-    fig.savefig(tmp, dpi=110)
-    os.replace(tmp, png_path)
-
-
-def peak_flops(device: torch.device, override_tflops: float | None) -> float | None:
-    """The accelerator's peak FLOP/s for MFU, or None (CPU, or an unknown GPU without --peak-tflops)."""
-    if override_tflops:
-        return override_tflops * 1e12
-    if device.type != "cuda":
-        return None
-    name = torch.cuda.get_device_name(device)
-    return next((tf * 1e12 for key, tf in GPU_PEAK_TFLOPS.items() if key in name), None)
-
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -709,11 +618,8 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device: t
         optimizer.load_state_dict(saved["optimizer"])
         step = saved["step"]
         set_rng_state(saved["rng"][rank])
-        rows = [r for r in read_metrics(metrics_path) if r["step"] <= step]
-        atomic_write(metrics_path, lambda p: p.write_text("".join(json.dumps(r) + "\n" for r in rows)))
     else:
         torch.manual_seed(cfg.seed + rank)  # different masks and dropout on each rank
-        metrics_path.unlink(missing_ok=True)
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True  # TF32 for any fp32 matmul left outside autocast
         torch.backends.cudnn.allow_tf32 = True
@@ -729,26 +635,18 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device: t
     flops = flops_per_step(mc, cfg.batch_size, cfg.seq_len)
     peak = peak_flops(device, cfg.peak_tflops)
     end = min(cfg.steps, cfg.stop_at or cfg.steps)
-    say(startup_report(cfg, mc, raw, tok, corpus, ids, train_ex, eval_ex, micro_batch, world, device, flops, peak,
-                       step, end, precision))
+    say(startup_report(cfg, mc, raw, optimizer, tok, corpus, ids, train_ex, eval_ex, micro_batch, world, device,
+                       flops, peak, step, end, precision))
 
     # --- the loop
-    def write_row(row: dict) -> None:
-        if master:
-            with open(metrics_path, "a") as f:
-                f.write(json.dumps(row) + "\n")
-
     def to_device(arrays):
         ts = [torch.from_numpy(a) for a in arrays]
         if device.type == "cuda":
             return [t.pin_memory().to(device, non_blocking=True) for t in ts]
         return ts
 
-    # Wall-clock seconds of the loop (evaluations included), carried over a --resume from the last row
-    # kept: what the AUC-vs-minutes curves are drawn against.
-    elapsed0 = rows[-1].get("elapsed_s", 0.0) if saved is not None and rows else 0.0
-    t_start = time.perf_counter()
-    acc, n_acc = torch.zeros(len(METRICS) + 1, device=device), 0  # summed stats + grad norm since the last log
+    log = MetricsLog(metrics_path, step if saved is not None else None, master, device, world,
+                     cfg.batch_size * cfg.seq_len, flops, peak)
     # The first update whose loss or gradient norm was not finite (0: none), kept on the device and read
     # only where the loop waits for the device anyway (logs, evaluations, checkpoints, the end).
     diverged_at = torch.zeros((), dtype=torch.long, device=device)
@@ -757,8 +655,7 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device: t
     interrupted = False
     bar = tqdm(total=cfg.steps, initial=step, unit="step", dynamic_ncols=True, disable=not master,
                desc=f"{cfg.objective}-{cfg.size}")
-    t_last = time.perf_counter()
-    first_step, t_first = step, None  # for the projection of a GPU-sized run on a CPU
+    projection = CpuProjection(cfg.size, device, step, end, bar.write)
     with StopOnSignal() as stop:
         while step < end:
             lr = learning_rate(step, cfg)
@@ -786,15 +683,10 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device: t
             step += 1
             finite = torch.isfinite(stats[0]) & torch.isfinite(grad_norm.detach())
             diverged_at = torch.where((diverged_at == 0) & ~finite, step, diverged_at)
-            acc += torch.cat([stats, grad_norm.detach().float().reshape(1)])
-            n_acc += 1
+            log.add(stats, grad_norm)
             bar.update(1)
-            if master and device.type == "cpu" and cfg.size != CPU_PRESET:
-                if step == first_step + 1:
-                    t_first = time.perf_counter()
-                elif step == first_step + 1 + PROJECTION_STEPS:
-                    rate = PROJECTION_STEPS / (time.perf_counter() - t_first)
-                    bar.write(cpu_projection(cfg.size, rate, end - step))
+            if master:
+                projection.after_update(step)
             if (step % cfg.log_interval == 0 or step % cfg.eval_interval == 0 or step % cfg.ckpt_interval == 0
                     or step == end or stop.requested) and diverged_at.item():
                 bar.close()
@@ -806,30 +698,15 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device: t
                                  f"{cfg.lr / 10:g}) or a longer --warmup")
 
             if step % cfg.log_interval == 0 or step == end:
-                if world > 1:
-                    dist.all_reduce(acc)
-                    acc /= world
-                now = time.perf_counter()
-                steps_per_s = n_acc / max(now - t_last, 1e-9)
-                mean = (acc / n_acc).tolist()
-                last_train = {"step": step, "split": "train", **stats_dict(acc[:-1] / n_acc), "grad_norm": mean[-1],
-                              "lr": lr, "epoch": round(batches.epoch(step), 4), "steps_per_s": steps_per_s,
-                              "tokens_per_s": steps_per_s * cfg.batch_size * cfg.seq_len,
-                              "elapsed_s": elapsed0 + now - t_start}
-                if peak:
-                    last_train["mfu"] = flops * steps_per_s / (peak * world)
-                write_row(last_train)
+                last_train = log.train_row(step, lr, batches.epoch(step))
                 bar.set_postfix_str(progress_line(last_train, cfg.objective), refresh=False)
-                acc.zero_()
-                n_acc = 0
-                t_last = now
 
             if master and len(eval_ex) and (step % cfg.eval_interval == 0 or step == end):
                 last_eval = {"step": step, "split": "eval",
                              **evaluate(raw, ids, eval_ex, cfg, micro_batch, special, device, autocast),
-                             "elapsed_s": elapsed0 + time.perf_counter() - t_start}
-                write_row(last_eval)
-                plot_curves(metrics_path, out_dir / "curves.png")
+                             "elapsed_s": log.elapsed()}
+                log.write(last_eval)
+                plot_pretraining_curves(metrics_path, out_dir / "curves.png")
                 bar.write(f"step {step:,} held-out: {progress_line(last_eval, cfg.objective)}")
 
             requested = stop.requested
@@ -848,13 +725,13 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device: t
                     dist.all_gather_object(states, rng_state())
                 if master:
                     save_checkpoint(ckpt_path, raw, optimizer, step, cfg, mc, tok.hash(), states)
-                    plot_curves(metrics_path, out_dir / "curves.png")
+                    plot_pretraining_curves(metrics_path, out_dir / "curves.png")
                 last_ckpt = step
             if requested:
                 interrupted = True
                 break
             if step % cfg.log_interval == 0:
-                t_last = time.perf_counter()  # evaluation and checkpoint time is not training speed
+                log.restart_clock()
     bar.close()
     if interrupted:
         say(f"stopped at step {step:,}: checkpoint saved to {ckpt_path}. Continue with the same command "
@@ -864,79 +741,6 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device: t
             f"curves {out_dir / 'curves.png'}, metrics {metrics_path}")
     return {"model": raw, "step": step, "config": cfg, "model_config": mc, "tokenizer": tok, "train": last_train,
             "eval": last_eval, "interrupted": interrupted}
-
-
-def cpu_projection(size: str, steps_per_s: float, remaining: int) -> str:
-    """One line for a GPU-sized run started on a CPU: how long it would take, and the CPU preset.
-
-    Example: cpu_projection("small", 0.1, 1_000_000) -> "no GPU: --size small's remaining 1,000,000
-    updates take about 116 days at the 0.1 steps/s of the first updates on this CPU ..."
-    """
-    return (f"no GPU: --size {size}'s remaining {remaining:,} updates take about "
-            f"{duration(remaining / steps_per_s)} at the {steps_per_s:.3g} steps/s of the first updates on "
-            f"this CPU (still running, in case you mean it; Ctrl-C saves a checkpoint). To see ELECTRA learn "
-            f"on a CPU in {CPU_PRESET_MINUTES} minutes: python train.py --size {CPU_PRESET} --data <a .txt file "
-            f"or folder of books>")
-
-
-def duration(seconds: float) -> str:
-    """A length of time in the largest unit it has two of: 90 -> '90 seconds', 600 -> '10 minutes',
-    1e7 -> '116 days'."""
-    for unit, length in (("years", 365 * 86400), ("days", 86400), ("hours", 3600), ("minutes", 60)):
-        if seconds >= 2 * length:
-            return f"{seconds / length:.3g} {unit}"
-    return f"{seconds:.3g} seconds"
-
-
-def progress_line(row: dict, objective: str) -> str:
-    """The few numbers shown on the progress bar and after each evaluation."""
-    if objective in ("replace_mlm", "all_tokens_mlm"):
-        text = f"L_MLM(G) {row['mlm_loss']:.3f} L_MLM(main) {row['main_mlm_loss']:.3f} G_acc {row['gen_acc']:.3f}"
-    elif objective == "bert":
-        text = f"L_MLM {row['mlm_loss']:.3f} MLM_acc {row['gen_acc']:.3f}"
-    else:
-        text = (f"L_MLM {row['mlm_loss']:.3f} L_Disc {row['disc_loss']:.4f} G_acc {row['gen_acc']:.3f} "
-                f"D_acc {row['disc_acc']:.4f} (all-original {row['all_original_acc']:.4f}) "
-                f"D_P/R {row['disc_precision']:.2f}/{row['disc_recall']:.2f} D_AUC {row['disc_auc']:.3f}")
-    if "tokens_per_s" in row:
-        text += f" | {row['tokens_per_s']:,.0f} tok/s"
-    if "mfu" in row:
-        text += f" MFU {row['mfu']:.1%}"
-    return text
-
-
-def startup_report(cfg, mc, model, tok, corpus, ids, train_ex, eval_ex, micro_batch, world, device, flops, peak,
-                   step, end, precision) -> str:
-    """What the run is: config, data, parameter counts and the FLOPs estimate."""
-    parts = [f"{name} {count_params(getattr(model, name)) / 1e6:.2f}M"
-             for name in ("discriminator", "generator", "mlm") if getattr(model, name, None) is not None]
-    params = (f"{', '.join(parts)} (each with the shared embeddings {count_params(model.embeddings) / 1e6:.2f}M), "
-              f"total {count_params(model) / 1e6:.2f}M")
-    total = flops * cfg.steps
-    lines = [
-        f"ELECTRA pre-training: size {cfg.size}, objective {cfg.objective}, on {device}"
-        f"{f' x {world} processes' if world > 1 else ''}, {'resuming at step ' + format(step, ',') if step else 'new run'}",
-        f"config   {json.dumps({k: v for k, v in asdict(cfg).items() if k not in ('data_url',)})}",
-        f"model    {json.dumps({k: v for k, v in asdict(mc).items()})}",
-        f"data     {corpus}: {len(ids):,} tokens, {len(train_ex):,} training examples, {len(eval_ex):,} held-out "
-        f"(every {max(2, round(1 / cfg.eval_fraction)) if cfg.eval_fraction > 0 else 0}th document)",
-        f"vocab    {len(tok):,} tokens, {Path(cfg.out_dir) / 'vocab.txt'} (sha256 {tok.hash()[:12]})",
-        f"params   {params}",
-        f"batch    {cfg.batch_size} = {micro_batch} x {cfg.grad_accum} accumulation x {world} process(es), "
-        f"seq {cfg.seq_len}, {cfg.batch_size * cfg.seq_len:,} tokens per update, "
-        f"{cfg.steps * cfg.batch_size / max(len(train_ex), 1):.1f} epochs",
-        f"optim    AdamW lr {cfg.lr:g}, betas {ADAM_BETAS}, eps {ADAM_EPS:g}, weight decay {cfg.weight_decay}, "
-        f"warm-up {cfg.warmup:,} then linear decay to 0 at {cfg.steps:,}, clip {cfg.clip_norm}",
-        f"compute  {flops:.3g} FLOPs per update (fwd+bwd), {total:.3g} for {cfg.steps:,} updates "
-        f"(official counting: {flops_per_step_official(mc, cfg.batch_size, cfg.seq_len) * cfg.steps:.3g}; "
-        f"paper Table 1: ELECTRA-Small 1.4e18)"
-        + (f"; peak {peak / 1e12:g} TFLOP/s per GPU for MFU" if peak else ""),
-        f"run      steps {step:,} -> {end:,}; out {cfg.out_dir}; log every {cfg.log_interval}, eval every "
-        f"{cfg.eval_interval}, checkpoint every {cfg.ckpt_interval}",
-        f"device   {device}, {precision}{' (bf16 autocast; weights, optimizer and losses fp32)' if precision == 'bf16' else ''}"
-        f"{', torch.compile' if cfg.compile else ''}",
-    ]
-    return "\n".join(lines)
 
 
 if __name__ == "__main__":
