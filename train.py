@@ -23,7 +23,7 @@ import contextlib
 import json
 import os
 import shutil
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, fields
 from dataclasses import replace as dc_replace
 from pathlib import Path
 
@@ -33,6 +33,7 @@ import torch.distributed as dist
 import torch.nn as nn
 from tqdm import tqdm
 
+import plumbing
 from data import (
     DATA_URL,
     KNOWN_CORPORA,
@@ -61,12 +62,15 @@ from hf import HubError, load_electra, released_start
 from plumbing import (
     DownloadError,
     StopOnSignal,
+    add_options,
     at_least,
     atomic_write,
     barrier,
     check_writable,
+    given,
     mixed_precision,
     non_negative,
+    option,
     positive,
     rng_state,
     run_lock,
@@ -88,7 +92,8 @@ from tokenizer import CONFIG as WORDPIECE
 from tokenizer import Tokenizer
 
 # -----------------------------------------------------------------------------
-# The recipe: presets per size (paper Table 6, official configure_pretraining.py), every value a flag.
+# The recipe: per size (paper Table 6, official configure_pretraining.py), every value a flag. The model
+# of each size, and its vocabulary size, is electra.SIZES.
 
 
 @dataclass(frozen=True)
@@ -99,26 +104,19 @@ class Recipe:
     bert_steps: int  # updates for objective "bert" (Table 6 "Train Steps (BERT/ELECTRA)")
     seq_len: int  # tokens per example
     warmup: int  # linear warm-up updates
-    vocab_size: int  # WordPiece vocabulary trained when --vocab is not given
     eval_interval: int = 2000  # updates between held-out evaluations (and curves.png redraws)
 
 
 RECIPES = {
-    # ours, for a laptop CPU: one command that shows the discriminator learning in 15 minutes on 2
-    # cores (README, "See ELECTRA learn on a CPU"; the search is experiments/cpu_preset.py).
-    # ELECTRA-Small's seq 128 (same example builder); a quarter of its batch so a step takes ~0.4 s;
-    # twice its peak lr (a 4-layer 128-wide model trains stably at 1e-3 and a short run needs it);
-    # 1,800 updates (~12.5 minutes at the 2.45 steps/s measured, plus data preparation and
-    # evaluations) with a warm-up of 100; an 8k vocab so the embedding table (V x 128) does not
-    # dwarf a 4-layer encoder; held-out AUC every 100 updates, so the curve is visible.
-    "tiny": Recipe(batch_size=32, lr=1e-3, steps=1_800, bert_steps=1_800, seq_len=128, warmup=100,
-                   vocab_size=8192, eval_interval=100),
-    "small": Recipe(batch_size=128, lr=5e-4, steps=1_000_000, bert_steps=1_450_000, seq_len=128,
-                    warmup=10_000, vocab_size=30522),
-    "base": Recipe(batch_size=256, lr=2e-4, steps=766_000, bert_steps=1_000_000, seq_len=512,
-                   warmup=10_000, vocab_size=30522),
-    "large": Recipe(batch_size=2048, lr=2e-4, steps=400_000, bert_steps=464_000, seq_len=512,
-                    warmup=10_000, vocab_size=30522),
+    # ours, for a laptop CPU: the discriminator visibly learns in 15 minutes on 2 cores (README, "See
+    # ELECTRA learn on a CPU"; the search is experiments/cpu_preset.py). ELECTRA-Small's seq 128; a
+    # quarter of its batch; twice its peak lr (a 4-layer 128-wide model trains stably at 1e-3 and a
+    # short run needs it); 1,800 updates (~12.5 minutes at 2.45 steps/s, plus data preparation and
+    # evaluations) with a warm-up of 100; held-out AUC every 100 updates, so the curve is visible.
+    "tiny": Recipe(batch_size=32, lr=1e-3, steps=1_800, bert_steps=1_800, seq_len=128, warmup=100, eval_interval=100),
+    "small": Recipe(batch_size=128, lr=5e-4, steps=1_000_000, bert_steps=1_450_000, seq_len=128, warmup=10_000),
+    "base": Recipe(batch_size=256, lr=2e-4, steps=766_000, bert_steps=1_000_000, seq_len=512, warmup=10_000),
+    "large": Recipe(batch_size=2048, lr=2e-4, steps=400_000, bert_steps=464_000, seq_len=512, warmup=10_000),
 }
 ADAM_BETAS = (0.9, 0.999)  # Table 6 "Adam beta1, beta2"
 ADAM_EPS = 1e-6  # Table 6 "Adam epsilon"
@@ -127,47 +125,77 @@ CLIP_NORM = 1.0  # official optimization.py: clip_by_global_norm(grads, 1.0)
 MASK_SLACK = 0.005  # official: max_predictions_per_seq = int((mask_prob + 0.005) * max_seq_length)
 
 
-
 @dataclass
 class TrainConfig:
-    size: str = "small"  # model preset in electra.SIZES and recipe in RECIPES
-    objective: str = "electra"  # "electra" (replaced token detection), "bert" (MLM baseline, Table 1) or a Sec. 3.5 ablation
-    data: str = "wikitext-103"  # .txt file, folder of them, or a name in KNOWN_CORPORA
-    data_url: str = DATA_URL  # where known corpora are downloaded from
-    cache_dir: str = "cache"  # downloads and the tokenised corpus, shared between runs
-    out_dir: str = "out"  # checkpoint, vocab.txt, metrics.jsonl, curves.png of this run
-    vocab: str | None = None  # a BERT-format vocab.txt; None: train one on the corpus
-    vocab_size: int = 30522  # size of the trained vocabulary (preset)
-    seq_len: int = 128  # tokens per example (preset)
-    batch_size: int = 128  # sequences per update, all ranks and accumulation steps (preset)
-    grad_accum: int = 1  # micro-batches per update: the paper's batch on a small GPU
-    lr: float = 5e-4  # peak learning rate (preset)
-    steps: int = 1_000_000  # updates (preset)
-    warmup: int = 10_000  # linear warm-up updates (preset)
-    weight_decay: float = WEIGHT_DECAY
-    clip_norm: float = CLIP_NORM
-    eval_fraction: float = 0.01  # share of documents held out for evaluation (ours)
-    eval_batches: int = 10  # micro-batches per evaluation (ours: a few thousand sequences on a GPU)
-    log_interval: int = 100  # updates between metrics.jsonl lines
-    eval_interval: int = 2000  # updates between held-out evaluations (and curves.png redraws)
-    ckpt_interval: int = 2000  # updates between checkpoints
-    stop_at: int | None = None  # stop (with a checkpoint) after this update; the schedule still runs to `steps`
-    seed: int = 0  # data order, masks, dropout, initialisation
-    device: str = "auto"  # "auto": cuda if available, else cpu
-    compile: bool = False  # torch.compile the model (mostly for GPUs; the first steps are slow while it compiles)
-    precision: str = "auto"  # "auto": bf16 autocast on a GPU with bf16 tensor cores, else fp32; "bf16"; "fp32"
-    peak_tflops: float | None = None  # the accelerator's peak, for MFU; None: look it up
-    overrides: dict = field(default_factory=dict)  # ElectraConfig fields, e.g. {"num_layers": 2}
-    init_from: str | None = None  # start from this released (or exported) G and D: hub name or folder
-    generator: str | None = None  # with init_from: the generator, when Google's naming does not find it
-    revision: str = "main"  # hub revision of init_from / generator
-    hub_cache_dir: str | None = None  # where hub checkpoints are kept (None: ~/.cache/electra-from-scratch/hub)
+    """One pre-training run. Every field is a flag (batch_size: --batch-size); a field left None is
+    the recipe's, RECIPES[size]. run=True marks what a --resume keeps as the checkpoint has it; the
+    other fields control the session."""
 
+    size: str = option("small", "model and recipe preset (default small)", choices=tuple(RECIPES), run=True)
+    objective: str = option(
+        "electra", "electra: replaced token detection; bert: the masked-LM baseline; electra_15, replace_mlm, "
+        "all_tokens_mlm: the ablations of Sec. 3.5 (default electra)", choices=OBJECTIVES, run=True)
+    data: str = option("wikitext-103", f".txt file, folder of .txt files, or one of {list(KNOWN_CORPORA)}", run=True)
+    data_url: str = option(DATA_URL, f"base URL of the known corpora (or $ELECTRA_DATA_URL; default {DATA_URL})",
+                           show_default=False)
+    cache_dir: str = option("cache", "downloads and tokenised corpora")  # shared between runs
+    out_dir: str = option("out", "run folder: ckpt.pt, vocab.txt, metrics.jsonl, curves.png",
+                          flag="--out", metavar="OUT")
+    vocab: str | None = option(None, "a BERT-format vocab.txt (default: train one on the corpus)")
+    vocab_size: int | None = option(None, "size of the trained vocab (preset)", run=True, check=at_least(
+        len(WORDPIECE.specials) + 1, "the special tokens and at least one piece"))
+    seq_len: int | None = option(None, "tokens per example (preset)", run=True,
+                                 check=at_least(SHORT_SEQ_MIN, "the example builder's shortest target length"))
+    # the batch counts every accumulation step; --grad-accum fits the paper's batch on a small GPU
+    batch_size: int | None = option(None, "sequences per update, all GPUs together (preset)", run=True,
+                                    check=at_least(1, "sequences per update"))
+    grad_accum: int = option(1, "micro-batches per update", check=at_least(1, "micro-batches per update"))
+    lr: float | None = option(None, "peak learning rate (preset)", run=True,
+                              check=positive("the peak learning rate"))
+    steps: int | None = option(None, "updates (preset)", run=True, check=at_least(1, "updates"))
+    warmup: int | None = option(None, "warm-up updates (preset)", run=True, check=at_least(0, "warm-up updates"))
+    weight_decay: float = option(WEIGHT_DECAY, "AdamW weight decay", run=True,
+                                 check=non_negative("AdamW weight decay"))
+    clip_norm: float = option(CLIP_NORM, "gradient-norm clip", run=True, check=positive("the gradient-norm clip"))
+    # ours: the held-out set, and a few thousand sequences of it per evaluation on a GPU
+    eval_fraction: float = option(0.01, "share of documents held out", run=True,
+                                  check=(lambda v: 0 <= v < 1, "a share in [0, 1) (0: no held-out set)"))
+    eval_batches: int = option(10, "micro-batches per evaluation", check=at_least(1, "micro-batches per evaluation"))
+    log_interval: int = option(100, "updates between metrics.jsonl lines",
+                               check=at_least(1, "updates between metrics lines"))
+    eval_interval: int | None = option(None, "updates between held-out evaluations (preset)",  # and curves.png
+                                       check=at_least(1, "updates between evaluations"))
+    ckpt_interval: int = option(2000, "updates between checkpoints", check=at_least(1, "updates between checkpoints"))
+    stop_at: int | None = option(None, "stop with a checkpoint after this update (the schedule still runs to "
+                                 "--steps)", check=at_least(1, "the update to stop after"))
+    # the data order, masks, dropout and initialisation
+    seed: int = option(0, "random seed", run=True, check=at_least(0, "the random seed"))
+    device: str = option("auto", "auto (default: cuda if available), cpu, cuda or cuda:N", show_default=False)
+    # mostly for GPUs; the first steps are slow while it compiles
+    compile: bool = option(False, "torch.compile the model")
+    precision: str = option("auto", "auto (default): bf16 autocast on GPUs with bf16 tensor cores, fp32 elsewhere",
+                            choices=("auto", "bf16", "fp32"))
+    peak_tflops: float | None = option(
+        None, "accelerator peak TFLOP/s for MFU (default: looked up from the GPU name)",
+        check=positive("the accelerator's peak TFLOP/s"))
+    # the flag gives FIELD=VALUE strings; the run holds them parsed: {"num_layers": 2}
+    overrides: dict = option({}, "override an ElectraConfig field, e.g. --set num_layers=2 (repeatable)",
+                             flag="--set", metavar="FIELD=VALUE", action="append", run=True)
+    init_from: str | None = option(
+        None, "continue pre-training a released ELECTRA (e.g. google/electra-small, its hub name or a folder): "
+        "its shape, vocab, generator and discriminator", metavar="NAME_OR_FOLDER")
+    generator: str | None = option(None, "with --init-from: the generator's hub name or folder")
+    revision: str = option("main", "hub revision of --init-from (branch, tag or commit)", show_default=False)
+    hub_cache_dir: str | None = option(None, "hub checkpoints (default ~/.cache/electra-from-scratch/hub)")
 
-# The fields a --resume must keep as the checkpoint has them; the others control the session.
-RUN_FIELDS = ("size", "objective", "data", "vocab_size", "seq_len",
-              "batch_size", "lr", "steps", "warmup", "weight_decay", "clip_norm", "eval_fraction",
-              "seed", "overrides")
+    def __post_init__(self):
+        r = RECIPES[self.size]
+        preset = dict(vocab_size=get_config(self.size).vocab_size, seq_len=r.seq_len, batch_size=r.batch_size,
+                      lr=r.lr, warmup=r.warmup, steps=r.bert_steps if self.objective == "bert" else r.steps,
+                      eval_interval=r.eval_interval)
+        for name, value in preset.items():
+            if getattr(self, name) is None:
+                setattr(self, name, value)
 
 
 def lr_factor(step: int, total_steps: int, warmup_steps: int) -> float:
@@ -373,86 +401,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         description="Pre-train ELECTRA (Clark et al. 2020). Presets per --size follow the paper's "
                     "Table 6; every value can be overridden.")
-    d = TrainConfig()
-    p.add_argument("--size", choices=list(RECIPES), default=None, help="model and recipe preset (default small)")
-    p.add_argument("--objective", choices=OBJECTIVES, default=None,
-                   help="electra: replaced token detection; bert: the masked-LM baseline; electra_15, "
-                        "replace_mlm, all_tokens_mlm: the ablations of Sec. 3.5 (default electra)")
-    p.add_argument("--data", default=None, help=f".txt file, folder of .txt files, or one of {list(KNOWN_CORPORA)} "
-                                                f"(default {d.data})")
-    p.add_argument("--data-url", default=d.data_url, help=f"base URL of the known corpora (or $ELECTRA_DATA_URL; default {d.data_url})")
-    p.add_argument("--cache-dir", default=d.cache_dir, help=f"downloads and tokenised corpora (default {d.cache_dir})")
-    p.add_argument("--out", default=d.out_dir, help=f"run folder: ckpt.pt, vocab.txt, metrics.jsonl, curves.png (default {d.out_dir})")
-    p.add_argument("--vocab", default=None, help="a BERT-format vocab.txt (default: train one on the corpus)")
-    p.add_argument("--vocab-size", type=int, default=None, help="size of the trained vocab (preset)")
-    p.add_argument("--seq-len", type=int, default=None, help="tokens per example (preset)")
-    p.add_argument("--batch-size", type=int, default=None, help="sequences per update, all GPUs together (preset)")
-    p.add_argument("--grad-accum", type=int, default=d.grad_accum, help="micro-batches per update (default 1)")
-    p.add_argument("--lr", type=float, default=None, help="peak learning rate (preset)")
-    p.add_argument("--steps", type=int, default=None, help="updates (preset)")
-    p.add_argument("--warmup", type=int, default=None, help="warm-up updates (preset)")
-    p.add_argument("--weight-decay", type=float, default=None, help=f"AdamW weight decay (default {d.weight_decay})")
-    p.add_argument("--clip-norm", type=float, default=None, help=f"gradient-norm clip (default {d.clip_norm})")
-    p.add_argument("--eval-fraction", type=float, default=None,
-                   help=f"share of documents held out (default {d.eval_fraction})")
-    p.add_argument("--eval-batches", type=int, default=d.eval_batches, help=f"micro-batches per evaluation (default {d.eval_batches})")
-    p.add_argument("--log-interval", type=int, default=d.log_interval, help=f"updates between metrics.jsonl lines (default {d.log_interval})")
-    p.add_argument("--eval-interval", type=int, default=None, help="updates between held-out evaluations (preset)")
-    p.add_argument("--ckpt-interval", type=int, default=d.ckpt_interval, help=f"updates between checkpoints (default {d.ckpt_interval})")
-    p.add_argument("--stop-at", type=int, default=None,
-                   help="stop with a checkpoint after this update (the schedule still runs to --steps)")
-    p.add_argument("--seed", type=int, default=None, help=f"random seed (default {d.seed})")
-    p.add_argument("--device", default=d.device, help="auto (default: cuda if available), cpu, cuda or cuda:N")
-    p.add_argument("--compile", action="store_true", help="torch.compile the model")
-    p.add_argument("--precision", choices=["auto", "bf16", "fp32"], default=d.precision,
-                   help="auto (default): bf16 autocast on GPUs with bf16 tensor cores, fp32 elsewhere")
-    p.add_argument("--peak-tflops", type=float, default=None, help="accelerator peak TFLOP/s for MFU (default: looked up from the GPU name)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
-                   help="override an ElectraConfig field, e.g. --set num_layers=2 (repeatable)")
+    add_options(p, TrainConfig)
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its ckpt.pt")
     p.add_argument("--export-hf", default=None, metavar="DIR",
                    help="write the checkpoint in --out in HuggingFace's ELECTRA layout to DIR, then exit")
-    p.add_argument("--init-from", default=None, metavar="NAME_OR_FOLDER",
-                   help="continue pre-training a released ELECTRA (e.g. google/electra-small, its hub name or a "
-                        "folder): its shape, vocab, generator and discriminator")
-    p.add_argument("--generator", default=None, help="with --init-from: the generator's hub name or folder")
-    p.add_argument("--revision", default="main", help="hub revision of --init-from (branch, tag or commit)")
-    p.add_argument("--hub-cache-dir", default=None, help="hub checkpoints (default ~/.cache/electra-from-scratch/hub)")
     args = p.parse_args(argv)
-    check_flags(args, FLAG_RANGES)
+    plumbing.check_flags(args, TrainConfig)
     return args
-
-
-# The range of every numeric flag: flag -> (test, what it must be). Checked by check_flags.
-FLAG_RANGES = {
-    # a trained vocab holds the specials and at least one piece
-    "--vocab-size": at_least(len(WORDPIECE.specials) + 1, "the special tokens and at least one piece"),
-    "--seq-len": at_least(SHORT_SEQ_MIN, "the example builder's shortest target length"),
-    "--batch-size": at_least(1, "sequences per update"),
-    "--grad-accum": at_least(1, "micro-batches per update"),
-    "--lr": positive("the peak learning rate"),
-    "--steps": at_least(1, "updates"),
-    "--warmup": at_least(0, "warm-up updates"),
-    "--weight-decay": non_negative("AdamW weight decay"),
-    "--clip-norm": positive("the gradient-norm clip"),
-    "--eval-fraction": (lambda v: 0 <= v < 1, "a share in [0, 1) (0: no held-out set)"),
-    "--eval-batches": at_least(1, "micro-batches per evaluation"),
-    "--log-interval": at_least(1, "updates between metrics lines"),
-    "--eval-interval": at_least(1, "updates between evaluations"),
-    "--ckpt-interval": at_least(1, "updates between checkpoints"),
-    "--stop-at": at_least(1, "the update to stop after"),
-    "--seed": at_least(0, "the random seed"),
-    "--peak-tflops": positive("the accelerator's peak TFLOP/s"),
-}
-
-
-def check_flags(args: argparse.Namespace, ranges: dict) -> None:
-    """One line for a numeric flag out of its range (train.py's FLAG_RANGES, finetune.py's own).
-    A flag that was not given (None) is not checked: its value comes from a preset or a checkpoint."""
-    for flag, (ok, what) in ranges.items():
-        value = getattr(args, flag.lstrip("-").replace("-", "_"))
-        if value is not None and not ok(value):
-            raise SystemExit(f"{flag} {value}: must be {what}")
 
 
 def parse_overrides(items: list[str]) -> dict:
@@ -474,52 +429,33 @@ def parse_overrides(items: list[str]) -> dict:
 
 
 def resolve_config(args: argparse.Namespace, saved: dict | None) -> TrainConfig:
-    """The run's TrainConfig: preset, then flags; on --resume the checkpoint's, which flags may
-    not contradict (a run changed half-way is not the run that was started)."""
-    overrides = parse_overrides(args.overrides)
-    given = {"size": args.size, "objective": args.objective, "data": args.data, "vocab_size": args.vocab_size,
-             "seq_len": args.seq_len, "batch_size": args.batch_size, "lr": args.lr, "steps": args.steps,
-             "warmup": args.warmup, "weight_decay": args.weight_decay, "clip_norm": args.clip_norm,
-             "eval_fraction": args.eval_fraction, "seed": args.seed}
-    given = {k: v for k, v in given.items() if v is not None}
-    if overrides:
-        given["overrides"] = overrides
-    session = dict(data_url=args.data_url, cache_dir=args.cache_dir, out_dir=args.out, vocab=args.vocab,
-                   grad_accum=args.grad_accum, eval_batches=args.eval_batches, log_interval=args.log_interval,
-                   eval_interval=args.eval_interval, ckpt_interval=args.ckpt_interval, stop_at=args.stop_at,
-                   device=args.device, compile=args.compile, precision=args.precision,
-                   peak_tflops=args.peak_tflops, init_from=args.init_from, generator=args.generator,
-                   revision=args.revision, hub_cache_dir=args.hub_cache_dir)
-    size = saved["size"] if saved is not None else given.get("size", TrainConfig.size)
-    if session["eval_interval"] is None and size in RECIPES:
-        session["eval_interval"] = RECIPES[size].eval_interval
+    """The run's TrainConfig: the flags given, the rest from the recipe; on --resume the checkpoint's
+    run fields, which flags may not contradict (a run changed half-way is not the run that was started)."""
+    flags = given(args, TrainConfig)
+    if "overrides" in flags:
+        flags["overrides"] = parse_overrides(flags["overrides"])
     if saved is not None:
-        run = {k: saved[k] for k in RUN_FIELDS}
-        changed = {k: (run[k], v) for k, v in given.items() if run[k] != v}
+        run = {f.name: saved[f.name] for f in fields(TrainConfig) if f.metadata.get("run")}
+        changed = {k: (run[k], v) for k, v in flags.items() if k in run and run[k] != v}
         if changed:
             what = "; ".join(f"--{k.replace('_', '-')} {new} (checkpoint: {old})" for k, (old, new) in changed.items())
-            raise SystemExit(f"--resume: the checkpoint in {args.out} was trained with different settings: {what}. "
-                             f"Resume with the checkpoint's settings (drop those flags), or start a new run "
+            raise SystemExit(f"--resume: the checkpoint in {args.out_dir} was trained with different settings: "
+                             f"{what}. Resume with the checkpoint's settings (drop those flags), or start a new run "
                              f"with another --out.")
-        return TrainConfig(**run, **session)
-    if size not in RECIPES:
-        raise SystemExit(f"unknown size {size!r}: choose one of {', '.join(RECIPES)}")
+        return TrainConfig(**{**flags, **run})
+    size = flags.get("size", TrainConfig.size)
     try:
-        check_config(get_config(size, **overrides))
+        check_config(get_config(size, **flags.get("overrides", {})))
     except ValueError as e:
-        raise SystemExit(f"--set {' '.join(args.overrides)}: {e} (size {size})") from e
-    r = RECIPES[size]
-    objective = given.get("objective", TrainConfig.objective)
-    preset = dict(vocab_size=r.vocab_size, seq_len=r.seq_len, batch_size=r.batch_size, lr=r.lr,
-                  steps=r.bert_steps if objective == "bert" else r.steps, warmup=r.warmup)
-    return TrainConfig(**{**preset, **given, **session})
+        raise SystemExit(f"--set {' '.join(args.overrides or [])}: {e} (size {size})") from e
+    return TrainConfig(**flags)
 
 
 def main(argv=None) -> dict:
     """python train.py [flags]; returns what the run produced (for tests and notebooks):
     {"model", "step", "config", "model_config", "tokenizer", "train", "eval", "interrupted"}."""
     args = parse_args(argv)
-    out_dir = Path(args.out)
+    out_dir = Path(args.out_dir)
     ckpt_path = out_dir / "ckpt.pt"
     if args.export_hf:
         saved = load_checkpoint(ckpt_path, "--export-hf")
@@ -546,7 +482,7 @@ def main(argv=None) -> dict:
         except (FileNotFoundError, ValueError, HubError) as e:
             raise SystemExit(f"--init-from {args.init_from}: {e}") from None
         args.size, args.vocab = args.size or size, str(vocab)
-        args.overrides = [f"{k}={v}" for k, v in shape.items()] + args.overrides
+        args.overrides = [f"{k}={v}" for k, v in shape.items()] + (args.overrides or [])
     check_writable(out_dir)
     rank = int(os.environ.get("RANK", "0"))  # torchrun's; setup_distributed joins the group below
     with run_lock(out_dir, rank):
@@ -741,6 +677,15 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device: t
             f"curves {out_dir / 'curves.png'}, metrics {metrics_path}")
     return {"model": raw, "step": step, "config": cfg, "model_config": mc, "tokenizer": tok, "train": last_train,
             "eval": last_eval, "interrupted": interrupted}
+
+
+def check_flags(args: argparse.Namespace, ranges: dict) -> None:
+    """finetune.py's and squad.py's range check of their FLAG_RANGES dicts (train.py's flags are checked by
+    plumbing.check_flags). A flag that was not given (None) is not checked."""
+    for flag, (ok, what) in ranges.items():
+        value = getattr(args, flag.lstrip("-").replace("-", "_"))
+        if value is not None and not ok(value):
+            raise SystemExit(f"{flag} {value}: must be {what}")
 
 
 if __name__ == "__main__":

@@ -36,11 +36,9 @@ import plumbing  # noqa: E402
 import report  # noqa: E402
 import train  # noqa: E402
 
-VOCAB = {"tiny": train.RECIPES["tiny"].vocab_size, "small": 30522, "base": 30522, "large": 30522}
-
 
 def make_config(size: str, seq: int) -> electra.ElectraConfig:
-    cfg = electra.get_config(size, vocab_size=VOCAB[size])  # BERT's special ids: pad 0, [CLS] 101, ...
+    cfg = electra.get_config(size)  # its vocab size; BERT's special ids: pad 0, [CLS] 101, ...
     return replace(cfg, max_predictions=int((cfg.mask_prob + train.MASK_SLACK) * seq))
 
 

@@ -163,7 +163,7 @@ def setup(args: argparse.Namespace) -> Context:
         corpus = data.resolve_corpus(args.data, cache).resolve()
     except (plumbing.DownloadError, FileNotFoundError, ValueError) as e:
         raise SystemExit(str(e)) from e
-    vocab_size = args.vocab_size or train.RECIPES[args.size[0]].vocab_size
+    vocab_size = args.vocab_size or get_config(args.size[0]).vocab_size
     vocab_dir = runs_dir / "vocab" / f"{_slug(corpus.name)}-{vocab_size}-{_digest(str(corpus))}"
     cfg = train.TrainConfig(vocab_size=vocab_size)
     vocab_dir.mkdir(parents=True, exist_ok=True)
