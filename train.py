@@ -1,4 +1,4 @@
-"""Pre-training ELECTRA (Clark et al. 2020, arXiv 2003.10555) end to end.
+"""Pre-training ELECTRA (Clark et al. 2020, arXiv 2003.10555): the recipe, the optimizer and the loop.
 
     python train.py --size small                 # WikiText-103, downloaded once into ./cache
     python train.py --size tiny --data my_texts/ # any .txt file or folder of them
@@ -9,12 +9,11 @@
                                                  # continued pre-training of Google's released G and D
     torchrun --nproc_per_node 4 train.py --size base   # DDP on 4 GPUs
 
-Read top to bottom like nanoGPT's train.py: downloads, corpora, examples (the official
-build_pretraining_dataset.py), the recipe (paper Table 6), checkpoints, metrics, the loop.
-Every piece is importable: download / extract_zip, resolve_corpus, ExampleBuilder /
-build_examples / collate / Batches, RECIPES / TrainConfig / learning_rate, model_config /
-build_model / build_optimizer, save_checkpoint / load_checkpoint / export_hf, evaluate,
-plot_curves, and main(argv) itself.
+Read top to bottom, like nanoGPT's train.py: the recipe (paper Table 6) and TrainConfig, whose
+fields are the flags; the learning-rate schedule and the optimizer; checkpoints; the run in named
+steps (prepare_data, set_up_model, update, evaluate_heldout, ...) and train(), the loop that calls
+them; last the command line (parse_args, resolve_config, main). The data pipeline is data.py, the
+model electra.py, and what a run prints, logs and draws report.py.
 """
 from __future__ import annotations
 
@@ -34,6 +33,7 @@ import torch.nn as nn
 from tqdm import tqdm
 
 import plumbing
+import report
 from data import (
     DATA_URL,
     KNOWN_CORPORA,
@@ -59,35 +59,7 @@ from electra import (
     to_hf_state_dicts,
 )
 from hf import HubError, load_electra, released_start
-from plumbing import (
-    DownloadError,
-    StopOnSignal,
-    add_options,
-    at_least,
-    atomic_write,
-    barrier,
-    check_writable,
-    given,
-    mixed_precision,
-    non_negative,
-    option,
-    positive,
-    rng_state,
-    run_lock,
-    set_rng_state,
-    setup_distributed,
-)
-from report import (
-    METRICS,
-    CpuProjection,
-    MetricsLog,
-    peak_flops,
-    plot_pretraining_curves,
-    progress_line,
-    startup_report,
-    stats_dict,
-    step_stats,
-)
+from plumbing import add_options, at_least, atomic_write, given, non_negative, option, positive
 from tokenizer import CONFIG as WORDPIECE
 from tokenizer import Tokenizer
 
@@ -198,6 +170,10 @@ class TrainConfig:
                 setattr(self, name, value)
 
 
+# -----------------------------------------------------------------------------
+# The learning-rate schedule and the optimizer
+
+
 def lr_factor(step: int, total_steps: int, warmup_steps: int) -> float:
     """Multiplier of the peak lr at update `step` (0-based): linear warm-up, then linear decay to zero.
 
@@ -255,8 +231,7 @@ def build_optimizer(model: nn.Module, cfg: TrainConfig, fused: bool = True) -> t
     3,000, within 1% only after ~3,900 updates (finetune.AdamWeightDecay is the official one;
     tests/test_finetune_model.py measures these ratios). Pre-training runs 10k warm-up updates,
     so the difference falls where the lr is still small, and the runs are hundreds of thousands
-    of updates long; torch has a fused kernel for AdamW (one kernel for all parameters on a GPU;
-    8x faster than the default loop on a CPU for `tiny`: 1.4 ms instead of 10.9 ms per update).
+    of updates long; and torch has a fused kernel for AdamW (one kernel for all parameters).
     """
     params = [p for p in model.parameters() if p.requires_grad]
     groups = [{"params": [p for p in params if decays(p)], "weight_decay": cfg.weight_decay},
@@ -265,7 +240,7 @@ def build_optimizer(model: nn.Module, cfg: TrainConfig, fused: bool = True) -> t
 
 
 # -----------------------------------------------------------------------------
-# Vocabulary, checkpoints, export
+# Checkpoints
 
 
 def save_checkpoint(path: Path, model: Electra, optimizer, step: int, cfg: TrainConfig,
@@ -361,9 +336,146 @@ def export_hf(model: Electra, vocab_path: Path, out: Path) -> list[Path]:
     return written
 
 
+# -----------------------------------------------------------------------------
+# The run in steps: the data, the model, one update, then the loop that logs, evaluates and checkpoints
+
+
+def rank0_first(rank: int, world: int, work):
+    """work() on rank 0, then on the other ranks: rank 0 downloads, trains the vocab and fills the
+    caches; the others then find them."""
+    if rank == 0:
+        result = work()
+    plumbing.barrier(world)
+    if rank != 0:
+        result = work()
+    plumbing.barrier(world)
+    return result
+
+
+def read_corpus(cfg: TrainConfig, progress: bool):
+    """(the corpus path, the tokenizer, the corpus' token ids, its line offsets), from the caches when there."""
+    cache_dir = Path(cfg.cache_dir)
+    try:
+        corpus = resolve_corpus(cfg.data, cache_dir, cfg.data_url)
+        tok = load_or_train_vocab(cfg, corpus, Path(cfg.out_dir))
+        ids, line_offsets = encode_corpus(corpus, tok, cache_dir, progress=progress)
+    except (plumbing.DownloadError, FileNotFoundError, ValueError) as e:
+        raise SystemExit(str(e)) from e
+    except KeyboardInterrupt:
+        raise SystemExit("interrupted while preparing the data (download, vocabulary or tokenising), before "
+                         "any training: nothing partial was written; run the same command again to start over") from None
+    return corpus, tok, ids, line_offsets
+
+
+def prepare_data(cfg: TrainConfig, saved: dict | None, rank: int, world: int, say):
+    """(corpus, tokenizer, token ids, the training Batches, the held-out examples)."""
+    corpus, tok, ids, line_offsets = rank0_first(rank, world, lambda: read_corpus(cfg, progress=rank == 0))
+    if saved is not None and saved["vocab_hash"] != tok.hash():
+        out_vocab = Path(cfg.out_dir) / "vocab.txt"
+        raise SystemExit(f"the vocabulary ({cfg.vocab or out_vocab}, sha256 {tok.hash()[:12]}) does not match the "
+                         f"checkpoint's (sha256 {saved['vocab_hash'][:12]}): resume with the run's own {out_vocab} "
+                         f"(drop --vocab), or start a new run with another --out")
+    line_offsets, n_split = split_long_lines(ids, line_offsets, cfg.seq_len - 2,
+                                             [tok.vocab[t] for t in SENTENCE_END_TOKENS if t in tok.vocab])
+    if n_split:
+        say(f"split {n_split:,} line(s) longer than {cfg.seq_len - 2} tokens (--seq-len {cfg.seq_len} less "
+            f"[CLS] and [SEP]) into pieces, at sentence ends where possible, so none of their text is dropped")
+    train_ex, eval_ex = build_examples(line_offsets, cfg.seq_len, cfg.seed, cfg.eval_fraction)
+    if len(train_ex) == 0:
+        raise SystemExit(f"--data {cfg.data}: no training examples could be built ({len(ids):,} tokens in "
+                         f"{len(eval_ex)} held-out example(s)); give it more text")
+    if cfg.batch_size % (cfg.grad_accum * world):
+        raise SystemExit(f"--batch-size {cfg.batch_size} must be a multiple of --grad-accum {cfg.grad_accum} x "
+                         f"{world} process(es)")
+    micro_batch = cfg.batch_size // (cfg.grad_accum * world)
+    special = (tok.cls_id, tok.sep_id, tok.pad_id)
+    batches = Batches(ids, train_ex, cfg.batch_size, micro_batch, rank, world, cfg.seq_len, special, cfg.seed)
+    return corpus, tok, ids, batches, eval_ex
+
+
+def set_up_model(cfg: TrainConfig, saved: dict | None, tok: Tokenizer, rank: int, world: int, device):
+    """(model config, the Electra, the module each update runs: DDP-wrapped and compiled when asked, the
+    optimizer, the step to start at). The weights are new, --init-from's released ones, or the checkpoint's."""
+    try:
+        mc = model_config(cfg, tok)
+    except ValueError as e:
+        raise SystemExit(str(e)) from e
+    torch.manual_seed(cfg.seed)  # the same initial weights on every rank
+    raw = build_model(mc, device)
+    if saved is None and cfg.init_from:
+        raw.load_state_dict(load_electra(cfg.init_from, cfg.generator, cfg.revision, cfg.hub_cache_dir)[0].state_dict())
+    optimizer = build_optimizer(raw, cfg, fused=device.type in ("cuda", "cpu"))  # torch fuses AdamW on these
+    step = 0
+    if saved is not None:
+        raw.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        step = saved["step"]
+        plumbing.set_rng_state(saved["rng"][rank])
+    else:
+        torch.manual_seed(cfg.seed + rank)  # different masks and dropout on each rank
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True  # TF32 for any fp32 matmul left outside autocast
+        torch.backends.cudnn.allow_tf32 = True
+    model = raw
+    if world > 1:
+        model = nn.parallel.DistributedDataParallel(raw, device_ids=[device.index] if device.type == "cuda" else None)
+    if cfg.compile:
+        # In place, so `raw` keeps its state_dict keys; compiling the DDP wrapper (not the model inside
+        # it) lets torch split the graph at DDP's gradient buckets and overlap communication.
+        model.compile()
+    return mc, raw, model, optimizer, step
+
+
+def to_device(arrays, device: torch.device) -> list[torch.Tensor]:
+    ts = [torch.from_numpy(a) for a in arrays]
+    if device.type == "cuda":
+        return [t.pin_memory().to(device, non_blocking=True) for t in ts]
+    return ts
+
+
+def update(model: nn.Module, raw: Electra, optimizer, batches: Batches, step: int, cfg: TrainConfig,
+           device: torch.device, autocast) -> tuple[torch.Tensor, torch.Tensor, float]:
+    """Update `step`: its learning rate, cfg.grad_accum micro-batches of forward and backward (DDP
+    averages the gradients at the last), the clip and the AdamW step. Returns (the update's mean
+    stats [len(report.METRICS)], the gradient norm before clipping, the lr); neither tensor is read here."""
+    lr = learning_rate(step, cfg)
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    stats = torch.zeros(len(report.METRICS), device=device)
+    try:
+        for micro in range(cfg.grad_accum):
+            x, segment_ids, attention_mask = to_device(batches.get(step, micro), device)  # [b, T] each
+            last = micro == cfg.grad_accum - 1
+            with model.no_sync() if batches.world > 1 and not last else contextlib.nullcontext():
+                with autocast:
+                    out = model(x, segment_ids, attention_mask)  # masks and samples are drawn inside, fresh each call
+                (out.loss / cfg.grad_accum).backward()
+            stats += report.step_stats(out) / cfg.grad_accum
+        grad_norm = torch.nn.utils.clip_grad_norm_(raw.parameters(), cfg.clip_norm)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    except torch.OutOfMemoryError as e:
+        raise SystemExit(
+            f"out of GPU memory at micro-batch {batches.micro_batch} x seq {cfg.seq_len}: add --grad-accum "
+            f"{cfg.grad_accum * 2} (same batch {cfg.batch_size} per update, half the memory per step) or lower "
+            f"--batch-size. The last checkpoint ({Path(cfg.out_dir) / 'ckpt.pt'}) is intact; continue with --resume."
+        ) from e
+    return stats, grad_norm.detach(), lr
+
+
+def diverged(step: int, cfg: TrainConfig, last_ckpt: int | None) -> SystemExit:
+    """The one line that stops a run whose loss or gradient norm was not finite at update `step`."""
+    ckpt_path = Path(cfg.out_dir) / "ckpt.pt"
+    good = ckpt_path if ckpt_path.is_file() else previous_checkpoint(ckpt_path)  # after a fallback
+    kept = (f"the last good checkpoint, {good} at step {last_ckpt:,}, is untouched"
+            if last_ckpt is not None else "no checkpoint was written")
+    return SystemExit(f"the loss is not finite at step {step:,} (lr {cfg.lr:g}): the run diverged and was "
+                      f"stopped; {kept}. Start a new run with a lower --lr (e.g. {cfg.lr / 10:g}) or a longer --warmup")
+
+
 @torch.no_grad()
-def evaluate(model: nn.Module, ids: np.ndarray, examples: np.ndarray, cfg: TrainConfig, micro_batch: int,
-             special: tuple[int, int, int], device: torch.device, autocast) -> dict:
+def evaluate_heldout(model: nn.Module, ids: np.ndarray, examples: np.ndarray, cfg: TrainConfig, micro_batch: int,
+                     special: tuple[int, int, int], device: torch.device, autocast) -> dict:
     """Held-out metrics: the same quantities as training, dropout off, the same masks every time.
 
     Runs on the first cfg.eval_batches micro-batches of held-out examples with the torch RNG
@@ -372,7 +484,7 @@ def evaluate(model: nn.Module, ids: np.ndarray, examples: np.ndarray, cfg: Train
     together (a ranking does not average over batches); the other metrics are batch means.
     """
     model.eval()
-    total, n = torch.zeros(len(METRICS), device=device), 0
+    sums, n = torch.zeros(len(report.METRICS), device=device), 0
     p_original, is_original, real = [], [], []  # D's scores and labels of every held-out token
     devices = [device.index or 0] if device.type == "cuda" else []
     with torch.random.fork_rng(devices=devices):
@@ -381,20 +493,122 @@ def evaluate(model: nn.Module, ids: np.ndarray, examples: np.ndarray, cfg: Train
             rows = examples[i * micro_batch:(i + 1) * micro_batch]
             if len(rows) == 0:
                 break
-            x, s, m = (torch.from_numpy(a).to(device) for a in pretraining_batch(ids, rows, cfg.seq_len, *special))
+            x, segment_ids, attention_mask = to_device(pretraining_batch(ids, rows, cfg.seq_len, *special), device)
             with autocast:
-                out = model(x, s, m)
-            total += step_stats(out)
+                out = model(x, segment_ids, attention_mask)
+            sums += report.step_stats(out)
             n += 1
             if out.p_original is not None:
                 p_original.append(out.p_original.flatten())
                 is_original.append((out.x_corrupt == x).flatten())
-                real.append(m.flatten())
+                real.append(attention_mask.flatten())
     model.train()
-    stats = stats_dict(total / max(n, 1))
+    stats = report.stats_dict(sums / max(n, 1))
     if p_original:
         stats["disc_auc"] = disc_auc(torch.cat(p_original), torch.cat(is_original), torch.cat(real)).item()
     return stats
+
+
+def agree_to_stop(requested: bool, log_step: bool, world: int, device: torch.device) -> bool:
+    """Whether to stop after this update (Ctrl-C or SIGTERM on any rank). The ranks must agree on the
+    step they stop at; they compare at log steps, a sync point anyway (asking at every step would make
+    each step wait for the GPU)."""
+    if world == 1:
+        return requested
+    if not log_step:
+        return False
+    flag = torch.tensor([float(requested)], device=device)
+    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+    return bool(flag.item())
+
+
+def save_run(raw: Electra, optimizer, step: int, cfg: TrainConfig, mc: ElectraConfig, tok: Tokenizer,
+             world: int, master: bool) -> None:
+    """The checkpoint, with every rank's RNG states (gathered on rank 0), and curves.png."""
+    states = [plumbing.rng_state()]
+    if world > 1:
+        states = [None] * world
+        dist.all_gather_object(states, plumbing.rng_state())
+    if master:
+        out_dir = Path(cfg.out_dir)
+        save_checkpoint(out_dir / "ckpt.pt", raw, optimizer, step, cfg, mc, tok.hash(), states)
+        report.plot_pretraining_curves(out_dir / "metrics.jsonl", out_dir / "curves.png")
+
+
+def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device: torch.device) -> dict:
+    """The run: data, model and optimizer, then the loop of updates with its logs, held-out evaluations
+    and checkpoints (see main for the arguments and what it returns)."""
+    master = rank == 0
+    say = print if master else (lambda *a, **k: None)
+    out_dir = Path(cfg.out_dir)
+    metrics_path, ckpt_path, curves_path = out_dir / "metrics.jsonl", out_dir / "ckpt.pt", out_dir / "curves.png"
+    corpus, tok, ids, batches, eval_ex = prepare_data(cfg, saved, rank, world, say)
+    mc, raw, model, optimizer, step = set_up_model(cfg, saved, tok, rank, world, device)
+    precision, autocast = plumbing.mixed_precision(device, cfg.precision)
+    flops = flops_per_step(mc, cfg.batch_size, cfg.seq_len)
+    peak = report.peak_flops(device, cfg.peak_tflops)
+    end = min(cfg.steps, cfg.stop_at or cfg.steps)
+    say(report.startup_report(cfg, mc, raw, optimizer, tok, corpus, ids, batches.examples, eval_ex, batches.micro_batch,
+                       world, device, flops, peak, step, end, precision))
+
+    log = report.MetricsLog(metrics_path, step if saved is not None else None, master, device, world,
+                     cfg.batch_size * cfg.seq_len, flops, peak)
+    # The first update whose loss or gradient norm was not finite (0: none), kept on the device and read
+    # only where the loop waits for the device anyway (logs, evaluations, checkpoints, the end).
+    diverged_at = torch.zeros((), dtype=torch.long, device=device)
+    last_ckpt = step if saved is not None else None
+    last_train = last_eval = None
+    interrupted = False
+    bar = tqdm(total=cfg.steps, initial=step, unit="step", dynamic_ncols=True, disable=not master,
+               desc=f"{cfg.objective}-{cfg.size}")
+    projection = report.CpuProjection(cfg.size, device, step, end, bar.write)
+    with plumbing.StopOnSignal() as stop:
+        while step < end:
+            stats, grad_norm, lr = update(model, raw, optimizer, batches, step, cfg, device, autocast)
+            step += 1
+            finite = torch.isfinite(stats[0]) & torch.isfinite(grad_norm)
+            diverged_at = torch.where((diverged_at == 0) & ~finite, step, diverged_at)
+            log.add(stats, grad_norm)
+            bar.update(1)
+            if master:
+                projection.after_update(step)
+            log_step = step % cfg.log_interval == 0 or step == end
+            eval_step = step % cfg.eval_interval == 0 or step == end
+            ckpt_step = step % cfg.ckpt_interval == 0 or step == end
+            if (log_step or eval_step or ckpt_step or stop.requested) and diverged_at.item():
+                bar.close()
+                raise diverged(diverged_at.item(), cfg, last_ckpt)
+            if log_step:
+                last_train = log.train_row(step, lr, batches.epoch(step))
+                bar.set_postfix_str(report.progress_line(last_train, cfg.objective), refresh=False)
+            if master and len(eval_ex) and eval_step:
+                last_eval = {"step": step, "split": "eval", **evaluate_heldout(
+                    raw, ids, eval_ex, cfg, batches.micro_batch, batches.special, device, autocast),
+                    "elapsed_s": log.elapsed()}
+                log.write(last_eval)
+                report.plot_pretraining_curves(metrics_path, curves_path)
+                bar.write(f"step {step:,} held-out: {report.progress_line(last_eval, cfg.objective)}")
+            interrupted = agree_to_stop(stop.requested, log_step, world, device)
+            if ckpt_step or interrupted:
+                save_run(raw, optimizer, step, cfg, mc, tok, world, master)
+                last_ckpt = step
+            if interrupted:
+                break
+            if log_step:
+                log.restart_clock()
+    bar.close()
+    if interrupted:
+        say(f"stopped at step {step:,}: checkpoint saved to {ckpt_path}. Continue with the same command "
+            f"plus --resume.")
+    else:
+        say(f"{'reached --stop-at' if end < cfg.steps else 'done'}: step {step:,}, checkpoint {ckpt_path}, "
+            f"curves {curves_path}, metrics {metrics_path}")
+    return {"model": raw, "step": step, "config": cfg, "model_config": mc, "tokenizer": tok, "train": last_train,
+            "eval": last_eval, "interrupted": interrupted}
+
+
+# -----------------------------------------------------------------------------
+# The command line
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -483,200 +697,17 @@ def main(argv=None) -> dict:
             raise SystemExit(f"--init-from {args.init_from}: {e}") from None
         args.size, args.vocab = args.size or size, str(vocab)
         args.overrides = [f"{k}={v}" for k, v in shape.items()] + (args.overrides or [])
-    check_writable(out_dir)
-    rank = int(os.environ.get("RANK", "0"))  # torchrun's; setup_distributed joins the group below
-    with run_lock(out_dir, rank):
+    plumbing.check_writable(out_dir)
+    rank = int(os.environ.get("RANK", "0"))  # torchrun's; plumbing.setup_distributed joins the group below
+    with plumbing.run_lock(out_dir, rank):
         saved = load_checkpoint(ckpt_path, set_aside=rank == 0) if args.resume else None
         cfg = resolve_config(args, saved["train_config"] if saved else None)
-        rank, _, world, device = setup_distributed(cfg.device)
+        rank, _, world, device = plumbing.setup_distributed(cfg.device)
         try:
             return train(cfg, saved, rank, world, device)
         finally:
             if world > 1:
                 dist.destroy_process_group()
-
-
-
-def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device: torch.device) -> dict:
-    """The training run: data, model, optimizer, then the loop (see main for the arguments)."""
-    master = rank == 0
-    say = print if master else (lambda *a, **k: None)
-    out_dir, cache_dir = Path(cfg.out_dir), Path(cfg.cache_dir)
-    metrics_path, ckpt_path = out_dir / "metrics.jsonl", out_dir / "ckpt.pt"
-
-    # --- data: rank 0 downloads, trains the vocab and tokenises first; the others read its caches
-    for turn in (0, 1):
-        if (rank == 0) == (turn == 0):
-            try:
-                corpus = resolve_corpus(cfg.data, cache_dir, cfg.data_url)
-                tok = load_or_train_vocab(cfg, corpus, out_dir)
-                ids, line_offsets = encode_corpus(corpus, tok, cache_dir, progress=master)
-            except (DownloadError, FileNotFoundError, ValueError) as e:
-                raise SystemExit(str(e)) from e
-            except KeyboardInterrupt:
-                raise SystemExit("interrupted while preparing the data (download, vocabulary or tokenising), "
-                                 "before any training: nothing partial was written; run the same command "
-                                 "again to start over") from None
-        barrier(world)
-    line_offsets, n_split = split_long_lines(ids, line_offsets, cfg.seq_len - 2,
-                                             [tok.vocab[t] for t in SENTENCE_END_TOKENS if t in tok.vocab])
-    if n_split:
-        say(f"split {n_split:,} line(s) longer than {cfg.seq_len - 2} tokens (--seq-len {cfg.seq_len} less "
-            f"[CLS] and [SEP]) into pieces, at sentence ends where possible, so none of their text is dropped")
-    if saved is not None and saved["vocab_hash"] != tok.hash():
-        raise SystemExit(f"the vocabulary ({cfg.vocab or out_dir / 'vocab.txt'}, sha256 {tok.hash()[:12]}) does not "
-                         f"match the checkpoint's (sha256 {saved['vocab_hash'][:12]}): resume with the run's own "
-                         f"{out_dir / 'vocab.txt'} (drop --vocab), or start a new run with another --out")
-    train_ex, eval_ex = build_examples(line_offsets, cfg.seq_len, cfg.seed, cfg.eval_fraction)
-    if len(train_ex) == 0:
-        raise SystemExit(f"--data {cfg.data}: no training examples could be built ({len(ids):,} tokens in "
-                         f"{len(eval_ex)} held-out example(s)); give it more text")
-    if cfg.batch_size % (cfg.grad_accum * world):
-        raise SystemExit(f"--batch-size {cfg.batch_size} must be a multiple of --grad-accum {cfg.grad_accum} x "
-                         f"{world} process(es)")
-    micro_batch = cfg.batch_size // (cfg.grad_accum * world)
-    special = (tok.cls_id, tok.sep_id, tok.pad_id)
-    batches = Batches(ids, train_ex, cfg.batch_size, micro_batch, rank, world, cfg.seq_len, special, cfg.seed)
-
-    # --- model and optimizer
-    try:
-        mc = model_config(cfg, tok)
-    except ValueError as e:
-        raise SystemExit(str(e)) from e
-    torch.manual_seed(cfg.seed)  # the same initial weights on every rank
-    raw = build_model(mc, device)
-    if saved is None and cfg.init_from:  # the released weights, not a random start
-        raw.load_state_dict(load_electra(cfg.init_from, cfg.generator, cfg.revision, cfg.hub_cache_dir)[0].state_dict())
-    optimizer = build_optimizer(raw, cfg, fused=device.type in ("cuda", "cpu"))  # torch fuses AdamW on these
-    step = 0
-    if saved is not None:
-        raw.load_state_dict(saved["model"])
-        optimizer.load_state_dict(saved["optimizer"])
-        step = saved["step"]
-        set_rng_state(saved["rng"][rank])
-    else:
-        torch.manual_seed(cfg.seed + rank)  # different masks and dropout on each rank
-    if device.type == "cuda":
-        torch.backends.cuda.matmul.allow_tf32 = True  # TF32 for any fp32 matmul left outside autocast
-        torch.backends.cudnn.allow_tf32 = True
-    precision, autocast = mixed_precision(device, cfg.precision)
-    model = raw
-    if world > 1:
-        model = nn.parallel.DistributedDataParallel(raw, device_ids=[device.index] if device.type == "cuda" else None)
-    if cfg.compile:
-        # In place, so `raw` keeps its state_dict keys; compiling the DDP wrapper (not the model inside
-        # it) lets torch split the graph at DDP's gradient buckets and overlap communication.
-        model.compile()
-
-    flops = flops_per_step(mc, cfg.batch_size, cfg.seq_len)
-    peak = peak_flops(device, cfg.peak_tflops)
-    end = min(cfg.steps, cfg.stop_at or cfg.steps)
-    say(startup_report(cfg, mc, raw, optimizer, tok, corpus, ids, train_ex, eval_ex, micro_batch, world, device,
-                       flops, peak, step, end, precision))
-
-    # --- the loop
-    def to_device(arrays):
-        ts = [torch.from_numpy(a) for a in arrays]
-        if device.type == "cuda":
-            return [t.pin_memory().to(device, non_blocking=True) for t in ts]
-        return ts
-
-    log = MetricsLog(metrics_path, step if saved is not None else None, master, device, world,
-                     cfg.batch_size * cfg.seq_len, flops, peak)
-    # The first update whose loss or gradient norm was not finite (0: none), kept on the device and read
-    # only where the loop waits for the device anyway (logs, evaluations, checkpoints, the end).
-    diverged_at = torch.zeros((), dtype=torch.long, device=device)
-    last_ckpt = step if saved is not None else None
-    last_train = last_eval = None
-    interrupted = False
-    bar = tqdm(total=cfg.steps, initial=step, unit="step", dynamic_ncols=True, disable=not master,
-               desc=f"{cfg.objective}-{cfg.size}")
-    projection = CpuProjection(cfg.size, device, step, end, bar.write)
-    with StopOnSignal() as stop:
-        while step < end:
-            lr = learning_rate(step, cfg)
-            for group in optimizer.param_groups:
-                group["lr"] = lr
-            try:
-                stats = torch.zeros(len(METRICS), device=device)
-                for micro in range(cfg.grad_accum):
-                    x, s, m = to_device(batches.get(step, micro))  # [b, T] each
-                    sync = model.no_sync() if world > 1 and micro < cfg.grad_accum - 1 else contextlib.nullcontext()
-                    with sync:
-                        with autocast:
-                            out = model(x, s, m)  # masks and samples are drawn inside, fresh each call
-                        (out.loss / cfg.grad_accum).backward()
-                    stats += step_stats(out) / cfg.grad_accum
-                grad_norm = torch.nn.utils.clip_grad_norm_(raw.parameters(), cfg.clip_norm)
-                optimizer.step()
-                optimizer.zero_grad(set_to_none=True)
-            except torch.OutOfMemoryError as e:
-                raise SystemExit(
-                    f"out of GPU memory at micro-batch {micro_batch} x seq {cfg.seq_len}: add --grad-accum "
-                    f"{cfg.grad_accum * 2} (same batch {cfg.batch_size} per update, half the memory per step) or "
-                    f"lower --batch-size. The last checkpoint ({ckpt_path}) is intact; continue with --resume."
-                ) from e
-            step += 1
-            finite = torch.isfinite(stats[0]) & torch.isfinite(grad_norm.detach())
-            diverged_at = torch.where((diverged_at == 0) & ~finite, step, diverged_at)
-            log.add(stats, grad_norm)
-            bar.update(1)
-            if master:
-                projection.after_update(step)
-            if (step % cfg.log_interval == 0 or step % cfg.eval_interval == 0 or step % cfg.ckpt_interval == 0
-                    or step == end or stop.requested) and diverged_at.item():
-                bar.close()
-                good = ckpt_path if ckpt_path.is_file() else previous_checkpoint(ckpt_path)  # after a fallback
-                kept = (f"the last good checkpoint, {good} at step {last_ckpt:,}, is untouched"
-                        if last_ckpt is not None else "no checkpoint was written")
-                raise SystemExit(f"the loss is not finite at step {diverged_at.item():,} (lr {cfg.lr:g}): the run "
-                                 f"diverged and was stopped; {kept}. Start a new run with a lower --lr (e.g. "
-                                 f"{cfg.lr / 10:g}) or a longer --warmup")
-
-            if step % cfg.log_interval == 0 or step == end:
-                last_train = log.train_row(step, lr, batches.epoch(step))
-                bar.set_postfix_str(progress_line(last_train, cfg.objective), refresh=False)
-
-            if master and len(eval_ex) and (step % cfg.eval_interval == 0 or step == end):
-                last_eval = {"step": step, "split": "eval",
-                             **evaluate(raw, ids, eval_ex, cfg, micro_batch, special, device, autocast),
-                             "elapsed_s": log.elapsed()}
-                log.write(last_eval)
-                plot_pretraining_curves(metrics_path, out_dir / "curves.png")
-                bar.write(f"step {step:,} held-out: {progress_line(last_eval, cfg.objective)}")
-
-            requested = stop.requested
-            if world > 1:
-                # The ranks must agree on the step they stop at. They agree at log steps (a sync point
-                # anyway): asking every step would make each step wait for the GPU (flag.item()).
-                requested = False
-                if step % cfg.log_interval == 0 or step == end:
-                    flag = torch.tensor([float(stop.requested)], device=device)
-                    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-                    requested = bool(flag.item())
-            if step % cfg.ckpt_interval == 0 or step == end or requested:
-                states = [rng_state()]
-                if world > 1:
-                    states = [None] * world
-                    dist.all_gather_object(states, rng_state())
-                if master:
-                    save_checkpoint(ckpt_path, raw, optimizer, step, cfg, mc, tok.hash(), states)
-                    plot_pretraining_curves(metrics_path, out_dir / "curves.png")
-                last_ckpt = step
-            if requested:
-                interrupted = True
-                break
-            if step % cfg.log_interval == 0:
-                log.restart_clock()
-    bar.close()
-    if interrupted:
-        say(f"stopped at step {step:,}: checkpoint saved to {ckpt_path}. Continue with the same command "
-            f"plus --resume.")
-    else:
-        say(f"{'reached --stop-at' if end < cfg.steps else 'done'}: step {step:,}, checkpoint {ckpt_path}, "
-            f"curves {out_dir / 'curves.png'}, metrics {metrics_path}")
-    return {"model": raw, "step": step, "config": cfg, "model_config": mc, "tokenizer": tok, "train": last_train,
-            "eval": last_eval, "interrupted": interrupted}
 
 
 def check_flags(args: argparse.Namespace, ranges: dict) -> None:

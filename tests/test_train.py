@@ -100,13 +100,13 @@ def test_tiny_run_learns_and_writes_metrics_and_curves(corpus, tmp_path, capsys)
 
 
 def test_held_out_auc_ranks_all_held_out_tokens_together(corpus, tmp_path):
-    """evaluate's disc_auc is one ranking over every held-out token, not a mean of per-batch AUCs."""
+    """evaluate_heldout's disc_auc is one ranking over every held-out token, not a mean of per-batch AUCs."""
     result = train.main(args(corpus, tmp_path / "run", "--steps", "6", "--eval-interval", "6", "--eval-batches", "3"))
     cfg, model, tok = result["config"], result["model"], result["tokenizer"]
     ids, line_offsets = data.encode_corpus(Path(corpus[0]), tok, corpus[2], progress=False)
     _, eval_ex = data.build_examples(line_offsets, cfg.seq_len, cfg.seed, cfg.eval_fraction)
     special = (tok.cls_id, tok.sep_id, tok.pad_id)
-    got = train.evaluate(model, ids, eval_ex, cfg, 8, special, torch.device("cpu"), contextlib.nullcontext())
+    got = train.evaluate_heldout(model, ids, eval_ex, cfg, 8, special, torch.device("cpu"), contextlib.nullcontext())
     # the same held-out batches and corruptions, redone by hand
     model.eval()
     torch.manual_seed(cfg.seed)
