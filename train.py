@@ -402,7 +402,7 @@ def set_up_model(cfg: TrainConfig, saved: dict | None, tok: Tokenizer, rank: int
         raise SystemExit(str(e)) from e
     torch.manual_seed(cfg.seed)  # the same initial weights on every rank
     raw = build_model(mc, device)
-    if saved is None and cfg.init_from:
+    if saved is None and cfg.init_from:  # the released weights, not a random start
         raw.load_state_dict(load_electra(cfg.init_from, cfg.generator, cfg.revision, cfg.hub_cache_dir)[0].state_dict())
     optimizer = build_optimizer(raw, cfg, fused=device.type in ("cuda", "cpu"))  # torch fuses AdamW on these
     step = 0
@@ -427,6 +427,7 @@ def set_up_model(cfg: TrainConfig, saved: dict | None, tok: Tokenizer, rank: int
 
 
 def to_device(arrays, device: torch.device) -> list[torch.Tensor]:
+    """numpy arrays as tensors on `device` (on a GPU: from pinned memory, without waiting for the copy)."""
     ts = [torch.from_numpy(a) for a in arrays]
     if device.type == "cuda":
         return [t.pin_memory().to(device, non_blocking=True) for t in ts]
@@ -653,7 +654,7 @@ def resolve_config(args: argparse.Namespace, saved: dict | None) -> TrainConfig:
         changed = {k: (run[k], v) for k, v in flags.items() if k in run and run[k] != v}
         if changed:
             what = "; ".join(f"--{k.replace('_', '-')} {new} (checkpoint: {old})" for k, (old, new) in changed.items())
-            raise SystemExit(f"--resume: the checkpoint in {args.out_dir} was trained with different settings: "
+            raise SystemExit(f"--resume: the checkpoint in {args.out_dir or TrainConfig.out_dir} was trained with different settings: "
                              f"{what}. Resume with the checkpoint's settings (drop those flags), or start a new run "
                              f"with another --out.")
         return TrainConfig(**{**flags, **run})
@@ -669,7 +670,7 @@ def main(argv=None) -> dict:
     """python train.py [flags]; returns what the run produced (for tests and notebooks):
     {"model", "step", "config", "model_config", "tokenizer", "train", "eval", "interrupted"}."""
     args = parse_args(argv)
-    out_dir = Path(args.out_dir)
+    out_dir = Path(args.out_dir or TrainConfig.out_dir)  # a flag not given is None (add_options)
     ckpt_path = out_dir / "ckpt.pt"
     if args.export_hf:
         saved = load_checkpoint(ckpt_path, "--export-hf")
@@ -692,7 +693,8 @@ def main(argv=None) -> dict:
             raise SystemExit("--init-from starts a new ELECTRA run from a released generator and discriminator, "
                              "with their vocab: drop --resume, --vocab and --objective")
         try:
-            size, shape, vocab = released_start(args.init_from, args.generator, args.revision, args.hub_cache_dir)
+            size, shape, vocab = released_start(args.init_from, args.generator, args.revision or TrainConfig.revision,
+                                                args.hub_cache_dir)
         except (FileNotFoundError, ValueError, HubError) as e:
             raise SystemExit(f"--init-from {args.init_from}: {e}") from None
         args.size, args.vocab = args.size or size, str(vocab)
