@@ -549,11 +549,11 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device: t
     flops = flops_per_step(mc, cfg.batch_size, cfg.seq_len)
     peak = report.peak_flops(device, cfg.peak_tflops)
     end = min(cfg.steps, cfg.stop_at or cfg.steps)
-    say(report.startup_report(cfg, mc, raw, optimizer, tok, corpus, ids, batches.examples, eval_ex, batches.micro_batch,
-                       world, device, flops, peak, step, end, precision))
+    say(report.startup_report(cfg, mc, raw, optimizer, tok, corpus, ids, batches.examples, eval_ex,
+                              batches.micro_batch, world, device, flops, peak, step, end, precision))
 
     log = report.MetricsLog(metrics_path, step if saved is not None else None, master, device, world,
-                     cfg.batch_size * cfg.seq_len, flops, peak)
+                            cfg.batch_size * cfg.seq_len, flops, peak)
     # The first update whose loss or gradient norm was not finite (0: none), kept on the device and read
     # only where the loop waits for the device anyway (logs, evaluations, checkpoints, the end).
     diverged_at = torch.zeros((), dtype=torch.long, device=device)
@@ -583,9 +583,8 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device: t
                 last_train = log.train_row(step, lr, batches.epoch(step))
                 bar.set_postfix_str(report.progress_line(last_train, cfg.objective), refresh=False)
             if master and len(eval_ex) and eval_step:
-                last_eval = {"step": step, "split": "eval", **evaluate_heldout(
-                    raw, ids, eval_ex, cfg, batches.micro_batch, batches.special, device, autocast),
-                    "elapsed_s": log.elapsed()}
+                held = evaluate_heldout(raw, ids, eval_ex, cfg, batches.micro_batch, batches.special, device, autocast)
+                last_eval = {"step": step, "split": "eval", **held, "elapsed_s": log.elapsed()}
                 log.write(last_eval)
                 report.plot_pretraining_curves(metrics_path, curves_path)
                 bar.write(f"step {step:,} held-out: {report.progress_line(last_eval, cfg.objective)}")
