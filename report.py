@@ -33,6 +33,7 @@ def step_stats(out) -> torch.Tensor:
 
 
 def stats_dict(t: torch.Tensor) -> dict:
+    """step_stats' tensor (or a mean of them) as {metric: value}, with D's all-original baseline."""
     d = dict(zip(METRICS, t.tolist()))
     d["all_original_acc"] = 1.0 - d["replaced_frac"]  # the accuracy of a D that calls every token original
     return d
