@@ -384,16 +384,19 @@ def flag_name(f, sep: str) -> str:
 def add_options(parser: argparse.ArgumentParser, config_cls, sep: str = "-", defaults=None) -> None:
     """One flag per `option` field of `config_cls` (fields without help are not flags). Every flag
     parses to None when not given, so a preset, a checkpoint or the dataclass default fills it in
-    (`given`); the help shows `defaults` (a dict, e.g. "preset") or the dataclass default.
+    (`given`); the help shows `defaults` (a dict, e.g. "preset") or the dataclass default, unless the
+    option says show_default=False (its help says it). An option's `metavar` and `action` (e.g.
+    "append": a repeatable flag) go to argparse.
 
     >>> from dataclasses import dataclass
     >>> @dataclass
     ... class C:
     ...     batch_size: int = option(32, "examples per update")
     ...     compile: bool = option(False, "torch.compile the model")
+    ...     overrides: dict = option({}, "FIELD=VALUE", flag="--set", metavar="FIELD=VALUE", action="append")
     >>> p = argparse.ArgumentParser(); add_options(p, C)
-    >>> p.parse_args(["--batch-size", "8"])
-    Namespace(batch_size=8, compile=None)
+    >>> p.parse_args(["--batch-size", "8", "--set", "a=1", "--set", "b=2"])
+    Namespace(batch_size=8, compile=None, overrides=['a=1', 'b=2'])
     """
     hints = typing.get_type_hints(config_cls)
     for f in dataclasses.fields(config_cls):
@@ -407,9 +410,11 @@ def add_options(parser: argparse.ArgumentParser, config_cls, sep: str = "-", def
             parser.add_argument(flag_name(f, sep), dest=f.name, action="store_const", default=None,
                                 const=not f.default, help=m["help"])
             continue
-        shown = "" if default is None or m.get("choices") else f" (default {default})"
+        shows = default is not None and not m.get("choices") and m.get("show_default", True)
+        shown = f" (default {default})" if shows else ""
         parser.add_argument(flag_name(f, sep), dest=f.name, type=base if base in (int, float) else str,
-                            default=None, choices=m.get("choices"), help=m["help"] + shown)
+                            default=None, choices=m.get("choices"), help=m["help"] + shown,
+                            **{k: m[k] for k in ("metavar", "action") if k in m})
 
 
 def check_flags(args: argparse.Namespace, config_cls, sep: str = "-") -> None:

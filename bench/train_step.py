@@ -14,7 +14,7 @@ fp32 elsewhere). Before timing, one step with dropout off checks that both sides
 Each variant runs in its own subprocess so that peak memory (CUDA: max_memory_allocated; CPU:
 the growth of the peak resident set) belongs to it alone. Prints steps/s, tokens/s (batch x seq
 per step), peak memory and, on CUDA, MFU from electra.flops_per_step and the GPU's peak
-(train.GPU_PEAK_TFLOPS, or --peak-tflops).
+(report.GPU_PEAK_TFLOPS, or --peak-tflops).
 """
 import argparse
 import json
@@ -33,13 +33,12 @@ import torch  # noqa: E402
 
 import electra  # noqa: E402
 import plumbing  # noqa: E402
+import report  # noqa: E402
 import train  # noqa: E402
-
-VOCAB = {"tiny": train.RECIPES["tiny"].vocab_size, "small": 30522, "base": 30522, "large": 30522}
 
 
 def make_config(size: str, seq: int) -> electra.ElectraConfig:
-    cfg = electra.get_config(size, vocab_size=VOCAB[size])  # BERT's special ids: pad 0, [CLS] 101, ...
+    cfg = electra.get_config(size)  # its vocab size; BERT's special ids: pad 0, [CLS] 101, ...
     return replace(cfg, max_predictions=int((cfg.mask_prob + train.MASK_SLACK) * seq))
 
 
@@ -137,7 +136,7 @@ def run_variant(args) -> dict:
         peak_mib = torch.cuda.max_memory_allocated() / 2**20
     else:
         peak_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before) / 1024
-    peak = train.peak_flops(device, args.peak_tflops)
+    peak = report.peak_flops(device, args.peak_tflops)
     flops = electra.flops_per_step(cfg, args.batch, args.seq)
     return {"variant": args.variant + (" compiled" if args.compile else ""), "check_loss": check_loss,
             "steps_per_s": steps_per_s, "tokens_per_s": steps_per_s * args.batch * args.seq, "peak_mib": peak_mib,

@@ -163,7 +163,7 @@ def setup(args: argparse.Namespace) -> Context:
         corpus = data.resolve_corpus(args.data, cache).resolve()
     except (plumbing.DownloadError, FileNotFoundError, ValueError) as e:
         raise SystemExit(str(e)) from e
-    vocab_size = args.vocab_size or train.RECIPES[args.size[0]].vocab_size
+    vocab_size = args.vocab_size or get_config(args.size[0]).vocab_size
     vocab_dir = runs_dir / "vocab" / f"{_slug(corpus.name)}-{vocab_size}-{_digest(str(corpus))}"
     cfg = train.TrainConfig(vocab_size=vocab_size)
     vocab_dir.mkdir(parents=True, exist_ok=True)
@@ -299,7 +299,7 @@ def save_init(run: Run) -> None:
     if run.snapshot(0).is_file():
         return
     mc = ElectraConfig(**run.model_config)
-    torch.manual_seed(run.seed)  # as train.train: torch.manual_seed(cfg.seed), then build_model
+    torch.manual_seed(run.seed)  # as train.set_up_model: torch.manual_seed(cfg.seed), then build_model
     model = train.build_model(mc, "cpu")
     state = {"model": model.state_dict(), "model_config": run.model_config, "vocab_hash": run.vocab_hash,
              "step": 0, "train_config": {}}

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-MODULES = [name for name in ("electra", "tokenizer", "data", "train", "finetune", "glue", "squad", "plumbing", "hf")
+MODULES = [name for name in ("electra", "tokenizer", "data", "train", "finetune", "glue", "squad", "plumbing", "hf",
+                             "report")
            if (ROOT / f"{name}.py").is_file()]
 MIN_EXAMPLES = 70  # the examples that ran when this test was written; fewer means some were lost
 

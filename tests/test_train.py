@@ -21,6 +21,7 @@ import torch
 import transformers
 
 import data
+import report
 import train
 from electra import Electra, disc_auc
 from tokenizer import Tokenizer
@@ -99,13 +100,13 @@ def test_tiny_run_learns_and_writes_metrics_and_curves(corpus, tmp_path, capsys)
 
 
 def test_held_out_auc_ranks_all_held_out_tokens_together(corpus, tmp_path):
-    """evaluate's disc_auc is one ranking over every held-out token, not a mean of per-batch AUCs."""
+    """evaluate_heldout's disc_auc is one ranking over every held-out token, not a mean of per-batch AUCs."""
     result = train.main(args(corpus, tmp_path / "run", "--steps", "6", "--eval-interval", "6", "--eval-batches", "3"))
     cfg, model, tok = result["config"], result["model"], result["tokenizer"]
     ids, line_offsets = data.encode_corpus(Path(corpus[0]), tok, corpus[2], progress=False)
     _, eval_ex = data.build_examples(line_offsets, cfg.seq_len, cfg.seed, cfg.eval_fraction)
     special = (tok.cls_id, tok.sep_id, tok.pad_id)
-    got = train.evaluate(model, ids, eval_ex, cfg, 8, special, torch.device("cpu"), contextlib.nullcontext())
+    got = train.evaluate_heldout(model, ids, eval_ex, cfg, 8, special, torch.device("cpu"), contextlib.nullcontext())
     # the same held-out batches and corruptions, redone by hand
     model.eval()
     torch.manual_seed(cfg.seed)
@@ -128,16 +129,16 @@ def test_gpu_sized_run_on_a_cpu_projects_its_time_and_names_the_cpu_preset(corpu
     train.main(small)
     printed = capsys.readouterr().out
     assert "no GPU: --size small's remaining 2 updates take about" in printed
-    assert f"python train.py --size {train.CPU_PRESET} --data" in printed
+    assert f"python train.py --size {report.CPU_PRESET} --data" in printed
     train.main(args(corpus, tmp_path / "tiny", "--steps", "6"))
     assert "no GPU" not in capsys.readouterr().out  # the CPU preset itself says nothing
 
 
 def test_duration_picks_a_readable_unit():
-    assert train.duration(90) == "90 seconds"
-    assert train.duration(600) == "10 minutes"
-    assert train.duration(1e7) == "116 days"  # 1e7 / 86,400 = 115.7
-    assert train.duration(3 * 365 * 86400) == "3 years"
+    assert report.duration(90) == "90 seconds"
+    assert report.duration(600) == "10 minutes"
+    assert report.duration(1e7) == "116 days"  # 1e7 / 86,400 = 115.7
+    assert report.duration(3 * 365 * 86400) == "3 years"
 
 
 def test_resume_equals_an_uninterrupted_run(corpus, tmp_path):
@@ -185,9 +186,9 @@ def test_gpu_code_path_on_cpu_compile_bf16_and_exact_resume(corpus, tmp_path, ca
                                            ("Some Future GPU", None)])
 def test_peak_flops_looked_up_from_the_gpu_name(monkeypatch, name, tflops):
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: name)
-    assert train.peak_flops(torch.device("cuda", 0), None) == (tflops * 1e12 if tflops else None)
-    assert train.peak_flops(torch.device("cuda", 0), 500) == 500e12  # --peak-tflops wins
-    assert train.peak_flops(torch.device("cpu"), None) is None
+    assert report.peak_flops(torch.device("cuda", 0), None) == (tflops * 1e12 if tflops else None)
+    assert report.peak_flops(torch.device("cuda", 0), 500) == 500e12  # --peak-tflops wins
+    assert report.peak_flops(torch.device("cpu"), None) is None
 
 
 def test_mfu_is_model_flops_over_peak(corpus, tmp_path, capsys):
@@ -374,7 +375,7 @@ def test_unwritable_output_folder(corpus, tmp_path):
 
 def test_checkpoint_before_the_first_log_line(corpus, tmp_path):
     """--ckpt-interval 2 with the default --log-interval 100: the checkpoint at step 2 comes before any
-    metrics line (plot_curves once read a metrics.jsonl that did not exist yet)."""
+    metrics line (plot_pretraining_curves once read a metrics.jsonl that did not exist yet)."""
     out = tmp_path / "run"
     result = train.main(args(corpus, out, "--steps", "4", "--ckpt-interval", "2", "--eval-interval", "1000"))
     assert result["step"] == 4 and torch.load(out / "ckpt.pt", weights_only=True)["step"] == 4
@@ -571,7 +572,7 @@ def test_a_partial_last_metrics_line_is_tolerated_on_resume(corpus, tmp_path):
     lines[1] = lines[1][:10]  # a broken line in the middle is not silently dropped
     (out / "metrics.jsonl").write_text("\n".join(lines) + "\n")
     with pytest.raises(SystemExit, match=r"metrics.jsonl, line 2: not a JSON metrics row"):
-        train.read_metrics(out / "metrics.jsonl")
+        report.read_metrics(out / "metrics.jsonl")
 
 
 def test_ctrl_c_while_training_the_vocabulary(corpus, tmp_path, monkeypatch):

@@ -1,0 +1,287 @@
+"""What a pre-training run tells its user; nothing here changes what is trained.
+
+train.py calls these. Read in order: the metrics (METRICS, step_stats) and the metrics file
+(MetricsLog writes metrics.jsonl, read_metrics reads it), the curves drawn from it
+(plot_pretraining_curves), the printed lines (progress_line, startup_report), MFU (peak_flops) and
+the time projection of a GPU-sized run started on a CPU (CpuProjection).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from electra import count_params, flops_per_step_official
+from plumbing import atomic_write
+
+# -----------------------------------------------------------------------------
+# The metrics: what each update measures, summed between two lines of metrics.jsonl
+
+METRICS = ("loss", "mlm_loss", "disc_loss", "gen_acc", "disc_acc", "disc_precision", "disc_recall",
+           "disc_auc", "replaced_frac", "main_mlm_loss")
+
+
+def step_stats(out) -> torch.Tensor:
+    """The ElectraOutput scalars as one detached tensor [len(METRICS)] (no host sync)."""
+    return torch.stack([getattr(out, n).detach().float() for n in METRICS])
+
+
+def stats_dict(t: torch.Tensor) -> dict:
+    """step_stats' tensor (or a mean of them) as {metric: value}, with D's all-original baseline."""
+    d = dict(zip(METRICS, t.tolist()))
+    d["all_original_acc"] = 1.0 - d["replaced_frac"]  # the accuracy of a D that calls every token original
+    return d
+
+
+class MetricsLog:
+    """metrics.jsonl of a run: the training rows (means since the last row, with speed and MFU) and
+    the held-out rows. Only rank 0 writes; every rank sums, and the ranks average at each row.
+
+    elapsed_s is the wall-clock time of the loop (evaluations included), carried over a --resume from
+    the last row kept: what the AUC-vs-minutes curves are drawn against.
+    """
+
+    def __init__(self, path: Path, resume_at: int | None, master: bool, device: torch.device, world: int,
+                 tokens_per_update: int, flops_per_update: float, peak: float | None):
+        self.path, self.master, self.world = path, master, world
+        self.tokens_per_update, self.flops_per_update, self.peak = tokens_per_update, flops_per_update, peak
+        # A resumed run drops the rows written after its checkpoint: it writes them again.
+        rows = [] if resume_at is None else [r for r in read_metrics(path) if r["step"] <= resume_at]
+        if master and resume_at is None:
+            path.unlink(missing_ok=True)
+        elif master:
+            atomic_write(path, lambda p: p.write_text("".join(json.dumps(r) + "\n" for r in rows)))
+        self.elapsed0 = rows[-1].get("elapsed_s", 0.0) if rows else 0.0
+        self.t_start = self.t_last = time.perf_counter()
+        self.sums = torch.zeros(len(METRICS) + 1, device=device)  # summed stats + grad norm since the last row
+        self.n = 0
+
+    def add(self, stats: torch.Tensor, grad_norm: torch.Tensor) -> None:
+        self.sums += torch.cat([stats, grad_norm.detach().float().reshape(1)])
+        self.n += 1
+
+    def elapsed(self) -> float:
+        return self.elapsed0 + time.perf_counter() - self.t_start
+
+    def train_row(self, step: int, lr: float, epoch: float) -> dict:
+        """The means since the last row, averaged over the ranks, written as one row."""
+        if self.world > 1:
+            dist.all_reduce(self.sums)
+            self.sums /= self.world
+        now = time.perf_counter()
+        steps_per_s = self.n / max(now - self.t_last, 1e-9)
+        means = self.sums / self.n
+        row = {"step": step, "split": "train", **stats_dict(means[:-1]), "grad_norm": means[-1].item(),
+               "lr": lr, "epoch": round(epoch, 4), "steps_per_s": steps_per_s,
+               "tokens_per_s": steps_per_s * self.tokens_per_update, "elapsed_s": self.elapsed()}
+        if self.peak:
+            row["mfu"] = self.flops_per_update * steps_per_s / (self.peak * self.world)
+        self.write(row)
+        self.sums.zero_()
+        self.n = 0
+        self.t_last = now
+        return row
+
+    def write(self, row: dict) -> None:
+        if self.master:
+            with open(self.path, "a") as f:
+                f.write(json.dumps(row) + "\n")
+
+    def restart_clock(self) -> None:
+        """Evaluation and checkpoint time is not training speed."""
+        self.t_last = time.perf_counter()
+
+
+def read_metrics(metrics_path: Path) -> list[dict]:
+    """The rows of metrics.jsonl ([] when there is none yet). A last line cut short (the process was
+    killed mid-write, or the disk filled) is dropped; a broken line before it is an error naming it."""
+    if not metrics_path.is_file():
+        return []
+    lines = metrics_path.read_text().splitlines()
+    rows = []
+    for i, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError as e:
+            if i == len(lines):
+                break
+            raise SystemExit(f"{metrics_path}, line {i}: not a JSON metrics row ({e}); delete or repair that "
+                             f"line (the checkpoint does not depend on it)") from e
+    return rows
+
+
+def plot_pretraining_curves(metrics_path: Path, png_path: Path) -> None:
+    """Redraw curves.png from metrics.jsonl: losses, accuracies (with D's all-original baseline), lr."""
+    from matplotlib.figure import Figure  # its own canvas: no pyplot, no switch of the global backend
+
+    rows = read_metrics(metrics_path)
+    if not rows:
+        return  # a checkpoint before the first log line (--ckpt-interval < --log-interval): nothing to draw yet
+    train = [r for r in rows if r["split"] == "train"]
+    held = [r for r in rows if r["split"] == "eval"]
+    fig = Figure(figsize=(11, 7.5))
+    axes = fig.subplots(2, 2)
+    panels = [
+        (axes[0, 0], "L_MLM (generator)", [("mlm_loss", "")]),
+        (axes[0, 1], "L_Disc (discriminator)", [("disc_loss", "")]),
+        (axes[1, 0], "accuracy", [("gen_acc", "G top-1 on masked"), ("disc_acc", "D, all tokens"),
+                                  ("all_original_acc", "D baseline: all original"),
+                                  ("disc_precision", "D precision (replaced)"),
+                                  ("disc_recall", "D recall (replaced)"),
+                                  ("disc_auc", "D AUC, replaced vs original (0.5 = chance)")]),
+    ]
+    for ax, title, keys in panels:
+        for i, (key, label) in enumerate(keys):  # one colour per quantity: train solid, held-out dashed
+            for split, style in ((train, "-"), (held, "o--")):
+                if split:
+                    ax.plot([r["step"] for r in split], [r.get(key, math.nan) for r in split], style, color=f"C{i}",
+                            ms=3, label=f"{label or key} ({split[0]['split']})")
+        ax.set_title(title)
+        ax.set_xlabel("step")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    ax = axes[1, 1]
+    ax.plot([r["step"] for r in train], [r["lr"] for r in train])
+    ax.set_title("learning rate")
+    ax.set_xlabel("step")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    tmp = png_path.with_name(png_path.name + ".tmp.png")
+    fig.savefig(tmp, dpi=110)
+    os.replace(tmp, png_path)
+
+
+# -----------------------------------------------------------------------------
+# What is printed: the start-up summary, the progress bar
+
+
+def progress_line(row: dict, objective: str) -> str:
+    """The few numbers shown on the progress bar and after each evaluation."""
+    if objective in ("replace_mlm", "all_tokens_mlm"):
+        text = f"L_MLM(G) {row['mlm_loss']:.3f} L_MLM(main) {row['main_mlm_loss']:.3f} G_acc {row['gen_acc']:.3f}"
+    elif objective == "bert":
+        text = f"L_MLM {row['mlm_loss']:.3f} MLM_acc {row['gen_acc']:.3f}"
+    else:
+        text = (f"L_MLM {row['mlm_loss']:.3f} L_Disc {row['disc_loss']:.4f} G_acc {row['gen_acc']:.3f} "
+                f"D_acc {row['disc_acc']:.4f} (all-original {row['all_original_acc']:.4f}) "
+                f"D_P/R {row['disc_precision']:.2f}/{row['disc_recall']:.2f} D_AUC {row['disc_auc']:.3f}")
+    if "tokens_per_s" in row:
+        text += f" | {row['tokens_per_s']:,.0f} tok/s"
+    if "mfu" in row:
+        text += f" MFU {row['mfu']:.1%}"
+    return text
+
+
+def startup_report(cfg, mc, model, optimizer, tok, corpus, ids, train_ex, eval_ex, micro_batch, world, device,
+                   flops, peak, step, end, precision) -> str:
+    """What the run is: config, data, parameter counts and the FLOPs estimate."""
+    parts = [f"{name} {count_params(getattr(model, name)) / 1e6:.2f}M"
+             for name in ("discriminator", "generator", "mlm") if getattr(model, name, None) is not None]
+    params = (f"{', '.join(parts)} (each with the shared embeddings {count_params(model.embeddings) / 1e6:.2f}M), "
+              f"total {count_params(model) / 1e6:.2f}M")
+    total = flops * cfg.steps
+    adam = optimizer.defaults
+    lines = [
+        f"ELECTRA pre-training: size {cfg.size}, objective {cfg.objective}, on {device}"
+        f"{f' x {world} processes' if world > 1 else ''}, {'resuming at step ' + format(step, ',') if step else 'new run'}",
+        f"config   {json.dumps({k: v for k, v in asdict(cfg).items() if k not in ('data_url',)})}",
+        f"model    {json.dumps({k: v for k, v in asdict(mc).items()})}",
+        f"data     {corpus}: {len(ids):,} tokens, {len(train_ex):,} training examples, {len(eval_ex):,} held-out "
+        f"(every {max(2, round(1 / cfg.eval_fraction)) if cfg.eval_fraction > 0 else 0}th document)",
+        f"vocab    {len(tok):,} tokens, {Path(cfg.out_dir) / 'vocab.txt'} (sha256 {tok.hash()[:12]})",
+        f"params   {params}",
+        f"batch    {cfg.batch_size} = {micro_batch} x {cfg.grad_accum} accumulation x {world} process(es), "
+        f"seq {cfg.seq_len}, {cfg.batch_size * cfg.seq_len:,} tokens per update, "
+        f"{cfg.steps * cfg.batch_size / max(len(train_ex), 1):.1f} epochs",
+        f"optim    AdamW lr {cfg.lr:g}, betas {adam['betas']}, eps {adam['eps']:g}, weight decay {cfg.weight_decay}, "
+        f"warm-up {cfg.warmup:,} then linear decay to 0 at {cfg.steps:,}, clip {cfg.clip_norm}",
+        f"compute  {flops:.3g} FLOPs per update (fwd+bwd), {total:.3g} for {cfg.steps:,} updates "
+        f"(official counting: {flops_per_step_official(mc, cfg.batch_size, cfg.seq_len) * cfg.steps:.3g}; "
+        f"paper Table 1: ELECTRA-Small 1.4e18)"
+        + (f"; peak {peak / 1e12:g} TFLOP/s per GPU for MFU" if peak else ""),
+        f"run      steps {step:,} -> {end:,}; out {cfg.out_dir}; log every {cfg.log_interval}, eval every "
+        f"{cfg.eval_interval}, checkpoint every {cfg.ckpt_interval}",
+        f"device   {device}, {precision}{' (bf16 autocast; weights, optimizer and losses fp32)' if precision == 'bf16' else ''}"
+        f"{', torch.compile' if cfg.compile else ''}",
+    ]
+    return "\n".join(lines)
+
+
+# -----------------------------------------------------------------------------
+# MFU: model FLOPs per second over the accelerator's peak
+
+# Peak dense bf16 tensor-core FLOP/s per GPU, from the vendors' data sheets, for MFU. The first
+# name found in torch.cuda.get_device_name() wins; --peak-tflops overrides.
+GPU_PEAK_TFLOPS = {"H100 PCIe": 756, "H100": 989, "H200": 989, "GH200": 989, "B200": 2250, "A100": 312,
+                   "L40S": 362, "L40": 181, "L4": 121, "A10": 125, "RTX 4090": 165, "RTX 3090": 71,
+                   "V100": 125, "T4": 65}
+
+
+def peak_flops(device: torch.device, override_tflops: float | None) -> float | None:
+    """The accelerator's peak FLOP/s for MFU, or None (CPU, or an unknown GPU without --peak-tflops)."""
+    if override_tflops:
+        return override_tflops * 1e12
+    if device.type != "cuda":
+        return None
+    name = torch.cuda.get_device_name(device)
+    return next((tf * 1e12 for key, tf in GPU_PEAK_TFLOPS.items() if key in name), None)
+
+
+# -----------------------------------------------------------------------------
+# A GPU-sized run started on a CPU: how long it would take, and the preset made for CPUs
+
+CPU_PRESET = "tiny"  # the preset made to show ELECTRA learning on a laptop CPU (train.RECIPES)
+CPU_PRESET_MINUTES = 15  # what the CPU preset's run takes on a 2-core CPU (measured, README)
+PROJECTION_STEPS = 3  # ours: updates timed, after the first (one-off set-up), for the CPU time projection
+
+
+class CpuProjection:
+    """Times PROJECTION_STEPS updates after the first of a run of another size than CPU_PRESET on a
+    CPU, then writes cpu_projection's line once."""
+
+    def __init__(self, size: str, device: torch.device, first_step: int, end: int, write):
+        self.active = device.type == "cpu" and size != CPU_PRESET
+        self.size, self.first_step, self.end, self.write = size, first_step, end, write
+        self.t_first = None
+
+    def after_update(self, step: int) -> None:
+        if not self.active:
+            return
+        if step == self.first_step + 1:
+            self.t_first = time.perf_counter()
+        elif step == self.first_step + 1 + PROJECTION_STEPS:
+            rate = PROJECTION_STEPS / (time.perf_counter() - self.t_first)
+            self.write(cpu_projection(self.size, rate, self.end - step))
+
+
+def cpu_projection(size: str, steps_per_s: float, remaining: int) -> str:
+    """One line for a GPU-sized run started on a CPU: how long it would take, and the CPU preset.
+
+    Example: cpu_projection("small", 0.1, 1_000_000) -> "no GPU: --size small's remaining 1,000,000
+    updates take about 116 days at the 0.1 steps/s of the first updates on this CPU ..."
+    """
+    return (f"no GPU: --size {size}'s remaining {remaining:,} updates take about "
+            f"{duration(remaining / steps_per_s)} at the {steps_per_s:.3g} steps/s of the first updates on "
+            f"this CPU (still running, in case you mean it; Ctrl-C saves a checkpoint). To see ELECTRA learn "
+            f"on a CPU in {CPU_PRESET_MINUTES} minutes: python train.py --size {CPU_PRESET} --data <a .txt file "
+            f"or folder of books>")
+
+
+def duration(seconds: float) -> str:
+    """A length of time in the largest unit it has two of.
+
+    >>> duration(90), duration(600), duration(1e7)
+    ('90 seconds', '10 minutes', '116 days')
+    """
+    for unit, length in (("years", 365 * 86400), ("days", 86400), ("hours", 3600), ("minutes", 60)):
+        if seconds >= 2 * length:
+            return f"{seconds / length:.3g} {unit}"
+    return f"{seconds:.3g} seconds"
