@@ -17,14 +17,11 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from electra import count_params, flops_per_step_official
+from electra import METRICS, count_params, flops_per_step_official
 from plumbing import atomic_write
 
 # -----------------------------------------------------------------------------
-# The metrics: what each update measures, summed between two lines of metrics.jsonl
-
-METRICS = ("loss", "mlm_loss", "disc_loss", "gen_acc", "disc_acc", "disc_precision", "disc_recall",
-           "disc_auc", "replaced_frac", "main_mlm_loss")
+# The metrics: what each update measures (electra.METRICS), summed between two lines of metrics.jsonl
 
 
 def step_stats(out) -> torch.Tensor:

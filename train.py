@@ -48,6 +48,7 @@ from data import (
     split_long_lines,
 )
 from electra import (
+    METRICS,
     OBJECTIVES,
     Electra,
     ElectraConfig,
@@ -438,11 +439,11 @@ def update(model: nn.Module, raw: Electra, optimizer, batches: Batches, step: in
            device: torch.device, autocast) -> tuple[torch.Tensor, torch.Tensor, float]:
     """Update `step`: its learning rate, cfg.grad_accum micro-batches of forward and backward (DDP
     averages the gradients at the last), the clip and the AdamW step. Returns (the update's mean
-    stats [len(report.METRICS)], the gradient norm before clipping, the lr); neither tensor is read here."""
+    stats [len(METRICS)], the gradient norm before clipping, the lr); neither tensor is read here."""
     lr = learning_rate(step, cfg)
     for group in optimizer.param_groups:
         group["lr"] = lr
-    stats = torch.zeros(len(report.METRICS), device=device)
+    stats = torch.zeros(len(METRICS), device=device)
     try:
         for micro in range(cfg.grad_accum):
             x, segment_ids, attention_mask = to_device(batches.get(step, micro), device)  # [b, T] each
@@ -485,7 +486,7 @@ def evaluate_heldout(model: nn.Module, ids: np.ndarray, examples: np.ndarray, cf
     together (a ranking does not average over batches); the other metrics are batch means.
     """
     model.eval()
-    sums, n = torch.zeros(len(report.METRICS), device=device), 0
+    sums, n = torch.zeros(len(METRICS), device=device), 0
     p_original, is_original, real = [], [], []  # D's scores and labels of every held-out token
     devices = [device.index or 0] if device.type == "cuda" else []
     with torch.random.fork_rng(devices=devices):
