@@ -2,8 +2,11 @@
 
 train.py calls these. Read in order: the metrics (METRICS, step_stats) and the metrics file
 (MetricsLog writes metrics.jsonl, read_metrics reads it), the curves drawn from it
-(plot_pretraining_curves), the printed lines (progress_line, startup_report), MFU (peak_flops) and
+(plot_pretraining_curves), the printed lines (progress_line, startup_report), the FLOPs of a step
+in two conventions (flops_per_step, flops_per_step_official: Table 1's compute), MFU (peak_flops) and
 the time projection of a GPU-sized run started on a CPU (CpuProjection).
+
+    python report.py    # parameters and FLOPs of every preset, and ELECTRA-Small's 1M-step total
 """
 from __future__ import annotations
 
@@ -17,7 +20,16 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from electra import METRICS, count_params, flops_per_step_official
+from electra import (
+    HEAD_SIZE,
+    METRICS,
+    SIZES,
+    Electra,
+    ElectraConfig,
+    count_params,
+    generator_config,
+    get_config,
+)
 from plumbing import atomic_write
 
 # -----------------------------------------------------------------------------
@@ -213,6 +225,87 @@ def startup_report(cfg, mc, model, optimizer, tok, corpus, ids, train_ex, eval_e
 
 
 # -----------------------------------------------------------------------------
+# Compute: FLOPs of one training step (Table 1's "Train FLOPs", Appendix D)
+
+
+def _forward_flops(config: ElectraConfig, seq: int, masked: float, encoder, mlm_output, disc_head: float,
+                   copy_head: float) -> float:
+    """Forward FLOPs of one sequence: the parts the objective runs, each counted by a convention's
+    encoder(c) and mlm_output(c, positions); `masked` = the positions an MLM output runs at."""
+    main = encoder(config)  # the full-size encoder: D, or BERT's / the ablations' masked LM
+    if config.objective == "bert":
+        return main + mlm_output(config, masked)
+    g = generator_config(config)
+    fwd = main + encoder(g) + mlm_output(g, masked)
+    if config.objective in ("electra", "electra_15"):
+        return fwd + disc_head
+    if config.objective == "replace_mlm":
+        return fwd + mlm_output(config, masked)
+    return fwd + mlm_output(config, seq) + copy_head  # all_tokens_mlm: its output at every position
+
+
+def flops_per_step(config: ElectraConfig, batch: int, seq: int) -> float:
+    """Training FLOPs of one step (forward + backward), our convention.
+
+    Matmuls count 2mn; embedding lookups count 0 (they are gathers); backward = 2 x forward
+    (gradients w.r.t. activations and w.r.t. weights), so a step is 3 x forward. An MLM output
+    runs only at the k = min(max_predictions, round(mask_prob * seq)) masked positions, except
+    All-Tokens MLM's, at every position. D's head runs at every token.
+
+    The official flops_computation.py (flops_per_step_official) counts differently: embedding
+    lookups as dense one-hot matmuls (2 E V per token, large for small models), the MLM output at
+    a fixed 15.625% of positions, a few FLOPs for softmax/LayerNorm/dropout, and backward =
+    forward (2 x forward per step). For ELECTRA-Small over 1M steps that script gives 1.29e18;
+    the paper's Table 1 reports 1.4e18; our convention gives 1.15e18.
+    """
+    E, V, H = config.embedding_size, config.vocab_size, config.hidden_size
+
+    def encoder(c):
+        h = c.hidden_size
+        layer = 2 * 3 * h * h + 2 * h * h + 2 * 2 * h * c.intermediate_size  # QKV, attention output, FFN
+        layer += 2 * 2 * seq * h  # Q K^T and (attention weights) V
+        return seq * (c.num_layers * layer + (2 * E * h if E != h else 0))  # + the embedding projection
+
+    def mlm_output(c, positions):  # dense hidden -> E, then the tied E -> V output
+        return positions * (2 * c.hidden_size * E + 2 * E * V)
+
+    k = min(config.max_predictions, round(config.mask_prob * seq))
+    fwd = _forward_flops(config, seq, k, encoder, mlm_output, disc_head=seq * (2 * H * H + 2 * H),
+                         copy_head=seq * 2 * H)
+    return 3.0 * batch * fwd
+
+
+def flops_per_step_official(config: ElectraConfig, batch: int, seq: int,
+                            output_frac: float = 0.15625) -> float:
+    """Training FLOPs of one step counted as the official flops_computation.py does (see
+    flops_per_step for the differences): matmuls 2mn, dense embedding lookups, elementwise ops
+    (dropout 4, LayerNorm 5, GELU 8, softmax 5 FLOPs per element), backward = forward, the MLM
+    output at output_frac = 20/128 of positions, heads = hidden // 64. The script counts only
+    ELECTRA and BERT; the Sec. 3.5 ablations are counted in its convention from their parts, the
+    copy head as a dense H -> 1 and a sigmoid counted as an activation.
+    """
+    DROP, LN, ACT, SOFT = 4, 5, 8, 5  # FLOPs per element, as flops_computation.py
+    E, V, H, s = config.embedding_size, config.vocab_size, config.hidden_size, seq
+
+    def encoder(c):
+        h, i, heads = c.hidden_size, c.intermediate_size, max(c.hidden_size // HEAD_SIZE, 1)
+        attn = 2 * 3 * h * h + 3 * h + 2 * h * s + (SOFT + DROP + 1) * s * heads + 2 * h * s
+        attn += 2 * h * h + h + DROP * h + h + LN  # output dense, bias, dropout, residual, LayerNorm
+        ffn = 2 * h * i + ACT * i + i + 2 * h * i + h + DROP * h + h + LN * h
+        inputs = 2 * E * V + 2 * E * (s + 2) + 2 * E + LN * E + DROP * E  # dense lookups, LayerNorm, dropout
+        if E != h:
+            inputs += 2 * h * E + h  # the embedding projection
+        return s * (c.num_layers * (attn + ffn) + inputs)
+
+    def mlm_output(c, positions):
+        return positions * (2 * E * V + 2 * c.hidden_size * E + E + ACT * E + LN * E + SOFT * V + 2 * V)
+
+    fwd = _forward_flops(config, s, output_frac * s, encoder, mlm_output,
+                         disc_head=s * (2 * H * H + H + ACT * H + 2 * H), copy_head=s * (2 * H + 1 + ACT))
+    return 2.0 * batch * fwd
+
+
+# -----------------------------------------------------------------------------
 # MFU: model FLOPs per second over the accelerator's peak
 
 # Peak dense bf16 tensor-core FLOP/s per GPU, from the vendors' data sheets, for MFU. The first
@@ -282,3 +375,21 @@ def duration(seconds: float) -> str:
         if seconds >= 2 * length:
             return f"{seconds / length:.3g} {unit}"
     return f"{seconds:.3g} seconds"
+
+
+if __name__ == "__main__":
+    # python report.py: parameter counts and FLOPs of every preset, at its train.py recipe's batch and
+    # sequence length
+    from train import RECIPES
+
+    print("parameters, and train FLOPs of one step at the paper's batch and sequence length")
+    print(f"{'size':6} {'D params':>12} {'G params':>12} {'FLOPs/step ours':>16} {'official':>12}")
+    for name in SIZES:
+        cfg, batch, seq = get_config(name), RECIPES[name].batch_size, RECIPES[name].seq_len
+        model = Electra(cfg)
+        print(f"{name:6} {count_params(model.discriminator):12,d} {count_params(model.generator):12,d} "
+              f"{flops_per_step(cfg, batch, seq):16.3e} {flops_per_step_official(cfg, batch, seq):12.3e}")
+    small, r = get_config("small"), RECIPES["small"]
+    ours, official = (f(small, r.batch_size, r.seq_len) * r.steps for f in (flops_per_step, flops_per_step_official))
+    print(f"ELECTRA-Small, {r.steps:,} steps at batch {r.batch_size}, seq {r.seq_len}: ours {ours:.2e}, "
+          f"official convention {official:.2e} (paper Table 1: 1.4e18)")

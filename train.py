@@ -54,7 +54,6 @@ from electra import (
     ElectraConfig,
     check_config,
     disc_auc,
-    flops_per_step,
     get_config,
     hf_config_dict,
     to_hf_state_dicts,
@@ -547,7 +546,7 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device: t
     corpus, tok, ids, batches, eval_ex = prepare_data(cfg, saved, rank, world, say)
     mc, raw, model, optimizer, step = set_up_model(cfg, saved, tok, rank, world, device)
     precision, autocast = plumbing.mixed_precision(device, cfg.precision)
-    flops = flops_per_step(mc, cfg.batch_size, cfg.seq_len)
+    flops = report.flops_per_step(mc, cfg.batch_size, cfg.seq_len)
     peak = report.peak_flops(device, cfg.peak_tflops)
     end = min(cfg.steps, cfg.stop_at or cfg.steps)
     say(report.startup_report(cfg, mc, raw, optimizer, tok, corpus, ids, batches.examples, eval_ex,

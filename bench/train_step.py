@@ -13,7 +13,7 @@ fp32 elsewhere). Before timing, one step with dropout off checks that both sides
 
 Each variant runs in its own subprocess so that peak memory (CUDA: max_memory_allocated; CPU:
 the growth of the peak resident set) belongs to it alone. Prints steps/s, tokens/s (batch x seq
-per step), peak memory and, on CUDA, MFU from electra.flops_per_step and the GPU's peak
+per step), peak memory and, on CUDA, MFU from report.flops_per_step and the GPU's peak
 (report.GPU_PEAK_TFLOPS, or --peak-tflops).
 """
 import argparse
@@ -137,7 +137,7 @@ def run_variant(args) -> dict:
     else:
         peak_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before) / 1024
     peak = report.peak_flops(device, args.peak_tflops)
-    flops = electra.flops_per_step(cfg, args.batch, args.seq)
+    flops = report.flops_per_step(cfg, args.batch, args.seq)
     return {"variant": args.variant + (" compiled" if args.compile else ""), "check_loss": check_loss,
             "steps_per_s": steps_per_s, "tokens_per_s": steps_per_s * args.batch * args.seq, "peak_mib": peak_mib,
             "mfu": flops * steps_per_s / peak if peak else None,

@@ -2,7 +2,7 @@
 jobs, a resumable job queue, and the results JSON / markdown / PNG they write.
 
 The paper compares objectives "at equal pre-training compute" (Clark et al. 2020, Sec. 3.3, Figure 1,
-Table 1): we turn one FLOPs budget into a number of updates per objective with electra.flops_per_step,
+Table 1): we turn one FLOPs budget into a number of updates per objective with report.flops_per_step,
 
     steps = floor(budget / flops_per_step(model config, batch, seq_len))
 
@@ -50,7 +50,8 @@ import data  # noqa: E402
 import finetune  # noqa: E402
 import plumbing  # noqa: E402
 import train  # noqa: E402
-from electra import ElectraConfig, flops_per_step, generator_config, get_config  # noqa: E402
+from electra import ElectraConfig, generator_config, get_config  # noqa: E402
+from report import flops_per_step  # noqa: E402
 
 DEFAULT_RUNS_DIR = "runs/experiments"  # under the repo's /runs/, which .gitignore leaves out (checkpoints)
 DEFAULT_CHECKPOINTS = 3  # snapshots per run, evenly spaced in steps (Figure 1 shows several per model)
@@ -91,7 +92,7 @@ def add_common_args(p: argparse.ArgumentParser, default_tasks: str) -> None:
     p.add_argument("--data", required=True, help="pre-training corpus: a .txt file, a folder of them, or a "
                                                  "train.py known corpus (wikitext-2, wikitext-103)")
     p.add_argument("--flops", type=float, required=True,
-                   help="pre-training budget per run in FLOPs (electra.flops_per_step's counting); each "
+                   help="pre-training budget per run in FLOPs (report.flops_per_step's counting); each "
                         "objective gets floor(FLOPs / its FLOPs per update) updates. train.py prints a "
                         "run's FLOPs per update at start-up")
     p.add_argument("--size", nargs="+", default=["tiny"], help="model size preset(s) of electra.SIZES")
@@ -573,7 +574,7 @@ def settings_line(results: dict, runs: list[Run]) -> str:
     s = results["settings"]
     steps = ", ".join(f"{r.label} {r.steps:,}" for r in runs)
     return (f"Command: `{results['command']}`\n\n"
-            f"Pre-training budget {s['flops']:.3g} FLOPs per run (electra.flops_per_step), size(s) "
+            f"Pre-training budget {s['flops']:.3g} FLOPs per run (report.flops_per_step), size(s) "
             f"{', '.join(s['size'])}, corpus `{results['corpus']}`; updates per run: {steps}. "
             f"Fine-tuning: {s['seeds']} seed(s), {s['ft_examples'] or 'all'} training examples per task, "
             f"{s['ft_epochs'] or 'Table 7'} epochs{', one sentence order' if s['single_order'] else ''}; cells "

@@ -10,14 +10,13 @@ from electra import (
     disc_auc,
     disc_loss,
     electra_loss,
-    flops_per_step,
-    flops_per_step_official,
     get_config,
     mask_positions,
     mask_tokens,
     mlm_loss,
     replace,
 )
+from report import flops_per_step, flops_per_step_official
 
 
 def micro_config(**kw):

@@ -196,7 +196,7 @@ def test_mfu_is_model_flops_over_peak(corpus, tmp_path, capsys):
     result = train.main(args(corpus, tmp_path / "run", "--steps", "4", "--log-interval", "2",
                              "--peak-tflops", "0.5"))
     assert "peak 0.5 TFLOP/s per GPU for MFU" in capsys.readouterr().out
-    flops = train.flops_per_step(result["model_config"], 8, 32)
+    flops = report.flops_per_step(result["model_config"], 8, 32)
     for row in rows(tmp_path / "run"):
         assert row["mfu"] == pytest.approx(flops * row["steps_per_s"] / 0.5e12)
 
