@@ -22,7 +22,7 @@ checkpoint converters flip the sign of the last layer.
 """
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from dataclasses import replace as dc_replace
 
 import torch
@@ -33,36 +33,48 @@ import torch.nn.functional as F
 # Configuration
 
 
+def _ranged(ok, must: str):
+    """A kind of ElectraConfig field, with its range: check_config refuses v where not ok(v)."""
+    return lambda default: field(default=default, metadata={"check": (ok, must)})
+
+
+_count = _ranged(lambda v: v >= 1, "at least 1")
+_probability = _ranged(lambda v: 0 <= v <= 1, "a probability in [0, 1]")
+_positive = _ranged(lambda v: math.isfinite(v) and v > 0, "a positive number")
+_non_negative = _ranged(lambda v: math.isfinite(v) and v >= 0, "a number >= 0")
+_fraction = _ranged(lambda v: 0 < v <= 1, "in (0, 1]")
+
+
 @dataclass
 class ElectraConfig:
     """The model's hyperparameters. The defaults are ELECTRA-Small's."""
 
     # --- discriminator architecture (paper Table 6; official configure_pretraining.py) ---
-    vocab_size: int = 30522  # BERT's uncased WordPiece vocab (paper Sec. 3.1); set from the tokenizer
-    embedding_size: int = 128  # Small uses 128 and projects to hidden (Table 6, "Embedding Size")
-    hidden_size: int = 256  # Table 6
-    num_layers: int = 12  # Table 6
-    num_heads: int = 4  # Table 6
-    intermediate_size: int = 1024  # FFN inner size, Table 6
-    max_position: int = 512  # BERT's position table; Small trains at seq 128 but keeps 512 rows
-    type_vocab_size: int = 2  # segments A and B, as BERT
-    dropout: float = 0.1  # hidden dropout, Table 6
-    attention_dropout: float = 0.1  # attention-probability dropout, Table 6
-    layer_norm_eps: float = 1e-12  # official modeling.py (BERT's TF LayerNorm epsilon)
-    init_std: float = 0.02  # N(0, 0.02) init, official modeling.py initializer_range
+    vocab_size: int = _count(30522)  # BERT's uncased WordPiece (Sec. 3.1); set from the tokenizer
+    embedding_size: int = _count(128)  # Small uses 128 and projects to hidden (Table 6, "Embedding Size")
+    hidden_size: int = _count(256)  # Table 6
+    num_layers: int = _count(12)  # Table 6
+    num_heads: int = _count(4)  # Table 6
+    intermediate_size: int = _count(1024)  # FFN inner size, Table 6
+    max_position: int = _count(512)  # BERT's position table; Small trains at seq 128 but keeps 512 rows
+    type_vocab_size: int = _count(2)  # segments A and B, as BERT
+    dropout: float = _probability(0.1)  # hidden dropout, Table 6
+    attention_dropout: float = _probability(0.1)  # attention-probability dropout, Table 6
+    layer_norm_eps: float = _positive(1e-12)  # official modeling.py (BERT's TF LayerNorm epsilon)
+    init_std: float = _positive(0.02)  # N(0, 0.02) init, official modeling.py initializer_range
     # --- generator (Section 3.2 "Smaller Generators", Table 6 "Generator Size") ---
-    generator_fraction: float = 0.25  # generator hidden = fraction * discriminator hidden (1/4 Small)
+    generator_fraction: float = _fraction(0.25)  # generator hidden = fraction * D's hidden (Small: 1/4)
     generator_layers: float = 1.0  # generator depth / D's depth (official; 1.0 in every released model)
     # --- masking (Section 2; official pretrain_helpers.mask) ---
-    mask_prob: float = 0.15  # k = round(mask_prob * n) positions masked (Sec. 2; 25% for Large, Table 6)
-    max_predictions: int = 19  # cap on k per sequence; official max_predictions_per_seq = 19 at seq 128
-    mask_token_prob: float = 0.85  # masked positions that become [MASK], the rest keep the token (mask_tokens)
-    temperature: float = 1.0  # sampling temperature of p_G (official `temperature`, 1.0)
-    lam: float = 50.0  # lambda in L = L_MLM + lambda * L_Disc (Sec. 2; official disc_weight = 50)
+    mask_prob: float = _probability(0.15)  # k = round(mask_prob * n) masked (Sec. 2; Large: 0.25, Table 6)
+    max_predictions: int = _count(19)  # cap on k; official max_predictions_per_seq = 19 at seq 128
+    mask_token_prob: float = _probability(0.85)  # masked positions made [MASK], the rest kept (mask_tokens)
+    temperature: float = _positive(1.0)  # sampling temperature of p_G (official `temperature`, 1.0)
+    lam: float = _non_negative(50.0)  # lambda in L = L_MLM + lambda * L_Disc (Sec. 2; official disc_weight)
     # --- objective ---
     objective: str = "electra"  # one of OBJECTIVES: ELECTRA, BERT (Table 1) or a Sec. 3.5 ablation
-    bert_mask_token_prob: float = 0.8  # BERT's 80/10/10 rule (Devlin et al. 2019, Sec. 3.1)
-    bert_random_token_prob: float = 0.1  # BERT: 10% random token (and 10% unchanged)
+    bert_mask_token_prob: float = _probability(0.8)  # BERT's 80/10/10 rule (Devlin et al. 2019, Sec. 3.1)
+    bert_random_token_prob: float = _probability(0.1)  # BERT: 10% random token (and 10% unchanged)
     # --- implementation ---
     fast_attention: bool = True  # F.scaled_dot_product_attention; False = the hand-written reference
     pad_id: int = 0  # special ids default to BERT's vocab; set them from the tokenizer
@@ -109,28 +121,16 @@ def get_config(size: str, **overrides) -> ElectraConfig:
     return ElectraConfig(**{**SIZES[size], **overrides})
 
 
-# check_config's ranges: (fields, test, what the value must be)
-_RANGES = (
-    (("vocab_size", "embedding_size", "hidden_size", "num_layers", "num_heads", "intermediate_size",
-      "max_position", "type_vocab_size", "max_predictions"), lambda v: v >= 1, "at least 1"),
-    (("dropout", "attention_dropout", "mask_prob", "mask_token_prob", "bert_mask_token_prob",
-      "bert_random_token_prob"), lambda v: 0 <= v <= 1, "a probability in [0, 1]"),
-    (("temperature", "layer_norm_eps", "init_std"), lambda v: math.isfinite(v) and v > 0, "a positive number"),
-    (("lam",), lambda v: math.isfinite(v) and v >= 0, "a number >= 0"),
-    (("generator_fraction",), lambda v: 0 < v <= 1, "in (0, 1]"),
-)
-
-
 def check_config(config: ElectraConfig) -> None:
     """Raise ValueError, naming the field, for a config no model can be built from (the discriminator's
     and the generator_config derived from it)."""
     c = config
     if c.objective not in OBJECTIVES:
         raise ValueError(f"unknown objective {c.objective!r}: choose one of {', '.join(OBJECTIVES)}")
-    for names, ok, must in _RANGES:
-        for name in names:
-            if not ok(getattr(c, name)):
-                raise ValueError(f"{name} = {getattr(c, name)}: must be {must}")
+    for f in fields(c):
+        ok, must = f.metadata.get("check", (lambda v: True, ""))
+        if not ok(getattr(c, f.name)):
+            raise ValueError(f"{f.name} = {getattr(c, f.name)}: must be {must}")
     if c.bert_mask_token_prob + c.bert_random_token_prob > 1:
         raise ValueError(f"bert_mask_token_prob + bert_random_token_prob = "
                          f"{c.bert_mask_token_prob + c.bert_random_token_prob}: must be at most 1")
