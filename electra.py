@@ -606,19 +606,13 @@ class Electra(nn.Module):
         """D(x, t) for every token: [B, T] probabilities that each token is original."""
         return torch.sigmoid(self.discriminator(input_ids, segment_ids, attention_mask).float())
 
-    def fine_tuning_encoder(self) -> "Discriminator":
-        """The encoder that fine-tuning starts from: the discriminator (ELECTRA, ELECTRA 15%), or for
-        the MLM objectives a Discriminator holding the full-size MLM's embeddings and encoder (its
-        head is unused by fine-tuning)."""
-        if self.discriminator is not None:
-            return self.discriminator
-        disc = Discriminator(self.config)
-        # Only the encoder's tensors: the MLM head (dense H -> E, LayerNorm E, output bias) and D's head
-        # share the name "head" but not its shape once the embedding size differs from the hidden size.
-        encoder = {k: v for k, v in self.mlm.state_dict().items() if not k.startswith(("head", "output_bias"))}
-        missing, unexpected = disc.load_state_dict(encoder, strict=False)
-        assert not unexpected and all(k.startswith("head") for k in missing), (missing, unexpected)
-        return disc
+    def fine_tuning_encoder(self) -> Encoder:
+        """The full-size encoder fine-tuning starts from, without its pre-training head: D's (ELECTRA,
+        ELECTRA 15%) or the full-size masked LM's (BERT, Replace MLM, All-Tokens MLM)."""
+        trained = self.discriminator if self.discriminator is not None else self.mlm
+        encoder = Encoder(self.config)
+        encoder.load_state_dict({k: v for k, v in trained.state_dict().items() if k in encoder.state_dict()})
+        return encoder
 
 
 def count_params(module: nn.Module) -> int:
