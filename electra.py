@@ -518,11 +518,8 @@ class ElectraOutput:
 class Electra(nn.Module):
     """Generator and discriminator trained jointly (objective "electra"), or one of the baselines the
     paper compares with through the same data and code: a BERT masked LM of the discriminator's size
-    ("bert"), and the Section 3.5 ablations ("electra_15", "replace_mlm", "all_tokens_mlm").
-
-    Modules: .embeddings (shared); .generator (the small G, all but "bert"); .discriminator
-    ("electra", "electra_15"); .mlm, a full-size masked LM ("bert", "replace_mlm", "all_tokens_mlm");
-    .copy_head ("all_tokens_mlm"). Absent modules are None.
+    ("bert"), and the Section 3.5 ablations ("electra_15", "replace_mlm", "all_tokens_mlm"). The modules
+    an objective does not use are None.
     """
 
     def __init__(self, config: ElectraConfig):
@@ -530,12 +527,11 @@ class Electra(nn.Module):
         check_config(config)
         self.config = config
         obj = config.objective
+        has_d = obj in ("electra", "electra_15")  # the objectives without D train a full-size masked LM
         self.embeddings = Embeddings(config)  # one module, the same Parameters in G and D
-        self.generator = (Generator(generator_config(config), self.embeddings) if obj != "bert" else None)
-        self.discriminator = (Discriminator(config, self.embeddings) if obj in ("electra", "electra_15")
-                              else None)
-        self.mlm = (Generator(config, self.embeddings) if obj in ("bert", "replace_mlm", "all_tokens_mlm")
-                    else None)
+        self.generator = Generator(generator_config(config), self.embeddings) if obj != "bert" else None
+        self.discriminator = Discriminator(config, self.embeddings) if has_d else None
+        self.mlm = Generator(config, self.embeddings) if not has_d else None  # D's size, G's head
         self.copy_head = nn.Linear(config.hidden_size, 1) if obj == "all_tokens_mlm" else None
         init_weights(self, config.init_std)
 
