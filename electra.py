@@ -390,8 +390,7 @@ def sample(logits, temperature: float = 1.0, rng: torch.Generator | None = None)
 
     logits: [..., V] -> token ids [...]. Sampled at `temperature` with the Gumbel-max trick, as the
     official sample_from_softmax: argmax(logits / temperature + g), g = -log(-log(u)), u ~ U(0, 1).
-    No gradient flows through the sample (the paper: "we do not back-propagate the discriminator
-    loss through the generator", it is not possible through sampling anyway).
+    No gradient: "we do not back-propagate the discriminator loss through the generator" (Sec. 2).
     """
     u = torch.rand(logits.shape, device=logits.device, **_rng_kwargs(rng), dtype=torch.float32)
     gumbel = -torch.log((-torch.log(u.clamp_min(1e-9))).clamp_min(1e-9))  # clamps keep both logs finite
@@ -450,12 +449,10 @@ def disc_auc(p_original, is_original, weights):
 
         AUC = 1 / (n_r n_o) * sum_{replaced i} ( #{original j : s_j < s_i} + 1/2 #{original j : s_j = s_i} )
 
-    with s = 1 - D the score of *replaced*, over the tokens where `weights` is 1 (n_r replaced, n_o
-    original): the Mann-Whitney statistic. 0.5 is chance, 1.0 a perfect ranking; the official code
-    reports it too (run_pretraining.py: disc_auc). Unlike D's accuracy it moves as soon as D ranks
-    replaced tokens higher, long before any of them crosses 0.5. Sorting and binary search instead
-    of torch.unique keep it free of host syncs (one graph under torch.compile). With no replaced or
-    no original token the AUC is undefined; it returns 0.5.
+    the Mann-Whitney statistic, with s = 1 - D over the tokens where `weights` is 1 (n_r replaced, n_o
+    original); 0.5 is chance (and the value when either count is 0), 1.0 a perfect ranking. The official
+    code reports it too (run_pretraining.py). Unlike D's accuracy it moves as soon as D ranks replaced
+    tokens higher, long before any of them crosses 0.5.
 
     p_original, is_original, weights: the same shape ([B, T], or flat) -> a 0-dim tensor.
     Example: replaced scores [0.8, 0.4], original scores [0.4, 0.3, 0.1]: 0.8 beats all three (3),
@@ -465,6 +462,7 @@ def disc_auc(p_original, is_original, weights):
     w = weights.flatten().bool()
     orig = is_original.flatten() & w
     repl = ~is_original.flatten() & w
+    # Sorting and binary search rather than torch.unique: no host sync, one graph under torch.compile
     s_orig = torch.where(orig, s, torch.inf).sort().values  # [N] originals ascending, the rest (inf) last
     below = torch.searchsorted(s_orig, s, side="left")  # [N] originals scored strictly lower
     below_or_tied = torch.searchsorted(s_orig, s, side="right")  # [N] ... lower or equal
