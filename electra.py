@@ -534,22 +534,26 @@ class Electra(nn.Module):
         init_weights(self, config.init_std)
 
     def forward(self, input_ids, segment_ids, attention_mask, rng: torch.Generator | None = None) -> ElectraOutput:
-        """One pre-training step: Section 2's steps in the module docstring's order, then the loss."""
+        """One pre-training step: Section 2's steps in the module docstring's order, then the loss.
+        BERT, Table 1's baseline, stops at L_MLM: its masked LM has D's size and BERT's 80/10/10 masking."""
         cfg, x = self.config, input_ids
-        if cfg.objective == "bert":
-            return self._forward_bert(x, segment_ids, attention_mask, rng)
+        bert = cfg.objective == "bert"
+        G = self.mlm if bert else self.generator  # BERT's masked LM takes G's place
         m, m_valid = mask_positions(x, attention_mask, cfg, rng)  # [B, K]
-        x_masked = mask_tokens(x, m, m_valid, cfg, rng)  # [B, T]
-        h_G = self.generator.hidden_states(x_masked, segment_ids, attention_mask)  # [B, T, Hg]
-        logits_G = self.generator.logits(h_G, m)  # [B, K, V]
+        x_masked = (bert_mask_tokens if bert else mask_tokens)(x, m, m_valid, cfg, rng)  # [B, T]
+        h_G = G.hidden_states(x_masked, segment_ids, attention_mask)  # [B, T, Hg]
+        logits_G = G.logits(h_G, m)  # [B, K, V]
         x_m = x.gather(1, m)  # [B, K] the original tokens at the masked positions
         l_mlm = mlm_loss(logits_G, x_m, m_valid)
+        steps = dict(mlm_loss=l_mlm, gen_acc=_mean(logits_G.argmax(-1) == x_m, m_valid), m=m, m_valid=m_valid,
+                     x_masked=x_masked)
+        if bert:
+            return ElectraOutput(loss=l_mlm, **steps)
         x_hat = sample(logits_G, cfg.temperature, rng)  # [B, K]
         x_corrupt = replace(x, m, torch.where(m_valid, x_hat, x_m))  # [B, T]
         is_original = x_corrupt == x  # a sample equal to the original counts as original
         real = attention_mask.bool()
-        steps = dict(mlm_loss=l_mlm, gen_acc=_mean(logits_G.argmax(-1) == x_m, m_valid), m=m, m_valid=m_valid,
-                     x_masked=x_masked, x_corrupt=x_corrupt, replaced_frac=_mean(~is_original, real))
+        steps.update(x_corrupt=x_corrupt, replaced_frac=_mean(~is_original, real))
         if cfg.objective in ("replace_mlm", "all_tokens_mlm"):
             l_main = self._main_mlm_loss(x, x_m, x_corrupt, m, m_valid, segment_ids, attention_mask)
             return ElectraOutput(loss=l_mlm + l_main, main_mlm_loss=l_main, **steps)
@@ -584,16 +588,6 @@ class Electra(nn.Module):
         every = torch.arange(x.shape[1], device=x.device).expand(x.shape[0], -1)  # [B, T] all positions
         return all_tokens_mlm_loss(self.mlm.logits(h, every), self.copy_head(h).squeeze(-1), x_corrupt, x,
                                    attention_mask)
-
-    def _forward_bert(self, x, segment_ids, attention_mask, rng):
-        """BERT, Table 1's baseline: a masked LM of D's size on BERT's 80/10/10 masking, no D."""
-        m, m_valid = mask_positions(x, attention_mask, self.config, rng)  # [B, K]
-        x_masked = bert_mask_tokens(x, m, m_valid, self.config, rng)  # [B, T]
-        logits = self.mlm.logits(self.mlm.hidden_states(x_masked, segment_ids, attention_mask), m)  # [B, K, V]
-        x_m = x.gather(1, m)  # [B, K]
-        l_mlm = mlm_loss(logits, x_m, m_valid)
-        return ElectraOutput(loss=l_mlm, mlm_loss=l_mlm, gen_acc=_mean(logits.argmax(-1) == x_m, m_valid),
-                             m=m, m_valid=m_valid, x_masked=x_masked)
 
     @torch.no_grad()
     def p_original(self, input_ids, segment_ids, attention_mask):
