@@ -145,13 +145,10 @@ def check_config(config: ElectraConfig) -> None:
 
 
 def generator_config(config: ElectraConfig) -> ElectraConfig:
-    """The generator's config, derived from the discriminator's as the official code does.
-
-    Official run_pretraining.get_generator_config: hidden = round(fraction * hidden), layers =
-    round(generator_layers * layers), FFN = 4 * hidden, heads = max(1, hidden // 64). For the
-    paper's presets (generator_layers 1: every layer kept) this is the same as scaling hidden, heads
-    and FFN by the fraction: Small 256/4/1024 -> 64/1/256, Base 768/12/3072 -> 256/4/1024. The
-    embedding size is kept: the embeddings are shared (Section 3.2).
+    """The generator's config, derived from the discriminator's as the official code does
+    (run_pretraining.get_generator_config). For the paper's presets (generator_layers 1: every layer
+    kept) this scales hidden, heads and FFN by the fraction: Small 256/4/1024 -> 64/1/256, Base
+    768/12/3072 -> 256/4/1024. The embedding size is kept: the embeddings are shared (Section 3.2).
     """
     hidden = int(round(config.hidden_size * config.generator_fraction))
     return dc_replace(config, hidden_size=hidden, intermediate_size=FFN_RATIO * hidden,
@@ -432,13 +429,12 @@ def all_tokens_mlm_loss(logits, copy_logits, x_corrupt, x, attention_mask):
     The model predicts the identity of *every* token of x_corrupt, not only the masked ones, with
     the paper's explicit copy mechanism: a sigmoid layer gives a copy probability D_t, and
         p(x_t | x_corrupt) = D_t * 1(x_corrupt_t = x_t) + (1 - D_t) * p_MLM(x_t | x_corrupt)
-    Loss: the mean of -log p(x_t | x_corrupt) over the non-padding tokens. Computed in log space:
-    log p = logaddexp(log D_t, log(1 - D_t) + log p_MLM) where the token is unchanged, and
-    log(1 - D_t) + log p_MLM where it was replaced.
+    Loss: the mean of -log p(x_t | x_corrupt) over the non-padding tokens, computed in log space.
     logits: [B, T, V]; copy_logits: [B, T]; x_corrupt, x, attention_mask: [B, T].
     """
     log_p_mlm = logits.float().log_softmax(-1).gather(-1, x[..., None]).squeeze(-1)  # [B, T]
     log_copy, log_no_copy = F.logsigmoid(copy_logits.float()), F.logsigmoid(-copy_logits.float())
+    # log(D_t + (1 - D_t) p_MLM) where the token is unchanged, log((1 - D_t) p_MLM) where it was replaced
     log_p = torch.where(x_corrupt == x, torch.logaddexp(log_copy, log_no_copy + log_p_mlm),
                         log_no_copy + log_p_mlm)
     return -_mean(log_p, attention_mask)
