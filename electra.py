@@ -531,10 +531,10 @@ class Electra(nn.Module):
 
     def forward(self, input_ids, segment_ids, attention_mask, rng: torch.Generator | None = None) -> ElectraOutput:
         """One pre-training step: Section 2's steps in the module docstring's order, then the loss.
-        BERT, Table 1's baseline, stops at L_MLM: its masked LM has D's size and BERT's 80/10/10 masking."""
+        BERT's step stops at L_MLM, with BERT's 80/10/10 masking and its masked LM in G's place."""
         cfg, x = self.config, input_ids
         bert = cfg.objective == "bert"
-        G = self.mlm if bert else self.generator  # BERT's masked LM takes G's place
+        G = self.mlm if bert else self.generator
         m, m_valid = mask_positions(x, attention_mask, cfg, rng)  # [B, K]
         x_masked = (bert_mask_tokens if bert else mask_tokens)(x, m, m_valid, cfg, rng)  # [B, T]
         h_G = G.hidden_states(x_masked, segment_ids, attention_mask)  # [B, T, Hg]
