@@ -32,8 +32,16 @@ import torch.nn as nn
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from electra import Electra, ElectraConfig, Encoder, config_from_hf, load_hf_encoder
-from hf import HubError, is_hub_name, pretrained_folder
+from electra import Electra, ElectraConfig, Encoder
+from hf import (
+    HubError,
+    Pretrained,
+    check_vocab,
+    is_hub_name,
+    load_hf_folder,
+    pretrained_folder,
+    vocab_beside,
+)
 from plumbing import DownloadError, at_least, atomic_write, download, extract_zip, mixed_precision
 from tokenizer import Tokenizer
 from train import check_flags, decays, lr_factor
@@ -586,86 +594,6 @@ class Classifier(nn.Module):
         return self.classifier(self.dropout(h[:, 0]))  # [CLS] state [B, H] -> [B, C]
 
 
-@dataclass
-class Pretrained:
-    """A pre-trained encoder ready to fine-tune: its config, weights and the tokenizer it was trained with."""
-    config: ElectraConfig
-    encoder_state: dict     # state dict of an electra.Encoder (embeddings, projection, layers)
-    tokenizer: Tokenizer
-    source: str             # what was loaded, for results.json
-
-
-def _vocab_for(init: Path, vocab) -> Path:
-    path = Path(vocab) if vocab is not None else (init if init.is_dir() else init.parent) / "vocab.txt"
-    if not path.is_file():
-        raise FileNotFoundError(f"no vocab.txt for {init}: expected {path}. Put the vocab.txt the model was "
-                                f"pre-trained with beside it, or pass --vocab PATH")
-    return path
-
-
-def _check_vocab(tok: Tokenizer, config: ElectraConfig, vocab_path: Path, init: Path):
-    if len(tok) != config.vocab_size:
-        raise ValueError(f"{vocab_path} has {len(tok):,} tokens but the model at {init} has "
-                         f"{config.vocab_size:,} token embeddings: use the vocab.txt it was pre-trained with (--vocab)")
-
-
-def _read_json(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"{path} is not valid JSON ({e})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{path} is not a JSON object of settings")
-    return data
-
-
-def load_hf_folder(folder: Path, vocab=None) -> Pretrained:
-    """An HF ELECTRA or BERT folder: config.json, model.safetensors or pytorch_model.bin, vocab.txt.
-
-    ELECTRA (ElectraForPreTraining / ElectraModel) and BERT (BertForMaskedLM / BertForPreTraining /
-    BertModel) share the encoder layout; BERT has no embedding projection (embedding size = hidden size).
-    Their weights go through electra.py's converter (load_hf_encoder); heads and BERT's pooler are dropped.
-    """
-    config_path = folder / "config.json"
-    if not config_path.is_file():
-        raise FileNotFoundError(f"{folder} is a folder without config.json: --init takes a train.py checkpoint "
-                                f"or a HuggingFace ELECTRA/BERT folder (config.json + model weights + vocab.txt)")
-    hf = _read_json(config_path)
-    if hf.get("model_type") not in ("electra", "bert"):
-        raise ValueError(f"{config_path}: model_type {hf.get('model_type')!r} is not supported; "
-                         f"use an ELECTRA or BERT checkpoint")
-    try:
-        config = config_from_hf(hf)
-    except KeyError as e:
-        raise ValueError(f"{config_path} lacks {e.args[0]!r}: not a complete ELECTRA/BERT config.json") from None
-    weights = next((folder / n for n in ("model.safetensors", "pytorch_model.bin") if (folder / n).is_file()), None)
-    if weights is None:
-        raise FileNotFoundError(f"{folder} has config.json but no model.safetensors or pytorch_model.bin")
-    try:
-        if weights.suffix == ".safetensors":
-            from safetensors.torch import load_file  # only to read published checkpoints
-
-            sd = load_file(str(weights))
-        else:
-            sd = torch.load(weights, map_location="cpu", weights_only=True)
-    except Exception as e:  # truncated or corrupt: SafetensorError, pickle and zip errors
-        raise ValueError(f"{weights} is not readable ({type(e).__name__}: {e}): download it again") from None
-    prefix = next((p for p in ("electra.", "bert.", "") if f"{p}embeddings.word_embeddings.weight" in sd), None)
-    if prefix is None:
-        raise ValueError(f"{folder}: no embeddings.word_embeddings.weight (under electra., bert. or no prefix) "
-                         f"in its weights: not an ELECTRA/BERT encoder")
-    vocab_path = _vocab_for(folder, vocab)
-    tokenizer_config = folder / "tokenizer_config.json"  # cased models say do_lower_case: false
-    lowercase = (_read_json(tokenizer_config).get("do_lower_case", True)
-                 if tokenizer_config.is_file() else True)
-    tok = Tokenizer.load(vocab_path, lowercase=lowercase)
-    _check_vocab(tok, config, vocab_path, folder)
-    config = replace(config, pad_id=tok.pad_id, cls_id=tok.cls_id, sep_id=tok.sep_id, mask_id=tok.mask_id)
-    encoder = Encoder(config)
-    load_hf_encoder(encoder, sd, prefix)
-    return Pretrained(config, encoder.state_dict(), tok, f"HuggingFace {hf['model_type']} folder {folder}")
-
-
 def load_train_checkpoint(path: Path, vocab=None) -> Pretrained:
     """A train.py checkpoint (ckpt.pt): its model config, the discriminator's weights (for the BERT
     baseline, its masked-LM encoder) and the vocab.txt beside it, checked against the saved vocab hash."""
@@ -679,9 +607,9 @@ def load_train_checkpoint(path: Path, vocab=None) -> Pretrained:
         config = ElectraConfig(**ckpt["model_config"])
     except TypeError as e:
         raise ValueError(f"{path}: its model_config does not fit electra.ElectraConfig ({e})") from None
-    vocab_path = _vocab_for(path, vocab)
+    vocab_path = vocab_beside(path, vocab)
     tok = Tokenizer.load(vocab_path)
-    _check_vocab(tok, config, vocab_path, path)
+    check_vocab(tok, config, vocab_path, path)
     if ckpt.get("vocab_hash") not in (None, tok.hash()):
         raise ValueError(f"{vocab_path} is not the vocab {path} was pre-trained with (its sha256 differs from "
                          f"the checkpoint's vocab_hash): pass the right one with --vocab")
