@@ -2,13 +2,14 @@
 
 Clark et al. 2020 (arXiv 2003.10555) measure a pre-trained discriminator by what it scores on GLUE after
 fine-tuning: section 3.1 and Appendix A, Table 7 (the recipe), Tables 1, 2 and 8 (the scores). This file
-is the whole pipeline in the order a reader meets it:
+reads in the order of a run (glue.py holds the tasks, their files, the metrics and the GLUE score):
 
-    (glue.py)    the tasks, their files and downloads, the metrics and the GLUE score
-    model        --init from a train.py checkpoint, an HF ELECTRA or an HF BERT folder
-    recipe       Table 7, layer-wise learning-rate decay, warmup + linear decay
+    recipe       Table 7's hyperparameters, by model size
+    head         the official code's classifier on the [CLS] state
+    lr decay     layer-wise learning rates, the official optimizer, warm-up + linear decay
     training     one seed: train, evaluate per epoch, predict the test split
-    main         the CLI: --seeds N, results.json, a table, finetune.png, GLUE submission files
+    results      the median over seeds, a table, finetune.png
+    main         --init (a train.py run, an HF folder or a hub name), the CLI, results.json, GLUE submission files
 
     python finetune.py --task sst2 --init ckpt.pt --data_dir ../shared/data/glue/SST-2
     python finetune.py --task mrpc,stsb --init path/to/hf-electra-small-discriminator --seeds 10
@@ -28,7 +29,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from electra import Electra, ElectraConfig, Encoder
+from electra import SIZES, Electra, ElectraConfig, Encoder
 from glue import (
     DEFAULT_CACHE,
     GLUE_BASE_URL,
@@ -46,62 +47,115 @@ from glue import (
     task_metrics,
     write_submission,
 )
-from hf import (
-    HubError,
-    Pretrained,
-    check_vocab,
-    is_hub_name,
-    load_hf_folder,
-    pretrained_folder,
-    vocab_beside,
+from hf import HubError, Pretrained, check_vocab, is_hub_name, load_hf_folder, pretrained_folder, vocab_beside
+from plumbing import (
+    DownloadError,
+    add_options,
+    at_least,
+    atomic_write,
+    check_flags,
+    given,
+    mixed_precision,
+    non_negative,
+    option,
+    positive,
 )
-from plumbing import DownloadError, at_least, atomic_write, mixed_precision
 from tokenizer import Tokenizer
-from train import check_flags, decays, lr_factor
+from train import decays, lr_factor
 
-# ---------------------------------------------------------------------------------------------------------
-# The recipe (paper Appendix A, Table 7) and the optimizer's learning rates.
-# ---------------------------------------------------------------------------------------------------------
+# -----------------------------------------------------------------------------
+# The recipe: paper Appendix A, Table 7
 
 # Table 7, "Learning Rate": 3e-4 Small, 1e-4 Base, 5e-5 Large; "Layerwise LR decay": 0.8, 0.8, 0.9.
-# Our "tiny" preset (hidden 128, not in the paper) takes Small's values.
 RECIPE_BY_SIZE = {"small": dict(lr=3e-4, layer_decay=0.8), "base": dict(lr=1e-4, layer_decay=0.8),
                   "large": dict(lr=5e-5, layer_decay=0.9)}
-SIZE_BY_HIDDEN = ((1024, "large"), (768, "base"), (0, "small"))  # hidden size >= threshold -> recipe
 
 
 @dataclass
 class FinetuneConfig:
-    """Fine-tuning hyperparameters; None means "the paper's value for this model size or task"."""
-    lr: float | None = None             # peak learning rate; None: by model size (RECIPE_BY_SIZE)
-    layer_decay: float | None = None    # layer-wise lr decay; None: by model size (RECIPE_BY_SIZE)
-    official_layer_decay: bool = True   # reproduce the official code's depths (see layer_lr_scales)
-    weight_decay: float = 0.0           # Table 7 "Weight Decay 0" (the official config's default is 0.01)
+    """Fine-tuning hyperparameters; None means "the paper's value for this model size or task".
+    Fields with help are command-line flags (--lr, --layer_decay, ...)."""
+    lr: float | None = option(None, "peak learning rate; default: Table 7's for the model size",
+                              check=positive("the peak learning rate"))
+    layer_decay: float | None = option(None, "layer-wise lr decay; default: 0.8 (0.9 for large)",
+                                       check=(lambda v: 0 < v <= 1, "in (0, 1] (1: no layer-wise decay)"))
+    official_layer_decay: bool = option(True, "top layer gets lr*decay, not the official code's lr*decay^2 "
+                                              "(see layer_lr_scales)", flag="--layer_decay_fixed")
+    weight_decay: float = option(0.0, "Table 7's is 0 (the official config's default is 0.01)",
+                                 check=non_negative("decoupled weight decay"))
     warmup_fraction: float = 0.1        # Table 7 "Warmup fraction 0.1"
-    batch_size: int = 32                # Table 7 "Batch Size 32"
-    epochs: int | None = None           # None: the task's, Table 7 "10 for RTE and STS, 3 for other tasks"
-    max_seq_len: int = 128              # official configure_finetuning.py max_seq_length (GLUE)
+    batch_size: int = option(32, "examples per update (Table 7)", check=at_least(1, "examples per update"))
+    epochs: int | None = option(None, "default: 3, or 10 for RTE and STS-B (Table 7)",
+                                check=at_least(1, "passes over train.tsv; leave it out for the paper's 3, "
+                                                  "or 10 for RTE and STS-B"))
+    max_seq_len: int = option(128, "tokens per example (official max_seq_length), or the model's positions "
+                                   "if it has fewer", check=at_least(3, "room for [CLS], [SEP] and a token"))
     head_dropout: float = 0.1           # Table 7 "Dropout 0.1"; the official head: dropout(keep_prob=0.9)
     adam_betas: tuple[float, float] = (0.9, 0.999)  # Table 7 "Adam beta1, beta2"
     adam_eps: float = 1e-6              # Table 7 "Adam epsilon 1e-6"
-    adam_bias_correction: bool = False  # False: the official optimizer (AdamWeightDecay); True: torch's AdamW
+    adam_bias_correction: bool = option(False, "torch's AdamW (bias-corrected) instead of the official "
+                                               "optimizer, which has no bias correction")
     grad_clip: float = 1.0              # official optimization.py: clip_by_global_norm(grads, 1.0)
-    double_unordered: bool = True       # official: train MRPC and STS-B on both sentence orders
+    double_unordered: bool = option(True, "do not also train MRPC/STS-B on swapped sentence pairs (the "
+                                          "official code does)", flag="--single_order")
     eval_batch_size: int = 128          # evaluation only: no effect on results, larger is faster
-    max_train_examples: int | None = None  # a prefix of train.tsv, for quick runs on a CPU (not the paper)
+    max_train_examples: int | None = option(None, "use only the first N rows of train.tsv (before MRPC/STS-B's "
+                                                  "swapped copies); for quick runs, not the paper",
+                                            check=at_least(1, "rows of train.tsv"))
 
 
-def recipe_for(model_config, ft: FinetuneConfig) -> FinetuneConfig:
-    """`ft` with lr and layer_decay filled in from the model's size (by its hidden size).
+def paper_size(config: ElectraConfig) -> str:
+    """The paper's size whose recipe a model takes: the widest of RECIPE_BY_SIZE's no wider than the
+    model (electra.SIZES); narrower models (our tiny) take Small's.
+
+    >>> from electra import get_config
+    >>> [paper_size(get_config(s)) for s in SIZES]
+    ['small', 'small', 'base', 'large']
+    """
+    fits = [s for s in RECIPE_BY_SIZE if SIZES[s]["hidden_size"] <= config.hidden_size]
+    return max(fits, key=lambda s: SIZES[s]["hidden_size"], default="small")
+
+
+def recipe_for(model_config: ElectraConfig, ft: FinetuneConfig) -> FinetuneConfig:
+    """`ft` with lr and layer_decay filled in from the model's size.
 
     >>> from electra import get_config
     >>> r = recipe_for(get_config("base"), FinetuneConfig()); (r.lr, r.layer_decay)
     (0.0001, 0.8)
     """
-    size = next(name for threshold, name in SIZE_BY_HIDDEN if model_config.hidden_size >= threshold)
-    preset = RECIPE_BY_SIZE[size]
+    preset = RECIPE_BY_SIZE[paper_size(model_config)]
     return replace(ft, lr=preset["lr"] if ft.lr is None else ft.lr,
                    layer_decay=preset["layer_decay"] if ft.layer_decay is None else ft.layer_decay)
+
+
+# -----------------------------------------------------------------------------
+# The head: the official code's classifier on the [CLS] state
+
+
+class Classifier(nn.Module):
+    """The pre-trained encoder plus a task head on the [CLS] state: logits = W dropout(h_[CLS]) + b.
+
+    This is the official code's head (classification_tasks.py: get_pooled_output() is the first token's
+    state, then dropout(keep_prob=0.9) and one dense layer; the weights Glorot-uniform, tf.layers.dense's
+    default). HuggingFace's ElectraForSequenceClassification differs: dropout -> dense(H, H) -> GELU ->
+    dropout -> dense(H, C), one more layer. STS-B has one output (regression), the others one per class.
+    """
+
+    def __init__(self, config: ElectraConfig, num_outputs: int, dropout: float):
+        super().__init__()
+        self.encoder = Encoder(config)
+        self.dropout = nn.Dropout(dropout)
+        self.classifier = nn.Linear(config.hidden_size, num_outputs)
+        nn.init.xavier_uniform_(self.classifier.weight)
+        nn.init.zeros_(self.classifier.bias)
+
+    def forward(self, input_ids, segment_ids, attention_mask):
+        h = self.encoder.hidden_states(input_ids, segment_ids, attention_mask)  # [B, T, H]
+        return self.classifier(self.dropout(h[:, 0]))  # [CLS] state [B, H] -> [B, C]
+
+
+# -----------------------------------------------------------------------------
+# Layer-wise learning-rate decay and the official optimizer
 
 
 def layer_depth(name: str, num_layers: int) -> int:
@@ -206,83 +260,9 @@ def optimizer_and_schedule(model: nn.Module, num_layers: int, ft: FinetuneConfig
     return opt, torch.optim.lr_scheduler.LambdaLR(opt, lambda step: lr_factor(step, total_steps, warmup))
 
 
-# ---------------------------------------------------------------------------------------------------------
-# The model: a pre-trained encoder with the official code's head, and where its weights come from.
-# ---------------------------------------------------------------------------------------------------------
+# -----------------------------------------------------------------------------
+# Training and evaluation of one seed
 
-
-class Classifier(nn.Module):
-    """The pre-trained encoder plus a task head on the [CLS] state: logits = W dropout(h_[CLS]) + b.
-
-    This is the official code's head (classification_tasks.py: get_pooled_output() is the first token's
-    state, then dropout(keep_prob=0.9) and one dense layer; the weights Glorot-uniform, tf.layers.dense's
-    default). HuggingFace's ElectraForSequenceClassification differs: dropout -> dense(H, H) -> GELU ->
-    dropout -> dense(H, C), one more layer. STS-B has one output (regression), the others one per class.
-    """
-
-    def __init__(self, config: ElectraConfig, num_outputs: int, dropout: float):
-        super().__init__()
-        self.encoder = Encoder(config)
-        self.dropout = nn.Dropout(dropout)
-        self.classifier = nn.Linear(config.hidden_size, num_outputs)
-        nn.init.xavier_uniform_(self.classifier.weight)
-        nn.init.zeros_(self.classifier.bias)
-
-    def forward(self, input_ids, segment_ids, attention_mask):
-        h = self.encoder.hidden_states(input_ids, segment_ids, attention_mask)  # [B, T, H]
-        return self.classifier(self.dropout(h[:, 0]))  # [CLS] state [B, H] -> [B, C]
-
-
-def load_train_checkpoint(path: Path, vocab=None) -> Pretrained:
-    """A train.py checkpoint (ckpt.pt): its model config, the discriminator's weights (for the BERT
-    baseline, its masked-LM encoder) and the vocab.txt beside it, checked against the saved vocab hash."""
-    try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # a truncated file, or not a torch checkpoint at all
-        raise ValueError(f"{path} is not a readable train.py checkpoint ({type(e).__name__}: {e})") from None
-    if not isinstance(ckpt, dict) or "model_config" not in ckpt or "model" not in ckpt:
-        raise ValueError(f"{path} is not a train.py checkpoint (no 'model_config' and 'model' entries)")
-    try:
-        config = ElectraConfig(**ckpt["model_config"])
-    except TypeError as e:
-        raise ValueError(f"{path}: its model_config does not fit electra.ElectraConfig ({e})") from None
-    vocab_path = vocab_beside(path, vocab)
-    tok = Tokenizer.load(vocab_path)
-    check_vocab(tok, config, vocab_path, path)
-    if ckpt.get("vocab_hash") not in (None, tok.hash()):
-        raise ValueError(f"{vocab_path} is not the vocab {path} was pre-trained with (its sha256 differs from "
-                         f"the checkpoint's vocab_hash): pass the right one with --vocab")
-    model = Electra(config)
-    try:
-        model.load_state_dict(ckpt["model"])
-    except RuntimeError as e:
-        raise ValueError(f"{path}: the weights do not fit its model_config: {e}") from None
-    # The discriminator's own replaced-token-detection head (head.*, head_out.*) is not fine-tuned.
-    state = {k: v for k, v in model.fine_tuning_encoder().state_dict().items() if not k.startswith("head")}
-    encoder = Encoder(config)
-    encoder.load_state_dict(state)
-    return Pretrained(config, encoder.state_dict(), tok, f"train.py checkpoint {path} (step {ckpt.get('step')})")
-
-
-TRAIN_CHECKPOINT = "ckpt.pt"  # the name train.py gives its checkpoint inside a run folder
-
-
-def load_pretrained(init, vocab=None) -> Pretrained:
-    """--init: a train.py checkpoint or run folder (holding ckpt.pt), or an HF ELECTRA/BERT folder."""
-    init = Path(init)
-    if init.is_dir() and (init / TRAIN_CHECKPOINT).is_file() and not (init / "config.json").is_file():
-        return load_train_checkpoint(init / TRAIN_CHECKPOINT, vocab)
-    if init.is_dir():
-        return load_hf_folder(init, vocab)
-    if not init.is_file():
-        raise FileNotFoundError(f"--init {init} does not exist: pass a train.py checkpoint (or its run folder) "
-                                f"or a HuggingFace ELECTRA/BERT folder")
-    return load_train_checkpoint(init, vocab)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Training and evaluation of one seed.
-# ---------------------------------------------------------------------------------------------------------
 
 LOSS_WINDOW = 50  # the progress bar shows the mean loss of the last 50 batches (display only)
 
@@ -417,9 +397,8 @@ def finetune_seed(task: Task, pre: Pretrained, train: Encoded, dev: dict[str, En
             "test": test_pred, "seconds": time.time() - t0}
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Outputs: GLUE submission files, results.json, a printed table, finetune.png.
-# ---------------------------------------------------------------------------------------------------------
+# -----------------------------------------------------------------------------
+# Results: the median over seeds, a table, finetune.png
 
 
 def summarize(task: Task, runs: list[dict]) -> dict:
@@ -469,9 +448,93 @@ def plot_curves(results: dict[str, dict], path: Path):
     os.replace(tmp, path)
 
 
-# ---------------------------------------------------------------------------------------------------------
-# The command line.
-# ---------------------------------------------------------------------------------------------------------
+# -----------------------------------------------------------------------------
+# Loading --init: a train.py run, or an HF ELECTRA/BERT folder (hf.py)
+
+
+def load_train_checkpoint(path: Path, vocab=None) -> Pretrained:
+    """A train.py checkpoint (ckpt.pt): its model config, the discriminator's weights (for the BERT
+    baseline, its masked-LM encoder) and the vocab.txt beside it, checked against the saved vocab hash."""
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # a truncated file, or not a torch checkpoint at all
+        raise ValueError(f"{path} is not a readable train.py checkpoint ({type(e).__name__}: {e})") from None
+    if not isinstance(ckpt, dict) or "model_config" not in ckpt or "model" not in ckpt:
+        raise ValueError(f"{path} is not a train.py checkpoint (no 'model_config' and 'model' entries)")
+    try:
+        config = ElectraConfig(**ckpt["model_config"])
+    except TypeError as e:
+        raise ValueError(f"{path}: its model_config does not fit electra.ElectraConfig ({e})") from None
+    vocab_path = vocab_beside(path, vocab)
+    tok = Tokenizer.load(vocab_path)
+    check_vocab(tok, config, vocab_path, path)
+    if ckpt.get("vocab_hash") not in (None, tok.hash()):
+        raise ValueError(f"{vocab_path} is not the vocab {path} was pre-trained with (its sha256 differs from "
+                         f"the checkpoint's vocab_hash): pass the right one with --vocab")
+    model = Electra(config)
+    try:
+        model.load_state_dict(ckpt["model"])
+    except RuntimeError as e:
+        raise ValueError(f"{path}: the weights do not fit its model_config: {e}") from None
+    # The discriminator's own replaced-token-detection head (head.*, head_out.*) is not fine-tuned.
+    state = {k: v for k, v in model.fine_tuning_encoder().state_dict().items() if not k.startswith("head")}
+    encoder = Encoder(config)
+    encoder.load_state_dict(state)
+    return Pretrained(config, encoder.state_dict(), tok, f"train.py checkpoint {path} (step {ckpt.get('step')})")
+
+
+TRAIN_CHECKPOINT = "ckpt.pt"  # the name train.py gives its checkpoint inside a run folder
+
+
+def load_pretrained(init, vocab=None) -> Pretrained:
+    """--init: a train.py checkpoint or run folder (holding ckpt.pt), or an HF ELECTRA/BERT folder."""
+    init = Path(init)
+    if init.is_dir() and (init / TRAIN_CHECKPOINT).is_file() and not (init / "config.json").is_file():
+        return load_train_checkpoint(init / TRAIN_CHECKPOINT, vocab)
+    if init.is_dir():
+        return load_hf_folder(init, vocab)
+    if not init.is_file():
+        raise FileNotFoundError(f"--init {init} does not exist: pass a train.py checkpoint (or its run folder) "
+                                f"or a HuggingFace ELECTRA/BERT folder")
+    return load_train_checkpoint(init, vocab)
+
+
+# -----------------------------------------------------------------------------
+# The command line
+
+
+@dataclass
+class Run:
+    """Where the model and the data come from, where results go, how many seeds: not the recipe.
+    Each field is a command-line flag (--task and --init, required, are added by parse_args)."""
+    revision: str = option("main", "hub revision of --init: a branch, tag or commit")
+    hub_cache_dir: str | None = option(None, "where hub checkpoints are kept (default "
+                                             "~/.cache/electra-from-scratch/hub)")
+    vocab: str | None = option(None, "vocab.txt (default: the one beside --init)")
+    data_dir: str | None = option(None, "the task's GLUE folder, or a folder of GLUE task folders (default: "
+                                        "download into --cache_dir)")
+    cache_dir: str = option(str(DEFAULT_CACHE), "where downloaded GLUE files are kept")
+    glue_url: str = option(GLUE_BASE_URL, "base URL of GLUE's zips")
+    mrpc_url: str = option(MRPC_BASE_URL, "base URL of the MRPC source files")
+    out_dir: str = option("out/finetune", "results.json, finetune.png, glue_submission/")
+    seeds: int = option(1, "runs per task; the median is reported (paper: 10)", check=at_least(1, "runs per task"))
+    seed: int = option(0, "first seed; runs use seed, seed+1, ...", check=at_least(0, "the first seed"))
+    device: str = option("cuda" if torch.cuda.is_available() else "cpu", "cuda or cpu")
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    """The flags of Run (filled with their defaults) and of FinetuneConfig (None when not given: the
+    recipe fills them in), each checked against its range."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--task", required=True, help=f"one of {', '.join(TASKS)}, a comma-separated list, or 'all'")
+    p.add_argument("--init", required=True, help="train.py checkpoint, HuggingFace ELECTRA/BERT folder, or a hub "
+                                                 "name such as google/electra-small-discriminator (fetched once)")
+    add_options(p, Run, sep="_", filled=True)
+    add_options(p, FinetuneConfig, sep="_")
+    args = p.parse_args(argv)
+    check_flags(args, Run, sep="_")
+    check_flags(args, FinetuneConfig, sep="_")
+    return args
 
 
 def prepare_task(task: Task, folder: Path, pre: Pretrained, ft: FinetuneConfig):
@@ -489,60 +552,8 @@ def prepare_task(task: Task, folder: Path, pre: Pretrained, ft: FinetuneConfig):
     return encoded.pop("train"), encoded, test
 
 
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--task", required=True, help=f"one of {', '.join(TASKS)}, a comma-separated list, or 'all'")
-    p.add_argument("--init", required=True, help="train.py checkpoint, HuggingFace ELECTRA/BERT folder, or a hub "
-                                                 "name such as google/electra-small-discriminator (fetched once)")
-    p.add_argument("--revision", default="main", help="hub revision of --init: a branch, tag or commit")
-    p.add_argument("--hub_cache_dir", default=None, help="where hub checkpoints are kept "
-                                                         "(default ~/.cache/electra-from-scratch/hub)")
-    p.add_argument("--vocab", default=None, help="vocab.txt (default: the one beside --init)")
-    p.add_argument("--data_dir", default=None, help="the task's GLUE folder, or a folder of GLUE task folders "
-                                                    "(default: download into --cache_dir)")
-    p.add_argument("--cache_dir", default=str(DEFAULT_CACHE), help="where downloaded GLUE files are kept")
-    p.add_argument("--glue_url", default=GLUE_BASE_URL, help="base URL of GLUE's zips")
-    p.add_argument("--mrpc_url", default=MRPC_BASE_URL, help="base URL of the MRPC source files")
-    p.add_argument("--out_dir", default="out/finetune", help="results.json, finetune.png, glue_submission/")
-    p.add_argument("--seeds", type=int, default=1, help="runs per task; the median is reported (paper: 10)")
-    p.add_argument("--seed", type=int, default=0, help="first seed; runs use seed, seed+1, ...")
-    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    p.add_argument("--lr", type=float, default=None, help="default: Table 7's for the model size")
-    p.add_argument("--layer_decay", type=float, default=None, help="default: 0.8 (0.9 for large)")
-    p.add_argument("--layer_decay_fixed", action="store_true",
-                   help="top layer gets lr*decay, not the official code's lr*decay^2 (see layer_lr_scales)")
-    p.add_argument("--weight_decay", type=float, default=FinetuneConfig.weight_decay)
-    p.add_argument("--epochs", type=int, default=None, help="default: 3, or 10 for RTE and STS-B")
-    p.add_argument("--batch_size", type=int, default=FinetuneConfig.batch_size)
-    p.add_argument("--max_seq_len", type=int, default=None,
-                   help=f"default: {FinetuneConfig.max_seq_len}, or the model's positions if it has fewer")
-    p.add_argument("--max_train_examples", type=int, default=None,
-                   help="use only the first N rows of train.tsv (before MRPC/STS-B's swapped copies)")
-    p.add_argument("--single_order", action="store_true",
-                   help="do not also train MRPC/STS-B on swapped sentence pairs (the official code does)")
-    p.add_argument("--adam_bias_correction", action="store_true",
-                   help="torch's AdamW (bias-corrected) instead of the official optimizer, which has no bias correction")
-    return p.parse_args(argv)
-
-
-# The range of every numeric flag (train.check_flags gives the one-line error).
-FLAG_RANGES = {
-    "--seeds": at_least(1, "runs per task"),
-    "--seed": at_least(0, "the first seed"),
-    "--lr": (lambda v: math.isfinite(v) and v > 0, "a positive number (the peak learning rate)"),
-    "--layer_decay": (lambda v: 0 < v <= 1, "in (0, 1] (1: no layer-wise decay)"),
-    "--weight_decay": (lambda v: math.isfinite(v) and v >= 0, "a number >= 0"),
-    "--epochs": at_least(1, "passes over train.tsv; leave it out for the paper's 3, or 10 for RTE and STS-B"),
-    "--batch_size": at_least(1, "examples per update"),
-    "--max_seq_len": at_least(3, "room for [CLS], [SEP] and a token"),
-    "--max_train_examples": at_least(1, "rows of train.tsv"),
-}
-
-
 def main(argv=None) -> dict:
     args = parse_args(argv)
-    check_flags(args, FLAG_RANGES)
     out = Path(args.out_dir)
     try:
         names = list(TASKS) if args.task == "all" else [n for n in args.task.split(",") if n]
@@ -555,13 +566,9 @@ def main(argv=None) -> dict:
     if args.max_seq_len is not None and args.max_seq_len > pre.config.max_position:
         raise SystemExit(f"--max_seq_len {args.max_seq_len}: must be at most {pre.config.max_position}, the "
                          f"positions {pre.source} has embeddings for")
-    max_seq_len = min(FinetuneConfig.max_seq_len, pre.config.max_position) if args.max_seq_len is None \
-        else args.max_seq_len
-    ft = recipe_for(pre.config, FinetuneConfig(
-        lr=args.lr, layer_decay=args.layer_decay, official_layer_decay=not args.layer_decay_fixed,
-        weight_decay=args.weight_decay, epochs=args.epochs, batch_size=args.batch_size,
-        max_seq_len=max_seq_len, double_unordered=not args.single_order,
-        max_train_examples=args.max_train_examples, adam_bias_correction=args.adam_bias_correction))
+    ft = FinetuneConfig(**{"max_seq_len": min(FinetuneConfig.max_seq_len, pre.config.max_position),
+                           **given(args, FinetuneConfig)})
+    ft = recipe_for(pre.config, ft)
     print(f"fine-tuning {pre.source} ({pre.config.num_layers} layers, hidden {pre.config.hidden_size}) on "
           f"{args.device}: lr {ft.lr:g}, layer decay {ft.layer_decay}, batch {ft.batch_size}, "
           f"{'AdamW (bias-corrected)' if ft.adam_bias_correction else 'Adam without bias correction (official)'}")

@@ -610,12 +610,11 @@ def released_start(disc, generator=None, revision: str = "main", cache_dir=None)
     recipe preset for the model's hidden size (small, base or large, as finetune.py chooses Table 7's),
     shape the ElectraConfig fields of the released pair (generator_fraction included). Fetches the
     files (once); the weights are read later by load_electra, from the cache."""
-    from finetune import SIZE_BY_HIDDEN
+    from finetune import paper_size  # finetune imports hf
 
     disc_folder, gen_folder = released_folders(disc, generator, revision, cache_dir)
     config, tok = electra_config_from_folders(disc_folder, gen_folder)
     if not tok.lowercase:
         raise ValueError(f"{disc_folder} is a cased model (do_lower_case false); train.py's tokenizer lowercases, "
                          f"so it cannot continue pre-training it")
-    size = next(name for threshold, name in SIZE_BY_HIDDEN if config.hidden_size >= threshold)
-    return size, {f: getattr(config, f) for f in SHAPE_FIELDS}, vocab_beside(disc_folder)
+    return paper_size(config), {f: getattr(config, f) for f in SHAPE_FIELDS}, vocab_beside(disc_folder)
