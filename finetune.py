@@ -29,24 +29,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from tqdm import tqdm
 
+import glue
 from electra import SIZES, Electra, ElectraConfig, Encoder
-from glue import (
-    DEFAULT_CACHE,
-    GLUE_BASE_URL,
-    MRPC_BASE_URL,
-    PAPER_AVERAGE_TASKS,
-    STSB_MAX,
-    TASKS,
-    Example,
-    Task,
-    add_swapped,
-    get_task,
-    glue_score,
-    read_split,
-    task_folder,
-    task_metrics,
-    write_submission,
-)
 from hf import HubError, Pretrained, check_vocab, is_hub_name, load_hf_folder, pretrained_folder, vocab_beside
 from plumbing import (
     DownloadError,
@@ -279,7 +263,7 @@ class Encoded:
         return len(self.ids)
 
 
-def encode_examples(examples: list[Example], tok: Tokenizer, max_len: int) -> Encoded:
+def encode_examples(examples: list[glue.Example], tok: Tokenizer, max_len: int) -> Encoded:
     pairs = [tok.encode_pair(e.text_a, e.text_b, max_len=max_len) for e in examples]
     labels = None if examples and examples[0].label is None else np.array([e.label for e in examples])
     return Encoded([p[0] for p in pairs], [p[1] for p in pairs], labels, [e.index for e in examples])
@@ -309,15 +293,15 @@ def autocast(device: torch.device):
     return mixed_precision(device, "auto")[1]
 
 
-def task_loss(task: Task, logits, labels):
+def task_loss(task: glue.Task, logits, labels):
     """Cross-entropy for classification; for STS-B the squared error on label / 5 (official RegressionTask)."""
     if task.regression:
-        return F.mse_loss(logits.squeeze(-1), labels / STSB_MAX)
+        return F.mse_loss(logits.squeeze(-1), labels / glue.STSB_MAX)
     return F.cross_entropy(logits, labels)
 
 
 @torch.no_grad()
-def predict(model: Classifier, task: Task, data: Encoded, batch_size: int, pad_id: int, device) -> np.ndarray:
+def predict(model: Classifier, task: glue.Task, data: Encoded, batch_size: int, pad_id: int, device) -> np.ndarray:
     """Class ids (argmax) or STS-B scores on the 0-5 scale, for every row of `data`, in its order.
 
     Rows are batched shortest first, so each batch pads little; the outputs are put back in order.
@@ -329,23 +313,23 @@ def predict(model: Classifier, task: Task, data: Encoded, batch_size: int, pad_i
         rows = order[start:start + batch_size]
         with autocast(device):
             logits = model(*collate(data, rows, pad_id, device)).float()  # [B, C]
-        out.append(logits.squeeze(-1) * STSB_MAX if task.regression else logits.argmax(-1))
+        out.append(logits.squeeze(-1) * glue.STSB_MAX if task.regression else logits.argmax(-1))
     pred = np.zeros(len(data), dtype=np.float64 if task.regression else np.int64)
     if out:
         pred[order] = torch.cat(out).cpu().numpy()
     return pred
 
 
-def evaluate(model, task: Task, dev: dict[str, Encoded], batch_size: int, pad_id: int, device) -> dict:
+def evaluate(model, task: glue.Task, dev: dict[str, Encoded], batch_size: int, pad_id: int, device) -> dict:
     """The task's dev metrics (all dev splits; MNLI: matched and mismatched)."""
     metrics = {}
     for split, suffix in task.dev_splits:
         pred = predict(model, task, dev[split], batch_size, pad_id, device)
-        metrics.update(task_metrics(task, pred, dev[split].labels, suffix))
+        metrics.update(glue.task_metrics(task, pred, dev[split].labels, suffix))
     return metrics
 
 
-def finetune_seed(task: Task, pre: Pretrained, train: Encoded, dev: dict[str, Encoded], test: dict[str, Encoded],
+def finetune_seed(task: glue.Task, pre: Pretrained, train: Encoded, dev: dict[str, Encoded], test: dict[str, Encoded],
                   ft: FinetuneConfig, seed: int, device) -> dict:
     """Fine-tune one copy of the pre-trained encoder with `seed`; dev metrics after every epoch.
 
@@ -401,27 +385,38 @@ def finetune_seed(task: Task, pre: Pretrained, train: Encoded, dev: dict[str, En
 # Results: the median over seeds, a table, finetune.png
 
 
-def summarize(task: Task, runs: list[dict]) -> dict:
+def summarize(task: glue.Task, runs: list[dict]) -> dict:
     """Per-seed dev metrics and their median (the paper reports the median of 10 seeds, section 3.1)."""
     median = {m: float(np.median([r["dev"][m] for r in runs])) for m in runs[0]["dev"]}
     return {"seeds": [{k: v for k, v in r.items() if k != "test"} for r in runs], "median": median,
             "paper_metric": task.paper_metric}
 
 
+def write_test_predictions(task: glue.Task, runs: list[dict], test: dict, out: Path) -> int | None:
+    """GLUE submission files from the seed whose dev score is the (lower) median, the run the paper would
+    report; returns that seed (None when the task has no test file)."""
+    chosen = sorted(runs, key=lambda r: r["dev"][task.paper_metric])[(len(runs) - 1) // 2]
+    for split, stem in task.test_splits:
+        if split in test:
+            path = out / "glue_submission" / f"{stem or task.folder}.tsv"
+            glue.write_submission(task, path, test[split].index, chosen["test"][split])
+    return chosen["seed"] if test else None
+
+
 def format_table(results: dict[str, dict]) -> str:
     """One line per task: each seed's paper metric, the median of every metric."""
     lines = [f"{'task':6} {'metric':9} {'median':>7}  seeds"]
     for name, r in results.items():
-        task = get_task(name)
+        task = glue.get_task(name)
         per_seed = " ".join(f"{s['dev'][task.paper_metric]:.2f}" for s in r["seeds"])
         lines.append(f"{name:6} {task.paper_metric:9} {r['median'][task.paper_metric]:7.2f}  {per_seed}")
         others = ", ".join(f"{m} {v:.2f}" for m, v in r["median"].items() if m != task.paper_metric)
         if others:
             lines.append(f"{'':6} {'':9} {'':7}  (median {others})")
     medians = {name: r["median"] for name, r in results.items()}
-    if any(n in PAPER_AVERAGE_TASKS for n in medians):
+    if any(n in glue.PAPER_AVERAGE_TASKS for n in medians):
         lines.append(f"GLUE score (paper: one metric per task, no WNLI) over {len(medians)} task(s): "
-                     f"{glue_score(medians):.2f}")
+                     f"{glue.glue_score(medians):.2f}")
     return "\n".join(lines)
 
 
@@ -513,9 +508,9 @@ class Run:
     vocab: str | None = option(None, "vocab.txt (default: the one beside --init)")
     data_dir: str | None = option(None, "the task's GLUE folder, or a folder of GLUE task folders (default: "
                                         "download into --cache_dir)")
-    cache_dir: str = option(str(DEFAULT_CACHE), "where downloaded GLUE files are kept")
-    glue_url: str = option(GLUE_BASE_URL, "base URL of GLUE's zips")
-    mrpc_url: str = option(MRPC_BASE_URL, "base URL of the MRPC source files")
+    cache_dir: str = option(str(glue.DEFAULT_CACHE), "where downloaded GLUE files are kept")
+    glue_url: str = option(glue.GLUE_BASE_URL, "base URL of GLUE's zips")
+    mrpc_url: str = option(glue.MRPC_BASE_URL, "base URL of the MRPC source files")
     out_dir: str = option("out/finetune", "results.json, finetune.png, glue_submission/")
     seeds: int = option(1, "runs per task; the median is reported (paper: 10)", check=at_least(1, "runs per task"))
     seed: int = option(0, "first seed; runs use seed, seed+1, ...", check=at_least(0, "the first seed"))
@@ -526,7 +521,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     """The flags of Run (filled with their defaults) and of FinetuneConfig (None when not given: the
     recipe fills them in), each checked against its range."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--task", required=True, help=f"one of {', '.join(TASKS)}, a comma-separated list, or 'all'")
+    p.add_argument("--task", required=True, help=f"one of {', '.join(glue.TASKS)}, a comma-separated list, or 'all'")
     p.add_argument("--init", required=True, help="train.py checkpoint, HuggingFace ELECTRA/BERT folder, or a hub "
                                                  "name such as google/electra-small-discriminator (fetched once)")
     add_options(p, Run, sep="_", filled=True)
@@ -537,17 +532,17 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
-def prepare_task(task: Task, folder: Path, pre: Pretrained, ft: FinetuneConfig):
+def prepare_task(task: glue.Task, folder: Path, pre: Pretrained, ft: FinetuneConfig):
     """Read and tokenise train (doubled for MRPC/STS-B), the dev splits, and the test splits that exist."""
-    splits = {"train": read_split(task, folder, "train", ft.max_train_examples)}
-    splits.update({s: read_split(task, folder, s) for s, _ in task.dev_splits})
+    splits = {"train": glue.read_split(task, folder, "train", ft.max_train_examples)}
+    splits.update({s: glue.read_split(task, folder, s) for s, _ in task.dev_splits})
     for split, examples in splits.items():
         if not examples:
             raise ValueError(f"{folder / (split + '.tsv')} has no examples (a header and nothing else?)")
     if ft.double_unordered:
-        splits["train"] = add_swapped(task, splits["train"])
+        splits["train"] = glue.add_swapped(task, splits["train"])
     encoded = {s: encode_examples(ex, pre.tokenizer, ft.max_seq_len) for s, ex in splits.items()}
-    test = {s: encode_examples(read_split(task, folder, s), pre.tokenizer, ft.max_seq_len)
+    test = {s: encode_examples(glue.read_split(task, folder, s), pre.tokenizer, ft.max_seq_len)
             for s, _ in task.test_splits if (folder / f"{s}.tsv").is_file()}
     return encoded.pop("train"), encoded, test
 
@@ -556,8 +551,8 @@ def main(argv=None) -> dict:
     args = parse_args(argv)
     out = Path(args.out_dir)
     try:
-        names = list(TASKS) if args.task == "all" else [n for n in args.task.split(",") if n]
-        tasks = [get_task(n) for n in names]
+        names = list(glue.TASKS) if args.task == "all" else [n for n in args.task.split(",") if n]
+        tasks = [glue.get_task(n) for n in names]
         pre = load_pretrained(pretrained_folder(args.init, args.revision, args.hub_cache_dir), args.vocab)
         if is_hub_name(args.init):
             pre = replace(pre, source=f"{args.init} (revision {args.revision}; {pre.source})")
@@ -576,7 +571,7 @@ def main(argv=None) -> dict:
                                                                      for k, v in vars(ft).items()}, "tasks": {}}
     for task in tasks:
         try:
-            folder = task_folder(task, args.data_dir, args.cache_dir, args.glue_url, args.mrpc_url)
+            folder = glue.task_folder(task, args.data_dir, args.cache_dir, args.glue_url, args.mrpc_url)
             train, dev, test = prepare_task(task, folder, pre, ft)
         except DownloadError as e:
             raise SystemExit(f"error: {e}\nFor GLUE, you can also fetch {task.folder}'s files yourself and pass "
@@ -588,18 +583,11 @@ def main(argv=None) -> dict:
               + (", test " + ", ".join(f"{s} {len(d):,}" for s, d in test.items()) if test else ", no test file"))
         runs = [finetune_seed(task, pre, train, dev, test, ft, args.seed + i, args.device) for i in range(args.seeds)]
         report["tasks"][task.name] = summarize(task, runs)
-        # Test predictions of the seed whose dev score is the (lower) median, the run the paper would report.
-        ranked = sorted(runs, key=lambda r: r["dev"][task.paper_metric])
-        chosen = ranked[(len(ranked) - 1) // 2]
-        for split, stem in task.test_splits:
-            if split in test:
-                write_submission(task, out / "glue_submission" / f"{stem or task.folder}.tsv", test[split].index,
-                                 chosen["test"][split])
-        report["tasks"][task.name]["test_predictions_seed"] = chosen["seed"] if test else None
+        report["tasks"][task.name]["test_predictions_seed"] = write_test_predictions(task, runs, test, out)
         medians = {n: r["median"] for n, r in report["tasks"].items()}
-        if any(n in PAPER_AVERAGE_TASKS for n in medians):
-            report["glue_score"] = glue_score(medians)
-        report["glue_score_leaderboard"] = glue_score(medians, leaderboard=True)
+        if any(n in glue.PAPER_AVERAGE_TASKS for n in medians):
+            report["glue_score"] = glue.glue_score(medians)
+        report["glue_score_leaderboard"] = glue.glue_score(medians, leaderboard=True)
         # after every task: nothing lost; allow_nan=False: NaN is not JSON, and no metric may be one
         atomic_write(out / "results.json", json.dumps(report, indent=2, allow_nan=False))
         plot_curves(report["tasks"], out / "finetune.png")
