@@ -109,6 +109,16 @@ def load_hf_encoder(encoder: Encoder, state_dict: dict, prefix: str = "electra."
           qkv_layers=len(encoder.layers), qkv_prefix=prefix)
 
 
+# (our name, HF's name) of the heads' parameters, used both ways. D's last layer is sign-flipped both ways.
+D_HEAD = [("head.weight", "discriminator_predictions.dense.weight"),
+          ("head.bias", "discriminator_predictions.dense.bias")]
+D_OUT = [("head_out.weight", "discriminator_predictions.dense_prediction.weight"),
+         ("head_out.bias", "discriminator_predictions.dense_prediction.bias")]
+G_HEAD = [("head.weight", "generator_predictions.dense.weight"), ("head.bias", "generator_predictions.dense.bias"),
+          ("head_ln.weight", "generator_predictions.LayerNorm.weight"),
+          ("head_ln.bias", "generator_predictions.LayerNorm.bias"), ("output_bias", "generator_lm_head.bias")]
+
+
 def _flip_sign(name, t):
     """HF's last discriminator layer scores *replaced*; ours scores *original*: negate it."""
     return -t
@@ -125,18 +135,10 @@ def from_hf_state_dicts(config: ElectraConfig, disc_sd: dict, gen_sd: dict | Non
     model = Electra(dc_replace(config, objective="electra"))
     D, G = model.discriminator, model.generator
     load_hf_encoder(D, disc_sd, "electra.")
-    _load(D, [("head.weight", "discriminator_predictions.dense.weight"),
-              ("head.bias", "discriminator_predictions.dense.bias")], disc_sd, "discriminator")
-    _load(D, [("head_out.weight", "discriminator_predictions.dense_prediction.weight"),
-              ("head_out.bias", "discriminator_predictions.dense_prediction.bias")], disc_sd,
-          "discriminator", transform=_flip_sign)
+    _load(D, D_HEAD, disc_sd, "discriminator")
+    _load(D, D_OUT, disc_sd, "discriminator", transform=_flip_sign)
     if gen_sd is not None:
-        pairs = [p for p in _encoder_keys(G, "electra.") if not p[0].startswith("embeddings.")]
-        pairs += [("head.weight", "generator_predictions.dense.weight"),
-                  ("head.bias", "generator_predictions.dense.bias"),
-                  ("head_ln.weight", "generator_predictions.LayerNorm.weight"),
-                  ("head_ln.bias", "generator_predictions.LayerNorm.bias"),
-                  ("output_bias", "generator_lm_head.bias")]
+        pairs = [p for p in _encoder_keys(G, "electra.") if not p[0].startswith("embeddings.")] + G_HEAD
         _load(G, pairs, gen_sd, "generator", qkv_layers=len(G.layers), qkv_prefix="electra.")
     return model
 
@@ -144,30 +146,24 @@ def from_hf_state_dicts(config: ElectraConfig, disc_sd: dict, gen_sd: dict | Non
 def to_hf_state_dicts(model: Electra) -> tuple[dict, dict]:
     """(disc_sd, gen_sd) in HuggingFace's ElectraForPreTraining / ElectraForMaskedLM layout."""
 
+    def export(module: nn.Module, pairs, transform=None) -> dict:
+        own = module.state_dict()
+        return {hf: (own[ours] if transform is None else transform(ours, own[ours])).detach().clone()
+                for ours, hf in pairs}
+
     def encoder_sd(enc: Encoder) -> dict:
-        own, out = enc.state_dict(), {}
-        for ours, hf in _encoder_keys(enc, "electra."):
-            out[hf] = own[ours].detach().clone()
+        out, own = export(enc, _encoder_keys(enc, "electra.")), enc.state_dict()
         for i in range(len(enc.layers)):
             for p in ("weight", "bias"):
-                q, k, v = own[f"layers.{i}.attn.qkv.{p}"].detach().clone().chunk(3, dim=0)
+                q, k, v = own[f"layers.{i}.attn.qkv.{p}"].detach().clone().chunk(3, dim=0)  # [3H, ...] -> 3 x [H, ...]
                 for name, t in zip(_QKV, (q, k, v)):
                     out[f"electra.encoder.layer.{i}.attention.self.{name}.{p}"] = t.contiguous()
         return out
 
     D, G = model.discriminator, model.generator
-    disc = encoder_sd(D)
-    disc["discriminator_predictions.dense.weight"] = D.head.weight.detach().clone()
-    disc["discriminator_predictions.dense.bias"] = D.head.bias.detach().clone()
-    disc["discriminator_predictions.dense_prediction.weight"] = -D.head_out.weight.detach().clone()
-    disc["discriminator_predictions.dense_prediction.bias"] = -D.head_out.bias.detach().clone()
-    gen = encoder_sd(G)
-    gen["generator_predictions.dense.weight"] = G.head.weight.detach().clone()
-    gen["generator_predictions.dense.bias"] = G.head.bias.detach().clone()
-    gen["generator_predictions.LayerNorm.weight"] = G.head_ln.weight.detach().clone()
-    gen["generator_predictions.LayerNorm.bias"] = G.head_ln.bias.detach().clone()
-    gen["generator_lm_head.weight"] = G.embeddings.word.weight.detach().clone()  # tied
-    gen["generator_lm_head.bias"] = G.output_bias.detach().clone()
+    disc = {**encoder_sd(D), **export(D, D_HEAD), **export(D, D_OUT, transform=_flip_sign)}
+    gen = {**encoder_sd(G), **export(G, G_HEAD),
+           "generator_lm_head.weight": G.embeddings.word.weight.detach().clone()}  # tied to the embeddings
     return disc, gen
 
 
