@@ -171,19 +171,21 @@ def to_hf_state_dicts(model: Electra) -> tuple[dict, dict]:
 # Configs: ElectraConfig <-> config.json
 
 
+# (ElectraConfig field, config.json key, the value when config.json lacks it; None: it must be there)
+CONFIG_KEYS = [("vocab_size", "vocab_size", None), ("hidden_size", "hidden_size", None),
+               ("num_layers", "num_hidden_layers", None), ("num_heads", "num_attention_heads", None),
+               ("intermediate_size", "intermediate_size", None), ("max_position", "max_position_embeddings", 512),
+               ("type_vocab_size", "type_vocab_size", 2), ("dropout", "hidden_dropout_prob", 0.1),
+               ("attention_dropout", "attention_probs_dropout_prob", 0.1), ("layer_norm_eps", "layer_norm_eps", 1e-12),
+               ("init_std", "initializer_range", 0.02)]
+
+
 def hf_config_dict(config: ElectraConfig, generator: bool = False) -> dict:
     """A HuggingFace ElectraConfig (config.json) for the discriminator or the generator."""
     c = generator_config(config) if generator else config
-    return {
-        "architectures": ["ElectraForMaskedLM" if generator else "ElectraForPreTraining"],
-        "model_type": "electra", "vocab_size": c.vocab_size, "embedding_size": c.embedding_size,
-        "hidden_size": c.hidden_size, "num_hidden_layers": c.num_layers,
-        "num_attention_heads": c.num_heads, "intermediate_size": c.intermediate_size,
-        "hidden_act": "gelu", "hidden_dropout_prob": c.dropout,
-        "attention_probs_dropout_prob": c.attention_dropout,
-        "max_position_embeddings": c.max_position, "type_vocab_size": c.type_vocab_size,
-        "initializer_range": c.init_std, "layer_norm_eps": c.layer_norm_eps, "pad_token_id": c.pad_id,
-    }
+    return {"architectures": ["ElectraForMaskedLM" if generator else "ElectraForPreTraining"],
+            "model_type": "electra", "hidden_act": "gelu", "embedding_size": c.embedding_size,
+            "pad_token_id": c.pad_id, **{key: getattr(c, name) for name, key, _ in CONFIG_KEYS}}
 
 
 def config_from_hf(d: dict, **overrides) -> ElectraConfig:
@@ -191,15 +193,9 @@ def config_from_hf(d: dict, **overrides) -> ElectraConfig:
     act = d.get("hidden_act", "gelu")
     if act != "gelu":
         raise ValueError(f"hidden_act {act!r} is not supported: this implementation uses exact GELU")
-    return ElectraConfig(**{
-        "vocab_size": d["vocab_size"], "embedding_size": d.get("embedding_size", d["hidden_size"]),
-        "hidden_size": d["hidden_size"], "num_layers": d["num_hidden_layers"],
-        "num_heads": d["num_attention_heads"], "intermediate_size": d["intermediate_size"],
-        "max_position": d.get("max_position_embeddings", 512), "type_vocab_size": d.get("type_vocab_size", 2),
-        "dropout": d.get("hidden_dropout_prob", 0.1),
-        "attention_dropout": d.get("attention_probs_dropout_prob", 0.1),
-        "layer_norm_eps": d.get("layer_norm_eps", 1e-12), "init_std": d.get("initializer_range", 0.02),
-        "pad_id": d.get("pad_token_id", 0) or 0, **overrides})
+    fields = {name: d[key] if default is None else d.get(key, default) for name, key, default in CONFIG_KEYS}
+    return ElectraConfig(**{**fields, "embedding_size": d.get("embedding_size", d["hidden_size"]),
+                            "pad_id": d.get("pad_token_id", 0) or 0, **overrides})
 
 
 # -----------------------------------------------------------------------------
