@@ -511,7 +511,8 @@ def pretrained_folder(name_or_path, revision: str = "main", cache_dir=None, endp
     return Path(name_or_path)
 
 
-# --- Google's released generator and discriminator as one Electra (the notebooks, train.py --init-from)
+# -----------------------------------------------------------------------------
+# Google's released generator and discriminator as one Electra (the notebooks, train.py --init-from)
 
 PAIR_SUFFIXES = ("-discriminator", "-generator")  # Google's names: google/electra-{size}-{role}
 # A generator's shape, read from its config.json, must be the one electra.generator_config derives
@@ -552,6 +553,7 @@ def released_folders(disc, generator=None, revision: str = "main", cache_dir=Non
         disc_folder = Path(disc)
     gen = generator if generator is not None else gen_name
     return disc_folder, pretrained_folder(gen, revision, cache_dir, endpoint)
+
 
 def electra_config_from_folders(disc_folder: Path, gen_folder: Path) -> tuple[ElectraConfig, Tokenizer]:
     """(ElectraConfig, tokenizer) of a released pair: D's config.json, with the generator's size
