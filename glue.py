@@ -105,7 +105,6 @@ def spearman(x, y) -> float:
 # The nine GLUE tasks and their TSV layouts, as GLUE's zips ship them.
 
 
-
 @dataclass(frozen=True)
 class Columns:
     """Where one kind of GLUE TSV keeps its fields (0-based; negative indexes count from the end)."""
@@ -362,7 +361,6 @@ def download_task(task: Task, cache_dir=DEFAULT_CACHE, base_url: str = GLUE_BASE
         raise FileNotFoundError(f"{cache_dir / zip_name} has no {task.folder}/train.tsv: it is not GLUE's "
                                 f"{task.folder} archive; delete {unpacked} and the zip and try again")
     return folder
-
 
 
 def _download_mrpc(cache_dir: Path, base_url: str, mrpc_base_url: str) -> Path:
