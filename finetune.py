@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 import glue
-from electra import SIZES, Electra, ElectraConfig, Encoder
+from electra import Electra, ElectraConfig, Encoder, get_config
 from hf import HubError, Pretrained, check_vocab, is_hub_name, load_hf_folder, pretrained_folder, vocab_beside
 from plumbing import (
     DownloadError,
@@ -92,12 +92,11 @@ def paper_size(config: ElectraConfig) -> str:
     """The paper's size whose recipe a model takes: the widest of RECIPE_BY_SIZE's no wider than the
     model (electra.SIZES); narrower models (our tiny) take Small's.
 
-    >>> from electra import get_config
-    >>> [paper_size(get_config(s)) for s in SIZES]
+    >>> [paper_size(get_config(s)) for s in ("tiny", "small", "base", "large")]
     ['small', 'small', 'base', 'large']
     """
-    fits = [s for s in RECIPE_BY_SIZE if SIZES[s]["hidden_size"] <= config.hidden_size]
-    return max(fits, key=lambda s: SIZES[s]["hidden_size"], default="small")
+    hidden = {s: get_config(s).hidden_size for s in RECIPE_BY_SIZE}
+    return max((s for s in hidden if hidden[s] <= config.hidden_size), key=hidden.get, default="small")
 
 
 def recipe_for(model_config: ElectraConfig, ft: FinetuneConfig) -> FinetuneConfig:
