@@ -4,17 +4,14 @@ ELECTRA (Clark et al. 2020, Sec. 3.1 and Appendix A) uses BERT's uncased WordPie
 (Devlin et al. 2019, Sec. 3; the vocab comes from Wu et al. 2016 / Schuster and Nakajima 2012).
 Turning text into ids takes two stages, as in the official BERT code (tokenization.py):
 
-1. BasicTokenizer (basic_tokenize): normalise and split into words.
-       clean_text      drop NUL, U+FFFD and control characters; whitespace -> " "
-       space_cjk       put spaces around CJK ideographs, so each becomes its own word
-       (per word)      lowercase, then strip_accents (NFD, drop Mn marks)   [uncased vocab only]
-       split_on_punctuation   every punctuation character becomes its own word
-2. WordpieceTokenizer (wordpiece): split each word greedily into the longest pieces found in the
-   vocab, continuation pieces carrying the "##" prefix; a word that cannot be split becomes [UNK].
+1. BasicTokenizer (basic_tokenize): clean_text, space_cjk, then per word lowercase and
+   strip_accents (uncased vocab only) and split_on_punctuation: the text as normalised words.
+2. WordpieceTokenizer (wordpiece): each word split greedily into the longest pieces in the vocab,
+   continuation pieces carrying the "##" prefix; a word that cannot be split becomes [UNK].
 
     >>> tok = Tokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##aff", "##able", "!"])
-    >>> tok.tokenize("Unaffable!")
-    ['un', '##aff', '##able', '!']
+    >>> tok.tokenize("Unaffable! xyz")
+    ['un', '##aff', '##able', '!', '[UNK]']
     >>> tok.encode("Unaffable!")
     [5, 6, 7, 8]
 
@@ -129,17 +126,12 @@ def is_cjk(ch: str) -> bool:
 
 
 def clean_text(text: str) -> str:
-    """Drop NUL, U+FFFD (the replacement character) and controls; turn whitespace into " ".
+    """Drop U+FFFD (the replacement character) and controls (NUL among them); whitespace -> " ".
 
     >>> clean_text("a\\x00b\\tc\\u200bd\\ufffd")
     'ab cd'
     """
-    out = []
-    for ch in text:
-        if ch == "\x00" or ch == "\ufffd" or is_control(ch):
-            continue
-        out.append(" " if is_whitespace(ch) else ch)
-    return "".join(out)
+    return "".join(" " if is_whitespace(ch) else ch for ch in text if ch != "\ufffd" and not is_control(ch))
 
 
 def space_cjk(text: str) -> str:
@@ -167,21 +159,19 @@ def split_on_punctuation(word: str) -> list[str]:
     ['don', "'", 't', '!', '!']
     """
     pieces: list[str] = []
-    start_new = True
+    after_punctuation = True  # at the start, or after punctuation, a character starts a new piece
     for ch in word:
-        if is_punctuation(ch):
+        punctuation = is_punctuation(ch)
+        if punctuation or after_punctuation:
             pieces.append(ch)
-            start_new = True
         else:
-            if start_new:
-                pieces.append("")
             pieces[-1] += ch
-            start_new = False
+        after_punctuation = punctuation
     return pieces
 
 
 def basic_tokenize(text: str, lowercase: bool = True) -> list[str]:
-    """BERT's BasicTokenizer: the steps above in order, returning words for WordPiece.
+    """BERT's BasicTokenizer: the steps above in order, returning the words WordPiece splits.
 
     Lowercasing and accent stripping act on whole whitespace-separated words (as in BERT: Python's
     lower() turns a word-final "Σ" into "ς"), then punctuation is split off.
