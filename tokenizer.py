@@ -285,10 +285,8 @@ class _WordCache(dict):
 
 
 class Tokenizer:
-    """A BERT WordPiece tokenizer over a vocab (the tokens of vocab.txt, id = line number).
-
-    Special token ids come from the vocab (BERT's: [PAD]=0, [UNK]=100, [CLS]=101, [SEP]=102,
-    [MASK]=103). `lowercase=True` is BERT/ELECTRA uncased (lowercase and strip accents).
+    """A BERT WordPiece tokenizer over a vocab (the tokens of vocab.txt, id = line number, special
+    tokens included). `lowercase=True` is BERT/ELECTRA uncased (lowercase and strip accents).
 
     >>> tok = Tokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "##s", "."])
     >>> tok.encode("The cats.[SEP]")
@@ -347,10 +345,8 @@ class Tokenizer:
         """
         if any(c in text for c in self.special_starts):
             parts = self.special_split.split(text)  # the special tokens at the odd positions
-            return [w for i, part in enumerate(parts) for w in ([part] if i % 2 else self.plain_words(part))]
-        return self.plain_words(text)
-
-    def plain_words(self, text: str) -> list[str]:
+            if len(parts) > 1:
+                return [w for i, part in enumerate(parts) for w in ([part] if i % 2 else self.words(part))]
         normalized = text.translate(self.table)  # first: new characters may add to table.hard
         if self.table.hard is not None and not text.isascii() and self.table.hard.search(text):
             return basic_tokenize(text, self.lowercase)
@@ -361,11 +357,7 @@ class Tokenizer:
         return list(chain.from_iterable(map(self.word_ids.__getitem__, self.words(text))))
 
     def tokenize(self, text: str) -> list[str]:
-        """WordPiece pieces of `text` (no [CLS]/[SEP]).
-
-        >>> Tokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##aff", "##able"]).tokenize("UNAFFABLE xyz")
-        ['un', '##aff', '##able', '[UNK]']
-        """
+        """WordPiece pieces of `text` (no [CLS]/[SEP]), as in the module's example."""
         return [self.id_to_token[i] for i in self.encode(text)]
 
     def encode_pair(self, a: str, b: str | None = None, max_len: int = 128) -> tuple[list[int], list[int]]:
@@ -378,15 +370,13 @@ class Tokenizer:
         room = max_len - (3 if b is not None else 2)
         if room < 0:
             raise ValueError(f"max_len={max_len} leaves no room for [CLS] and [SEP]; use max_len >= 3")
-        ids_a = self.encode(a)
-        if b is None:
-            del ids_a[room:]
-            return [self.cls_id, *ids_a, self.sep_id], [0] * (len(ids_a) + 2)
-        ids_b = self.encode(b)
+        ids_a, ids_b = self.encode(a), (self.encode(b) if b is not None else [])
         while len(ids_a) + len(ids_b) > room:
             (ids_a if len(ids_a) > len(ids_b) else ids_b).pop()
-        ids = [self.cls_id, *ids_a, self.sep_id, *ids_b, self.sep_id]
-        return ids, [0] * (len(ids_a) + 2) + [1] * (len(ids_b) + 1)
+        ids = [self.cls_id, *ids_a, self.sep_id]
+        if b is None:
+            return ids, [0] * len(ids)
+        return ids + [*ids_b, self.sep_id], [0] * len(ids) + [1] * (len(ids_b) + 1)
 
     def decode(self, ids: Iterable[int], skip_special: bool = False) -> str:
         """Join the pieces with spaces and glue "##" pieces to the one before (as BERT/HF do).
