@@ -403,32 +403,16 @@ def count_words(texts: Iterable[str], lowercase: bool = True, config: WordPieceC
     Counter({'the': 2, 'cat': 1, ',': 1, 'hat': 1, '.': 1})
     """
     words = Tokenizer(config.specials, lowercase, config).words  # stage 1 needs only the special tokens
-    counts: Counter = Counter()
-    for text in tqdm(texts, desc="counting words", unit="text", disable=not progress):
-        counts.update(words(text))
+    texts = tqdm(texts, desc="counting words", unit="text", disable=not progress)
+    counts = Counter(chain.from_iterable(map(words, texts)))
     for t in config.specials:
         counts.pop(t, None)
     return counts
 
 
-def pair_score(count_ab: int, count_a: int, count_b: int) -> float:
-    """WordPiece's merge score as the HF course (ch. 6.6) teaches it, the "ratio" criterion:
-
-        score(a, b) = count(ab) / (count(a) * count(b))
-
-    It is likelihood_gain's gain *per occurrence* of the pair (up to the constant log N), so alone
-    it prefers rare pairs: on real text it spends the vocab on rare words letter by letter.
-    Example: "##u" follows "q" 10 times, q occurs 10 times, ##u 100 times:
-
-    >>> pair_score(10, 10, 100)
-    0.01
-    """
-    return count_ab / (count_a * count_b)
-
-
 def likelihood_gain(count_ab: int, count_a: int, count_b: int, total: int) -> float:
-    """WordPiece's likelihood criterion (Schuster and Nakajima 2012, Sec. 3.3: add the unit that
-    "increases the likelihood on the training data the most"), the default:
+    """WordPiece's merge criterion (Schuster and Nakajima 2012, Sec. 3.3: add the unit that
+    "increases the likelihood on the training data the most"), learn_vocab's default:
 
         gain(a, b) = count(ab) * log( count(ab) * N / (count(a) * count(b)) )
 
@@ -442,6 +426,18 @@ def likelihood_gain(count_ab: int, count_a: int, count_b: int, total: int) -> fl
     23.03
     """
     return count_ab * math.log(count_ab * total / (count_a * count_b))
+
+
+def pair_score(count_ab: int, count_a: int, count_b: int) -> float:
+    """The "ratio" criterion, WordPiece's score as the HF course (ch. 6.6) teaches it:
+    count(ab) / (count(a) * count(b)). It is likelihood_gain's gain *per occurrence* of the pair (up
+    to the constant log N), so alone it prefers rare pairs: on real text it spends the vocab on rare
+    words letter by letter. The same example:
+
+    >>> pair_score(10, 10, 100)
+    0.01
+    """
+    return count_ab / (count_a * count_b)
 
 
 def start_units(word_counts: dict[str, int], limit_alphabet: int, config: WordPieceConfig = CONFIG):
@@ -490,7 +486,7 @@ def merge_units(units: list[str], a: str, b: str, merged: str) -> list[str]:
 
 
 class PairCounts:
-    """Step 3's counts, kept up to date merge by merge: how often each unit and each adjacent pair
+    """learn_vocab's counts, kept up to date merge by merge: how often each unit and each adjacent pair
     occurs (weighted by word counts), which words hold a pair, which pairs hold a unit."""
 
     def __init__(self, words: list[list[str]], freqs: list[int]):
@@ -554,13 +550,12 @@ def learn_vocab(word_counts: dict[str, int], vocab_size: int, min_frequency: int
     """The vocab (list of tokens) WordPiece learns from word counts.
 
     Start from start_units, then repeat until vocab_size: merge the adjacent pair with the highest
-    score (ties: the more frequent pair, then the alphabetically first) among pairs seen >=
-    min_frequency times; the merged unit "h" + "##u" -> "hu" is a new token (if not one already).
-    The score is likelihood_gain (criterion "likelihood", the default) or pair_score ("ratio").
-    PairCounts keeps the counts up to date after each merge, and only the pairs whose score changed
-    get a new entry in the priority queue; stale entries are recognised and dropped when they come out.
-    This bottom-up likelihood merge is WordPiece as published (Schuster and Nakajima 2012) and taught
-    (HF course, ch. 6.6); README.md's Tokenizer section compares it with HuggingFace's and TF Text's.
+    score (likelihood_gain, or pair_score for criterion "ratio"; ties: the more frequent pair, then
+    the alphabetically first) among pairs seen >= min_frequency times; the merged unit "h" + "##u"
+    -> "hu" is a new token (if not one already). PairCounts keeps the counts up to date after each
+    merge, and only the pairs whose score changed get a new entry in the priority queue; stale
+    entries are dropped when they come out. README.md's Tokenizer section compares this trainer
+    with HuggingFace's and TF Text's.
     """
     criterion = criterion or config.criterion
     if criterion not in ("likelihood", "ratio"):
@@ -577,14 +572,14 @@ def learn_vocab(word_counts: dict[str, int], vocab_size: int, min_frequency: int
         c, na, nb = counts.pair_count[pair], counts.unit_count[pair[0]], counts.unit_count[pair[1]]
         return (-(pair_score(c, na, nb) if criterion == "ratio" else likelihood_gain(c, na, nb, total)), -c, pair)
 
-    def fresh_heap():
-        heap = [entry(p) for p, c in counts.pair_count.items() if c >= min_frequency]
-        heapq.heapify(heap)
-        return heap
-
-    heap = fresh_heap()
+    heap: list = []
     bar = tqdm(total=vocab_size, initial=len(vocab), desc="wordpiece merges", unit="tok", disable=not progress)
-    while len(vocab) < vocab_size and heap:
+    while len(vocab) < vocab_size:
+        if not heap or len(heap) > 4 * len(counts.pair_count) + 1024:  # at the start; then to drop stale entries
+            heap = [entry(p) for p, c in counts.pair_count.items() if c >= min_frequency]
+            heapq.heapify(heap)
+            if not heap:
+                break  # no pair left with min_frequency occurrences
         top = heapq.heappop(heap)
         pair = top[2]
         if counts.pair_count.get(pair, 0) < min_frequency or entry(pair) != top:
@@ -597,8 +592,6 @@ def learn_vocab(word_counts: dict[str, int], vocab_size: int, min_frequency: int
         for p in counts.merge(pair, merged):
             if counts.pair_count.get(p, 0) >= min_frequency:
                 heapq.heappush(heap, entry(p))
-        if len(heap) > 4 * len(counts.pair_count) + 1024:  # drop the stale entries now and then
-            heap = fresh_heap()
     bar.close()
     return vocab
 
