@@ -14,6 +14,10 @@ Turning text into ids takes two stages, as in the official BERT code (tokenizati
     ['un', '##aff', '##able', '!', '[UNK]']
     >>> tok.encode("Unaffable!")
     [5, 6, 7, 8]
+    >>> tok.encode_pair("Unaffable!", "un", max_len=8)  # [CLS] A [SEP] B [SEP], and segment ids
+    ([2, 5, 6, 7, 8, 3, 5, 3], [0, 0, 0, 0, 0, 0, 1, 1])
+    >>> tok.decode([5, 6, 7, 8])
+    'unaffable !'
 
 The file reads: the two stages as plain functions (the reference); `Tokenizer`, the fast path, which
 runs the same steps through a per-character table and a per-word cache (tests check it against the
@@ -70,15 +74,9 @@ CONFIG = WordPieceConfig()
 
 # The CJK Unified Ideographs blocks BERT splits into single characters (official tokenization.py,
 # _is_chinese_char). Hangul, Hiragana and Katakana are not in them: those scripts use spaces.
-CJK_RANGES = (
-    (0x4E00, 0x9FFF),  # CJK Unified Ideographs
-    (0x3400, 0x4DBF),  # Extension A
-    (0x20000, 0x2A6DF),  # Extension B
-    (0x2A700, 0x2B73F),  # Extension C
-    (0x2B740, 0x2B81F),  # Extension D
-    (0x2B820, 0x2CEAF),  # Extension E
-    (0xF900, 0xFAFF),  # CJK Compatibility Ideographs
-    (0x2F800, 0x2FA1F),  # CJK Compatibility Ideographs Supplement
+CJK_RANGES = (  # CJK Unified Ideographs, its Extensions A to E, Compatibility Ideographs (+ Supplement)
+    (0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F), (0x2B740, 0x2B81F),
+    (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F),
 )
 
 # BERT counts every ASCII character that is neither a letter, a digit nor whitespace as punctuation
@@ -286,15 +284,7 @@ class _WordCache(dict):
 
 class Tokenizer:
     """A BERT WordPiece tokenizer over a vocab (the tokens of vocab.txt, id = line number, special
-    tokens included). `lowercase=True` is BERT/ELECTRA uncased (lowercase and strip accents).
-
-    >>> tok = Tokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "##s", "."])
-    >>> tok.encode("The cats.[SEP]")
-    [5, 6, 7, 8, 3]
-    >>> tok.encode_pair("the cat", "cats", max_len=8)
-    ([2, 5, 6, 3, 6, 7, 3], [0, 0, 0, 0, 1, 1, 1])
-    >>> tok.decode([5, 6, 7, 8])
-    'the cats .'
+    tokens included; examples in the module docstring). `lowercase=True` is BERT/ELECTRA uncased.
     """
 
     def __init__(self, tokens: list[str], lowercase: bool = True, config: WordPieceConfig = CONFIG):
@@ -357,7 +347,7 @@ class Tokenizer:
         return list(chain.from_iterable(map(self.word_ids.__getitem__, self.words(text))))
 
     def tokenize(self, text: str) -> list[str]:
-        """WordPiece pieces of `text` (no [CLS]/[SEP]), as in the module's example."""
+        """WordPiece pieces of `text` (no [CLS]/[SEP])."""
         return [self.id_to_token[i] for i in self.encode(text)]
 
     def encode_pair(self, a: str, b: str | None = None, max_len: int = 128) -> tuple[list[int], list[int]]:
