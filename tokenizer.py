@@ -70,7 +70,7 @@ CONFIG = WordPieceConfig()
 
 
 # ---------------------------------------------------------------------------------------------
-# The reference. Stage 1: BasicTokenizer, one named function a step.
+# The reference: stage 1 (BasicTokenizer) one named function a step, then stage 2 (wordpiece).
 
 # The CJK Unified Ideographs blocks BERT splits into single characters (official tokenization.py,
 # _is_chinese_char). Hangul, Hiragana and Katakana are not in them: those scripts use spaces.
@@ -119,8 +119,7 @@ def is_cjk(ch: str) -> bool:
     >>> [is_cjk(c) for c in "中ひa"]
     [True, False, False]
     """
-    cp = ord(ch)
-    return any(lo <= cp <= hi for lo, hi in CJK_RANGES)
+    return any(lo <= ord(ch) <= hi for lo, hi in CJK_RANGES)
 
 
 def clean_text(text: str) -> str:
@@ -190,12 +189,9 @@ def basic_tokenize(text: str, lowercase: bool = True) -> list[str]:
     return " ".join(words).split()  # a word that was only accents (now empty) disappears, as in BERT
 
 
-# Stage 2: WordpieceTokenizer, on one word.
-
-
 def wordpiece(word: str, vocab: dict[str, int] | set[str], config: WordPieceConfig = CONFIG,
               longest: int | None = None) -> list[str]:
-    """Greedy longest-match-first WordPiece (BERT's WordpieceTokenizer.tokenize) on one word.
+    """Stage 2, greedy longest-match-first WordPiece (BERT's WordpieceTokenizer.tokenize) on one word.
 
     From the start of the word take the longest prefix in the vocab; the rest continues with
     "##"-prefixed pieces the same way. If some position has no match, or the word is longer than
@@ -208,8 +204,7 @@ def wordpiece(word: str, vocab: dict[str, int] | set[str], config: WordPieceConf
     """
     if len(word) > config.max_input_chars_per_word:
         return [config.unk]
-    pieces = []
-    start = 0
+    pieces, start = [], 0
     while start < len(word):
         end = len(word) if longest is None else min(len(word), start + longest)
         while end > start:
