@@ -224,20 +224,13 @@ def wordpiece(word: str, vocab: dict[str, int] | set[str], config: WordPieceConf
 # what each character becomes; stage 2 runs once per distinct word.
 
 
-def normalize_char(ch: str, lowercase: bool) -> str:
-    """Stage 1 on one character, as a string to split on whitespace afterwards: a table entry.
-
-    >>> [normalize_char(c, True) for c in ("É", "!", "中", "\\u200b", "\\t")]
-    ['e', ' ! ', ' 中 ', '', ' ']
-    """
-    out = space_cjk(clean_text(ch))
-    if lowercase:
-        out = strip_accents(out.lower())
-    return "".join(f" {c} " if is_punctuation(c) else c for c in out)
-
-
 class _CharTable(dict):
-    """A str.translate table (code point -> normalize_char) filled the first time a character is seen.
+    """A str.translate table: code point -> stage 1 on that character, as a string to split on
+    whitespace afterwards, built from the reference's steps the first time the character is seen.
+
+    >>> table = _CharTable(lowercase=True)
+    >>> [table[ord(c)] for c in ("É", "!", "中", "\\u200b", "\\t")]
+    ['e', ' ! ', ' 中 ', '', ' ']
 
     Character by character equals basic_tokenize except where lowercasing or NFD looks beyond one
     character: Python's lower() of "Σ" depends on the letters around it (final sigma), and NFD
@@ -252,7 +245,10 @@ class _CharTable(dict):
         self.hard = re.compile("[\u03a3]") if lowercase else None
 
     def __missing__(self, code: int) -> str:
-        out = self[code] = normalize_char(chr(code), self.lowercase)
+        out = space_cjk(clean_text(chr(code)))
+        if self.lowercase:
+            out = strip_accents(out.lower())
+        out = self[code] = "".join(f" {c} " if is_punctuation(c) else c for c in out)
         if self.lowercase and any(unicodedata.combining(c) for c in out):  # a non-Mn mark NFD could move
             self.hard_chars.add(chr(code))
             self.hard = re.compile("[" + "".join(re.escape(c) for c in sorted(self.hard_chars)) + "]")
