@@ -19,10 +19,9 @@ Turning text into ids takes two stages, as in the official BERT code (tokenizati
     >>> tok.decode([5, 6, 7, 8])
     'unaffable !'
 
-The file reads: the two stages as plain functions (the reference); `Tokenizer`, the fast path, which
-runs the same steps through a per-character table and a per-word cache (tests check it against the
-reference and against HuggingFace); `train`, which learns a vocabulary with WordPiece's likelihood
-criterion; vocab.txt reading and writing. Reading and tokenising whole corpora is data.py's job.
+The file reads: the two stages as plain functions (the reference); `Tokenizer`, the fast path, the
+same steps through a per-character table and a per-word cache (tested against the reference and
+HuggingFace); `train`, WordPiece's likelihood merges; vocab.txt. Whole corpora are data.py's job.
 """
 from __future__ import annotations
 
@@ -94,9 +93,8 @@ def is_whitespace(ch: str) -> bool:
 
 
 def is_control(ch: str) -> bool:
-    """Any Unicode "other" character (Cc, Cf, Co, Cs, Cn), except tab/newline/CR which are whitespace.
-
-    Zero-width space U+200B and the byte-order mark U+FEFF are Cf, so they are controls and vanish.
+    """Any Unicode "other" character (Cc, Cf, Co, Cs, Cn), except tab/newline/CR which are whitespace;
+    so zero-width space U+200B and the byte-order mark U+FEFF (Cf) are controls, and vanish.
 
     >>> [is_control(c) for c in "\\x07\\u200b\\n a"]
     [True, True, False, False, False]
@@ -168,10 +166,8 @@ def split_on_punctuation(word: str) -> list[str]:
 
 
 def basic_tokenize(text: str, lowercase: bool = True) -> list[str]:
-    """BERT's BasicTokenizer: the steps above in order, returning the words WordPiece splits.
-
-    Lowercasing and accent stripping act on whole whitespace-separated words (as in BERT: Python's
-    lower() turns a word-final "Σ" into "ς"), then punctuation is split off.
+    """BERT's BasicTokenizer: the steps above in order, returning the words WordPiece splits. Like
+    BERT it lowercases whole whitespace-separated words, so a word-final "Σ" becomes "ς".
 
     >>> basic_tokenize("Héllo, WORLD!! 中文")
     ['hello', ',', 'world', '!', '!', '中', '文']
@@ -275,8 +271,7 @@ class _WordCache(dict):
 
 class Tokenizer:
     """A BERT WordPiece tokenizer over a vocab (the tokens of vocab.txt, id = line number, special
-    tokens included; examples in the module docstring). `lowercase=True` is BERT/ELECTRA uncased.
-    """
+    tokens included; examples in the module docstring). `lowercase=True` is BERT/ELECTRA uncased."""
 
     def __init__(self, tokens: list[str], lowercase: bool = True, config: WordPieceConfig = CONFIG):
         self.config = config
@@ -345,8 +340,8 @@ class Tokenizer:
         """[CLS] A [SEP] (B [SEP]) ids and segment ids (0 for A's part, 1 for B's), at most max_len long.
 
         Truncation is BERT's _truncate_seq_pair: drop the last token of the longer side (B on a tie)
-        until it fits. Example with max_len=7, A = 4 tokens, B = 3 tokens: room for 7 - 3 = 4 tokens,
-        so A loses 2 (4 > 3), then B loses 1 (2 < 3): [CLS] a1 a2 [SEP] b1 b2 [SEP].
+        until it fits. E.g. max_len=7 leaves room for 4 of A's 4 and B's 3 tokens: A, B, then A lose
+        their last token, giving [CLS] a1 a2 [SEP] b1 b2 [SEP].
         """
         room = max_len - (3 if b is not None else 2)
         if room < 0:
@@ -433,7 +428,6 @@ def start_units(word_counts: dict[str, int], limit_alphabet: int, config: WordPi
     >>> vocab[5:], words, freqs
     (['b', 'g', 'h', 'n', 'u', '##g', '##n', '##u'], [['b', '##u', '##n'], ['h', '##u', '##g']], [1, 3])
     """
-    prefix = config.prefix
     char_counts: Counter = Counter()
     for word, n in word_counts.items():
         for ch in word:
@@ -442,7 +436,7 @@ def start_units(word_counts: dict[str, int], limit_alphabet: int, config: WordPi
     words, freqs = [], []
     for word, n in sorted(word_counts.items()):
         if len(word) <= config.max_input_chars_per_word and all(ch in alphabet for ch in word):
-            words.append([word[0]] + [prefix + ch for ch in word[1:]])
+            words.append([word[0]] + [config.prefix + ch for ch in word[1:]])
             freqs.append(n)
     vocab = list(dict.fromkeys(config.specials)) + sorted(alphabet)
     vocab += sorted({unit for units in words for unit in units[1:]})
@@ -528,15 +522,13 @@ class PairCounts:
 def learn_vocab(word_counts: dict[str, int], vocab_size: int, min_frequency: int = CONFIG.min_frequency,
                 limit_alphabet: int = CONFIG.limit_alphabet, config: WordPieceConfig = CONFIG,
                 progress: bool = False, criterion: str | None = None) -> list[str]:
-    """The vocab (list of tokens) WordPiece learns from word counts.
-
-    Start from start_units, then repeat until vocab_size: merge the adjacent pair with the highest
-    score (likelihood_gain, or pair_score for criterion "ratio"; ties: the more frequent pair, then
-    the alphabetically first) among pairs seen >= min_frequency times; the merged unit "h" + "##u"
-    -> "hu" is a new token (if not one already). PairCounts keeps the counts up to date after each
-    merge, and only the pairs whose score changed get a new entry in the priority queue; stale
-    entries are dropped when they come out. README.md's Tokenizer section compares this trainer
-    with HuggingFace's and TF Text's.
+    """The vocab (list of tokens) WordPiece learns from word counts: from start_units on, until
+    vocab_size, merge the adjacent pair with the best score (likelihood_gain, or pair_score for
+    criterion "ratio"; ties: the more frequent pair, then a-z) among pairs seen >= min_frequency
+    times; the merged unit "h" + "##u" -> "hu" is a new token (if not one already). PairCounts keeps
+    the counts up to date, and only pairs whose score changed get a new entry in the priority queue;
+    stale entries are dropped when they come out. README.md's Tokenizer section compares this
+    trainer with HuggingFace's and TF Text's.
     """
     criterion = criterion or config.criterion
     if criterion not in ("likelihood", "ratio"):
@@ -556,7 +548,7 @@ def learn_vocab(word_counts: dict[str, int], vocab_size: int, min_frequency: int
     heap: list = []
     bar = tqdm(total=vocab_size, initial=len(vocab), desc="wordpiece merges", unit="tok", disable=not progress)
     while len(vocab) < vocab_size:
-        if not heap or len(heap) > 4 * len(counts.pair_count) + 1024:  # at the start; then to drop stale entries
+        if not heap or len(heap) > 4 * len(counts.pair_count) + 1024:  # first, and to drop stale entries
             heap = [entry(p) for p, c in counts.pair_count.items() if c >= min_frequency]
             heapq.heapify(heap)
             if not heap:
@@ -580,9 +572,8 @@ def learn_vocab(word_counts: dict[str, int], vocab_size: int, min_frequency: int
 def train(texts: Iterable[str], vocab_size: int = CONFIG.vocab_size, lowercase: bool = True,
           min_frequency: int = CONFIG.min_frequency, limit_alphabet: int = CONFIG.limit_alphabet,
           progress: bool = True, config: WordPieceConfig = CONFIG, criterion: str | None = None) -> Tokenizer:
-    """Learn a WordPiece vocab from texts (see learn_vocab) and return its Tokenizer.
-
-    The vocab can end smaller than vocab_size when no pair is left with min_frequency occurrences.
+    """Learn a WordPiece vocab from texts (see learn_vocab) and return its Tokenizer. The vocab can
+    end smaller than vocab_size when no pair is left with min_frequency occurrences.
 
     >>> tok = train(["low lower lowest"] * 3, vocab_size=23, progress=False)
     >>> tok.id_to_token[18:]  # merges in order: ##o+##w, l+##ow, low+##e, ##s+##t, lowe+##r
