@@ -216,8 +216,8 @@ def wordpiece(word: str, vocab: dict[str, int] | set[str], config: WordPieceConf
 
 
 # ---------------------------------------------------------------------------------------------
-# The fast path: the same two stages, remembered. Stage 1 runs through a str.translate table of
-# what each character becomes; stage 2 runs once per distinct word.
+# The fast path: the same two stages, remembered: stage 1 through a str.translate table of what
+# each character becomes, stage 2 once per distinct word.
 
 
 class _CharTable(dict):
@@ -355,10 +355,8 @@ class Tokenizer:
         return ids + [*ids_b, self.sep_id], [0] * len(ids) + [1] * (len(ids_b) + 1)
 
     def decode(self, ids: Iterable[int], skip_special: bool = False) -> str:
-        """Join the pieces with spaces and glue "##" pieces to the one before (as BERT/HF do).
-
-        decode(encode(x)) == " ".join(basic_tokenize(x)) when no word became [UNK].
-        """
+        """Join the pieces with spaces and glue "##" pieces to the one before (as BERT/HF do), so
+        decode(encode(x)) == " ".join(basic_tokenize(x)) when no word became [UNK]."""
         ids = list(ids)
         bad = next((i for i in ids if not 0 <= i < len(self.id_to_token)), None)
         if bad is not None:
@@ -511,10 +509,6 @@ class PairCounts:
                 self.pair_words.pop(p, None)
                 self.unit_pairs[p[0]].discard(p)
                 self.unit_pairs[p[1]].discard(p)
-        for u in (a, b):
-            if self.unit_count[u] == 0:
-                del self.unit_count[u]
-                self.unit_pairs.pop(u, None)
         # scores change where a pair count changed, or a unit count: a and b went down, ab up
         return changed.union(self.unit_pairs.get(a, ()), self.unit_pairs.get(b, ()), self.unit_pairs.get(merged, ()))
 
