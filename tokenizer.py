@@ -154,14 +154,11 @@ def split_on_punctuation(word: str) -> list[str]:
     ['don', "'", 't', '!', '!']
     """
     pieces: list[str] = []
-    after_punctuation = True  # at the start, or after punctuation, a character starts a new piece
-    for ch in word:
-        punctuation = is_punctuation(ch)
-        if punctuation or after_punctuation:
+    for ch in word:  # a new piece for punctuation, for the first character and after punctuation
+        if is_punctuation(ch) or not pieces or is_punctuation(pieces[-1][-1]):
             pieces.append(ch)
         else:
             pieces[-1] += ch
-        after_punctuation = punctuation
     return pieces
 
 
@@ -189,10 +186,9 @@ def wordpiece(word: str, vocab: dict[str, int] | set[str], config: WordPieceConf
               longest: int | None = None) -> list[str]:
     """Stage 2, greedy longest-match-first WordPiece (BERT's WordpieceTokenizer.tokenize) on one word.
 
-    From the start of the word take the longest prefix in the vocab; the rest continues with
-    "##"-prefixed pieces the same way. If some position has no match, or the word is longer than
-    100 characters, the whole word is [UNK]. `longest` (the Tokenizer passes its longest vocab
-    entry, "##" not counted) only skips trying pieces too long to be in the vocab.
+    Take the longest prefix in the vocab, then "##" pieces the same way; no match at some position,
+    or over 100 characters, makes the whole word [UNK]. `longest` (the Tokenizer passes its longest
+    vocab entry, "##" not counted) only skips trying pieces too long to be in the vocab.
 
     >>> v = {"un", "##aff", "##able", "a", "##b"}
     >>> wordpiece("unaffable", v), wordpiece("ab", v), wordpiece("abc", v)
