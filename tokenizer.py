@@ -71,12 +71,10 @@ CONFIG = WordPieceConfig()
 # ---------------------------------------------------------------------------------------------
 # The reference: stage 1 (BasicTokenizer) one named function a step, then stage 2 (wordpiece).
 
-# The CJK Unified Ideographs blocks BERT splits into single characters (official tokenization.py,
-# _is_chinese_char). Hangul, Hiragana and Katakana are not in them: those scripts use spaces.
-CJK_RANGES = (  # CJK Unified Ideographs, its Extensions A to E, Compatibility Ideographs (+ Supplement)
-    (0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F), (0x2B740, 0x2B81F),
-    (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F),
-)
+# The blocks BERT splits into single characters (tokenization.py, _is_chinese_char): CJK Unified Ideographs,
+# Extensions A-E, Compatibility Ideographs (+ Supplement). Not Hangul, Hiragana, Katakana: they use spaces.
+CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F), (0x2B740, 0x2B81F),
+              (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
 
 # BERT counts every ASCII character that is neither a letter, a digit nor whitespace as punctuation
 # ("^", "$", "`" are Unicode symbols, not punctuation, but BERT splits them too).
@@ -388,9 +386,9 @@ def likelihood_gain(count_ab: int, count_a: int, count_b: int, total: int) -> fl
 
     Under a unigram model over N units, each of the count(ab) occurrences that becomes one unit
     ab instead of a then b changes the log-likelihood by about log p(ab) - log p(a) - log p(b)
-    = log(count(ab) N / (count(a) count(b))). We keep N at its value before the first merge (the
-    exact N shrinks a little with each merge; keeping it fixed lets the queue rescore only the
-    pairs a merge touched). Example: count(ab) = 10, count(a) = 10, count(b) = 100, N = 1000:
+    = log(count(ab) N / (count(a) count(b))). N stays at its value before the first merge (the exact
+    N shrinks a little with each merge; kept fixed, it lets the queue rescore only the pairs a merge
+    touched). Example: "##u" follows "q" 10 times, q occurs 10 times, ##u 100 times, N = 1000:
 
     >>> round(likelihood_gain(10, 10, 100, total=1000), 2)  # 10 * log(10 * 1000 / (10 * 100)) = 10 * log(10)
     23.03
@@ -399,10 +397,13 @@ def likelihood_gain(count_ab: int, count_a: int, count_b: int, total: int) -> fl
 
 
 def pair_score(count_ab: int, count_a: int, count_b: int) -> float:
-    """The "ratio" criterion, WordPiece's score as the HF course (ch. 6.6) teaches it:
-    count(ab) / (count(a) * count(b)). It is likelihood_gain's gain *per occurrence* of the pair (up
-    to the constant log N), so alone it prefers rare pairs: on real text it spends the vocab on rare
-    words letter by letter. The same example:
+    """The "ratio" criterion, WordPiece's merge score as the HF course (ch. 6.6) teaches it:
+
+        score(a, b) = count(ab) / (count(a) * count(b))
+
+    It is likelihood_gain's gain *per occurrence* of the pair (up to the constant log N), so alone
+    it prefers rare pairs: on real text it spends the vocab on rare words letter by letter. The
+    same q, ##u example:
 
     >>> pair_score(10, 10, 100)
     0.01
