@@ -4,24 +4,24 @@ ELECTRA (Clark et al. 2020, Sec. 3.1 and Appendix A) uses BERT's uncased WordPie
 (Devlin et al. 2019, Sec. 3; the vocab comes from Wu et al. 2016 / Schuster and Nakajima 2012).
 Turning text into ids takes two stages, as in the official BERT code (tokenization.py):
 
-1. BasicTokenizer (basic_tokenize): normalise and split into words.
-       clean_text      drop NUL, U+FFFD and control characters; whitespace -> " "
-       space_cjk       put spaces around CJK ideographs, so each becomes its own word
-       (per word)      lowercase, then strip_accents (NFD, drop Mn marks)   [uncased vocab only]
-       split_on_punctuation   every punctuation character becomes its own word
-2. WordpieceTokenizer (wordpiece): split each word greedily into the longest pieces found in the
-   vocab, continuation pieces carrying the "##" prefix; a word that cannot be split becomes [UNK].
+1. BasicTokenizer (basic_tokenize): clean_text, space_cjk, then per word lowercase and
+   strip_accents (uncased vocab only) and split_on_punctuation: the text as normalised words.
+2. WordpieceTokenizer (wordpiece): each word split greedily into the longest pieces in the vocab,
+   continuation pieces carrying the "##" prefix; a word that cannot be split becomes [UNK].
 
     >>> tok = Tokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##aff", "##able", "!"])
-    >>> tok.tokenize("Unaffable!")
-    ['un', '##aff', '##able', '!']
+    >>> tok.tokenize("Unaffable! xyz")
+    ['un', '##aff', '##able', '!', '[UNK]']
     >>> tok.encode("Unaffable!")
     [5, 6, 7, 8]
+    >>> tok.encode_pair("Unaffable!", "un", max_len=8)  # [CLS] A [SEP] B [SEP], and segment ids
+    ([2, 5, 6, 7, 8, 3, 5, 3], [0, 0, 0, 0, 0, 0, 1, 1])
+    >>> tok.decode([5, 6, 7, 8])
+    'unaffable !'
 
-The file reads: the two stages as plain functions (the reference); `Tokenizer`, the fast path, which
-runs the same steps through a per-character table and a per-word cache (tests check it against the
-reference and against HuggingFace); `train`, which learns a vocabulary with WordPiece's likelihood
-criterion; vocab.txt reading and writing. Reading and tokenising whole corpora is data.py's job.
+The file reads: the two stages as plain functions (the reference); `Tokenizer`, the fast path, the
+same steps through a per-character table and a per-word cache (tested against the reference and
+HuggingFace); `train`, WordPiece's likelihood merges; vocab.txt. Whole corpora are data.py's job.
 """
 from __future__ import annotations
 
@@ -69,20 +69,12 @@ CONFIG = WordPieceConfig()
 
 
 # ---------------------------------------------------------------------------------------------
-# The reference. Stage 1: BasicTokenizer, one named function a step.
+# The reference: stage 1 (BasicTokenizer) one named function a step, then stage 2 (wordpiece).
 
-# The CJK Unified Ideographs blocks BERT splits into single characters (official tokenization.py,
-# _is_chinese_char). Hangul, Hiragana and Katakana are not in them: those scripts use spaces.
-CJK_RANGES = (
-    (0x4E00, 0x9FFF),  # CJK Unified Ideographs
-    (0x3400, 0x4DBF),  # Extension A
-    (0x20000, 0x2A6DF),  # Extension B
-    (0x2A700, 0x2B73F),  # Extension C
-    (0x2B740, 0x2B81F),  # Extension D
-    (0x2B820, 0x2CEAF),  # Extension E
-    (0xF900, 0xFAFF),  # CJK Compatibility Ideographs
-    (0x2F800, 0x2FA1F),  # CJK Compatibility Ideographs Supplement
-)
+# The blocks BERT splits into single characters (tokenization.py, _is_chinese_char): CJK Unified Ideographs,
+# Extensions A-E, Compatibility Ideographs (+ Supplement). Not Hangul, Hiragana, Katakana: they use spaces.
+CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F), (0x2B740, 0x2B81F),
+              (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
 
 # BERT counts every ASCII character that is neither a letter, a digit nor whitespace as punctuation
 # ("^", "$", "`" are Unicode symbols, not punctuation, but BERT splits them too).
@@ -99,9 +91,8 @@ def is_whitespace(ch: str) -> bool:
 
 
 def is_control(ch: str) -> bool:
-    """Any Unicode "other" character (Cc, Cf, Co, Cs, Cn), except tab/newline/CR which are whitespace.
-
-    Zero-width space U+200B and the byte-order mark U+FEFF are Cf, so they are controls and vanish.
+    """Any Unicode "other" character (Cc, Cf, Co, Cs, Cn), except tab/newline/CR which are whitespace;
+    so zero-width space U+200B and the byte-order mark U+FEFF (Cf) are controls, and vanish.
 
     >>> [is_control(c) for c in "\\x07\\u200b\\n a"]
     [True, True, False, False, False]
@@ -124,22 +115,16 @@ def is_cjk(ch: str) -> bool:
     >>> [is_cjk(c) for c in "中ひa"]
     [True, False, False]
     """
-    cp = ord(ch)
-    return any(lo <= cp <= hi for lo, hi in CJK_RANGES)
+    return any(lo <= ord(ch) <= hi for lo, hi in CJK_RANGES)
 
 
 def clean_text(text: str) -> str:
-    """Drop NUL, U+FFFD (the replacement character) and controls; turn whitespace into " ".
+    """Drop U+FFFD (the replacement character) and controls (NUL among them); whitespace -> " ".
 
     >>> clean_text("a\\x00b\\tc\\u200bd\\ufffd")
     'ab cd'
     """
-    out = []
-    for ch in text:
-        if ch == "\x00" or ch == "\ufffd" or is_control(ch):
-            continue
-        out.append(" " if is_whitespace(ch) else ch)
-    return "".join(out)
+    return "".join(" " if is_whitespace(ch) else ch for ch in text if ch != "\ufffd" and not is_control(ch))
 
 
 def space_cjk(text: str) -> str:
@@ -167,24 +152,17 @@ def split_on_punctuation(word: str) -> list[str]:
     ['don', "'", 't', '!', '!']
     """
     pieces: list[str] = []
-    start_new = True
-    for ch in word:
-        if is_punctuation(ch):
+    for ch in word:  # a new piece for punctuation, for the first character and after punctuation
+        if is_punctuation(ch) or not pieces or is_punctuation(pieces[-1][-1]):
             pieces.append(ch)
-            start_new = True
         else:
-            if start_new:
-                pieces.append("")
             pieces[-1] += ch
-            start_new = False
     return pieces
 
 
 def basic_tokenize(text: str, lowercase: bool = True) -> list[str]:
-    """BERT's BasicTokenizer: the steps above in order, returning words for WordPiece.
-
-    Lowercasing and accent stripping act on whole whitespace-separated words (as in BERT: Python's
-    lower() turns a word-final "Σ" into "ς"), then punctuation is split off.
+    """BERT's BasicTokenizer: the steps above in order, returning the words WordPiece splits. Like
+    BERT it lowercases whole whitespace-separated words, so a word-final "Σ" becomes "ς".
 
     >>> basic_tokenize("Héllo, WORLD!! 中文")
     ['hello', ',', 'world', '!', '!', '中', '文']
@@ -202,17 +180,13 @@ def basic_tokenize(text: str, lowercase: bool = True) -> list[str]:
     return " ".join(words).split()  # a word that was only accents (now empty) disappears, as in BERT
 
 
-# Stage 2: WordpieceTokenizer, on one word.
-
-
 def wordpiece(word: str, vocab: dict[str, int] | set[str], config: WordPieceConfig = CONFIG,
               longest: int | None = None) -> list[str]:
-    """Greedy longest-match-first WordPiece (BERT's WordpieceTokenizer.tokenize) on one word.
+    """Stage 2, greedy longest-match-first WordPiece (BERT's WordpieceTokenizer.tokenize) on one word.
 
-    From the start of the word take the longest prefix in the vocab; the rest continues with
-    "##"-prefixed pieces the same way. If some position has no match, or the word is longer than
-    100 characters, the whole word is [UNK]. `longest` (the Tokenizer passes its longest vocab
-    entry, "##" not counted) only skips trying pieces too long to be in the vocab.
+    Take the longest prefix in the vocab, then "##" pieces the same way; no match at some position,
+    or over 100 characters, makes the whole word [UNK]. `longest` (the Tokenizer passes its longest
+    vocab entry, "##" not counted) only skips trying pieces too long to be in the vocab.
 
     >>> v = {"un", "##aff", "##able", "a", "##b"}
     >>> wordpiece("unaffable", v), wordpiece("ab", v), wordpiece("abc", v)
@@ -220,8 +194,7 @@ def wordpiece(word: str, vocab: dict[str, int] | set[str], config: WordPieceConf
     """
     if len(word) > config.max_input_chars_per_word:
         return [config.unk]
-    pieces = []
-    start = 0
+    pieces, start = [], 0
     while start < len(word):
         end = len(word) if longest is None else min(len(word), start + longest)
         while end > start:
@@ -237,24 +210,17 @@ def wordpiece(word: str, vocab: dict[str, int] | set[str], config: WordPieceConf
 
 
 # ---------------------------------------------------------------------------------------------
-# The fast path: the same two stages, remembered. Stage 1 runs through a str.translate table of
-# what each character becomes; stage 2 runs once per distinct word.
-
-
-def normalize_char(ch: str, lowercase: bool) -> str:
-    """Stage 1 on one character, as a string to split on whitespace afterwards: a table entry.
-
-    >>> [normalize_char(c, True) for c in ("É", "!", "中", "\\u200b", "\\t")]
-    ['e', ' ! ', ' 中 ', '', ' ']
-    """
-    out = space_cjk(clean_text(ch))
-    if lowercase:
-        out = strip_accents(out.lower())
-    return "".join(f" {c} " if is_punctuation(c) else c for c in out)
+# The fast path: the same two stages, remembered: stage 1 through a str.translate table of what
+# each character becomes, stage 2 once per distinct word.
 
 
 class _CharTable(dict):
-    """A str.translate table (code point -> normalize_char) filled the first time a character is seen.
+    """A str.translate table: code point -> stage 1 on that character, as a string to split on
+    whitespace afterwards, built from the reference's steps the first time the character is seen.
+
+    >>> table = _CharTable(lowercase=True)
+    >>> [table[ord(c)] for c in ("É", "!", "中", "\\u200b", "\\t")]
+    ['e', ' ! ', ' 中 ', '', ' ']
 
     Character by character equals basic_tokenize except where lowercasing or NFD looks beyond one
     character: Python's lower() of "Σ" depends on the letters around it (final sigma), and NFD
@@ -269,7 +235,10 @@ class _CharTable(dict):
         self.hard = re.compile("[\u03a3]") if lowercase else None
 
     def __missing__(self, code: int) -> str:
-        out = self[code] = normalize_char(chr(code), self.lowercase)
+        out = space_cjk(clean_text(chr(code)))
+        if self.lowercase:
+            out = strip_accents(out.lower())
+        out = self[code] = "".join(f" {c} " if is_punctuation(c) else c for c in out)
         if self.lowercase and any(unicodedata.combining(c) for c in out):  # a non-Mn mark NFD could move
             self.hard_chars.add(chr(code))
             self.hard = re.compile("[" + "".join(re.escape(c) for c in sorted(self.hard_chars)) + "]")
@@ -295,19 +264,8 @@ class _WordCache(dict):
 
 
 class Tokenizer:
-    """A BERT WordPiece tokenizer over a vocab (the tokens of vocab.txt, id = line number).
-
-    Special token ids come from the vocab (BERT's: [PAD]=0, [UNK]=100, [CLS]=101, [SEP]=102,
-    [MASK]=103). `lowercase=True` is BERT/ELECTRA uncased (lowercase and strip accents).
-
-    >>> tok = Tokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "##s", "."])
-    >>> tok.encode("The cats.[SEP]")
-    [5, 6, 7, 8, 3]
-    >>> tok.encode_pair("the cat", "cats", max_len=8)
-    ([2, 5, 6, 3, 6, 7, 3], [0, 0, 0, 0, 1, 1, 1])
-    >>> tok.decode([5, 6, 7, 8])
-    'the cats .'
-    """
+    """A BERT WordPiece tokenizer over a vocab (the tokens of vocab.txt, id = line number, special
+    tokens included; examples in the module docstring). `lowercase=True` is BERT/ELECTRA uncased."""
 
     def __init__(self, tokens: list[str], lowercase: bool = True, config: WordPieceConfig = CONFIG):
         self.config = config
@@ -357,10 +315,8 @@ class Tokenizer:
         """
         if any(c in text for c in self.special_starts):
             parts = self.special_split.split(text)  # the special tokens at the odd positions
-            return [w for i, part in enumerate(parts) for w in ([part] if i % 2 else self.plain_words(part))]
-        return self.plain_words(text)
-
-    def plain_words(self, text: str) -> list[str]:
+            if len(parts) > 1:
+                return [w for i, part in enumerate(parts) for w in ([part] if i % 2 else self.words(part))]
         normalized = text.translate(self.table)  # first: new characters may add to table.hard
         if self.table.hard is not None and not text.isascii() and self.table.hard.search(text):
             return basic_tokenize(text, self.lowercase)
@@ -371,38 +327,30 @@ class Tokenizer:
         return list(chain.from_iterable(map(self.word_ids.__getitem__, self.words(text))))
 
     def tokenize(self, text: str) -> list[str]:
-        """WordPiece pieces of `text` (no [CLS]/[SEP]).
-
-        >>> Tokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##aff", "##able"]).tokenize("UNAFFABLE xyz")
-        ['un', '##aff', '##able', '[UNK]']
-        """
+        """WordPiece pieces of `text` (no [CLS]/[SEP])."""
         return [self.id_to_token[i] for i in self.encode(text)]
 
     def encode_pair(self, a: str, b: str | None = None, max_len: int = 128) -> tuple[list[int], list[int]]:
         """[CLS] A [SEP] (B [SEP]) ids and segment ids (0 for A's part, 1 for B's), at most max_len long.
 
         Truncation is BERT's _truncate_seq_pair: drop the last token of the longer side (B on a tie)
-        until it fits. Example with max_len=7, A = 4 tokens, B = 3 tokens: room for 7 - 3 = 4 tokens,
-        so A loses 2 (4 > 3), then B loses 1 (2 < 3): [CLS] a1 a2 [SEP] b1 b2 [SEP].
+        until it fits. E.g. max_len=7 leaves room for 4 of A's 4 and B's 3 tokens: A, B, then A lose
+        their last token, giving [CLS] a1 a2 [SEP] b1 b2 [SEP].
         """
         room = max_len - (3 if b is not None else 2)
         if room < 0:
             raise ValueError(f"max_len={max_len} leaves no room for [CLS] and [SEP]; use max_len >= 3")
-        ids_a = self.encode(a)
-        if b is None:
-            del ids_a[room:]
-            return [self.cls_id, *ids_a, self.sep_id], [0] * (len(ids_a) + 2)
-        ids_b = self.encode(b)
+        ids_a, ids_b = self.encode(a), (self.encode(b) if b is not None else [])
         while len(ids_a) + len(ids_b) > room:
             (ids_a if len(ids_a) > len(ids_b) else ids_b).pop()
-        ids = [self.cls_id, *ids_a, self.sep_id, *ids_b, self.sep_id]
-        return ids, [0] * (len(ids_a) + 2) + [1] * (len(ids_b) + 1)
+        ids = [self.cls_id, *ids_a, self.sep_id]
+        if b is None:
+            return ids, [0] * len(ids)
+        return ids + [*ids_b, self.sep_id], [0] * len(ids) + [1] * (len(ids_b) + 1)
 
     def decode(self, ids: Iterable[int], skip_special: bool = False) -> str:
-        """Join the pieces with spaces and glue "##" pieces to the one before (as BERT/HF do).
-
-        decode(encode(x)) == " ".join(basic_tokenize(x)) when no word became [UNK].
-        """
+        """Join the pieces with spaces and glue "##" pieces to the one before (as BERT/HF do), so
+        decode(encode(x)) == " ".join(basic_tokenize(x)) when no word became [UNK]."""
         ids = list(ids)
         bad = next((i for i in ids if not 0 <= i < len(self.id_to_token)), None)
         if bad is not None:
@@ -423,45 +371,44 @@ def count_words(texts: Iterable[str], lowercase: bool = True, config: WordPieceC
     Counter({'the': 2, 'cat': 1, ',': 1, 'hat': 1, '.': 1})
     """
     words = Tokenizer(config.specials, lowercase, config).words  # stage 1 needs only the special tokens
-    counts: Counter = Counter()
-    for text in tqdm(texts, desc="counting words", unit="text", disable=not progress):
-        counts.update(words(text))
+    texts = tqdm(texts, desc="counting words", unit="text", disable=not progress)
+    counts = Counter(chain.from_iterable(map(words, texts)))
     for t in config.specials:
         counts.pop(t, None)
     return counts
 
 
-def pair_score(count_ab: int, count_a: int, count_b: int) -> float:
-    """WordPiece's merge score as the HF course (ch. 6.6) teaches it, the "ratio" criterion:
-
-        score(a, b) = count(ab) / (count(a) * count(b))
-
-    It is likelihood_gain's gain *per occurrence* of the pair (up to the constant log N), so alone
-    it prefers rare pairs: on real text it spends the vocab on rare words letter by letter.
-    Example: "##u" follows "q" 10 times, q occurs 10 times, ##u 100 times:
-
-    >>> pair_score(10, 10, 100)
-    0.01
-    """
-    return count_ab / (count_a * count_b)
-
-
 def likelihood_gain(count_ab: int, count_a: int, count_b: int, total: int) -> float:
-    """WordPiece's likelihood criterion (Schuster and Nakajima 2012, Sec. 3.3: add the unit that
-    "increases the likelihood on the training data the most"), the default:
+    """WordPiece's merge criterion (Schuster and Nakajima 2012, Sec. 3.3: add the unit that
+    "increases the likelihood on the training data the most"), learn_vocab's default:
 
         gain(a, b) = count(ab) * log( count(ab) * N / (count(a) * count(b)) )
 
     Under a unigram model over N units, each of the count(ab) occurrences that becomes one unit
     ab instead of a then b changes the log-likelihood by about log p(ab) - log p(a) - log p(b)
-    = log(count(ab) N / (count(a) count(b))). We keep N at its value before the first merge (the
-    exact N shrinks a little with each merge; keeping it fixed lets the queue rescore only the
-    pairs a merge touched). Example: count(ab) = 10, count(a) = 10, count(b) = 100, N = 1000:
+    = log(count(ab) N / (count(a) count(b))). N stays at its value before the first merge (the exact
+    N shrinks a little with each merge; kept fixed, it lets the queue rescore only the pairs a merge
+    touched). Example: "##u" follows "q" 10 times, q occurs 10 times, ##u 100 times, N = 1000:
 
     >>> round(likelihood_gain(10, 10, 100, total=1000), 2)  # 10 * log(10 * 1000 / (10 * 100)) = 10 * log(10)
     23.03
     """
     return count_ab * math.log(count_ab * total / (count_a * count_b))
+
+
+def pair_score(count_ab: int, count_a: int, count_b: int) -> float:
+    """The "ratio" criterion, WordPiece's merge score as the HF course (ch. 6.6) teaches it:
+
+        score(a, b) = count(ab) / (count(a) * count(b))
+
+    It is likelihood_gain's gain *per occurrence* of the pair (up to the constant log N), so alone
+    it prefers rare pairs: on real text it spends the vocab on rare words letter by letter. The
+    same q, ##u example:
+
+    >>> pair_score(10, 10, 100)
+    0.01
+    """
+    return count_ab / (count_a * count_b)
 
 
 def start_units(word_counts: dict[str, int], limit_alphabet: int, config: WordPieceConfig = CONFIG):
@@ -476,7 +423,6 @@ def start_units(word_counts: dict[str, int], limit_alphabet: int, config: WordPi
     >>> vocab[5:], words, freqs
     (['b', 'g', 'h', 'n', 'u', '##g', '##n', '##u'], [['b', '##u', '##n'], ['h', '##u', '##g']], [1, 3])
     """
-    prefix = config.prefix
     char_counts: Counter = Counter()
     for word, n in word_counts.items():
         for ch in word:
@@ -485,7 +431,7 @@ def start_units(word_counts: dict[str, int], limit_alphabet: int, config: WordPi
     words, freqs = [], []
     for word, n in sorted(word_counts.items()):
         if len(word) <= config.max_input_chars_per_word and all(ch in alphabet for ch in word):
-            words.append([word[0]] + [prefix + ch for ch in word[1:]])
+            words.append([word[0]] + [config.prefix + ch for ch in word[1:]])
             freqs.append(n)
     vocab = list(dict.fromkeys(config.specials)) + sorted(alphabet)
     vocab += sorted({unit for units in words for unit in units[1:]})
@@ -510,7 +456,7 @@ def merge_units(units: list[str], a: str, b: str, merged: str) -> list[str]:
 
 
 class PairCounts:
-    """Step 3's counts, kept up to date merge by merge: how often each unit and each adjacent pair
+    """learn_vocab's counts, kept up to date merge by merge: how often each unit and each adjacent pair
     occurs (weighted by word counts), which words hold a pair, which pairs hold a unit."""
 
     def __init__(self, words: list[list[str]], freqs: list[int]):
@@ -560,10 +506,6 @@ class PairCounts:
                 self.pair_words.pop(p, None)
                 self.unit_pairs[p[0]].discard(p)
                 self.unit_pairs[p[1]].discard(p)
-        for u in (a, b):
-            if self.unit_count[u] == 0:
-                del self.unit_count[u]
-                self.unit_pairs.pop(u, None)
         # scores change where a pair count changed, or a unit count: a and b went down, ab up
         return changed.union(self.unit_pairs.get(a, ()), self.unit_pairs.get(b, ()), self.unit_pairs.get(merged, ()))
 
@@ -571,16 +513,13 @@ class PairCounts:
 def learn_vocab(word_counts: dict[str, int], vocab_size: int, min_frequency: int = CONFIG.min_frequency,
                 limit_alphabet: int = CONFIG.limit_alphabet, config: WordPieceConfig = CONFIG,
                 progress: bool = False, criterion: str | None = None) -> list[str]:
-    """The vocab (list of tokens) WordPiece learns from word counts.
-
-    Start from start_units, then repeat until vocab_size: merge the adjacent pair with the highest
-    score (ties: the more frequent pair, then the alphabetically first) among pairs seen >=
-    min_frequency times; the merged unit "h" + "##u" -> "hu" is a new token (if not one already).
-    The score is likelihood_gain (criterion "likelihood", the default) or pair_score ("ratio").
-    PairCounts keeps the counts up to date after each merge, and only the pairs whose score changed
-    get a new entry in the priority queue; stale entries are recognised and dropped when they come out.
-    This bottom-up likelihood merge is WordPiece as published (Schuster and Nakajima 2012) and taught
-    (HF course, ch. 6.6); README.md's Tokenizer section compares it with HuggingFace's and TF Text's.
+    """The vocab (list of tokens) WordPiece learns from word counts: from start_units on, until
+    vocab_size, merge the adjacent pair with the best score (likelihood_gain, or pair_score for
+    criterion "ratio"; ties: the more frequent pair, then a-z) among pairs seen >= min_frequency
+    times; the merged unit "h" + "##u" -> "hu" is a new token (if not one already). PairCounts keeps
+    the counts up to date, and only pairs whose score changed get a new entry in the priority queue;
+    stale entries are dropped when they come out. README.md's Tokenizer section compares this
+    trainer with HuggingFace's and TF Text's.
     """
     criterion = criterion or config.criterion
     if criterion not in ("likelihood", "ratio"):
@@ -597,14 +536,14 @@ def learn_vocab(word_counts: dict[str, int], vocab_size: int, min_frequency: int
         c, na, nb = counts.pair_count[pair], counts.unit_count[pair[0]], counts.unit_count[pair[1]]
         return (-(pair_score(c, na, nb) if criterion == "ratio" else likelihood_gain(c, na, nb, total)), -c, pair)
 
-    def fresh_heap():
-        heap = [entry(p) for p, c in counts.pair_count.items() if c >= min_frequency]
-        heapq.heapify(heap)
-        return heap
-
-    heap = fresh_heap()
+    heap: list = []
     bar = tqdm(total=vocab_size, initial=len(vocab), desc="wordpiece merges", unit="tok", disable=not progress)
-    while len(vocab) < vocab_size and heap:
+    while len(vocab) < vocab_size:
+        if not heap or len(heap) > 4 * len(counts.pair_count) + 1024:  # first, and to drop stale entries
+            heap = [entry(p) for p, c in counts.pair_count.items() if c >= min_frequency]
+            heapq.heapify(heap)
+            if not heap:
+                break  # no pair left with min_frequency occurrences
         top = heapq.heappop(heap)
         pair = top[2]
         if counts.pair_count.get(pair, 0) < min_frequency or entry(pair) != top:
@@ -617,8 +556,6 @@ def learn_vocab(word_counts: dict[str, int], vocab_size: int, min_frequency: int
         for p in counts.merge(pair, merged):
             if counts.pair_count.get(p, 0) >= min_frequency:
                 heapq.heappush(heap, entry(p))
-        if len(heap) > 4 * len(counts.pair_count) + 1024:  # drop the stale entries now and then
-            heap = fresh_heap()
     bar.close()
     return vocab
 
@@ -626,9 +563,8 @@ def learn_vocab(word_counts: dict[str, int], vocab_size: int, min_frequency: int
 def train(texts: Iterable[str], vocab_size: int = CONFIG.vocab_size, lowercase: bool = True,
           min_frequency: int = CONFIG.min_frequency, limit_alphabet: int = CONFIG.limit_alphabet,
           progress: bool = True, config: WordPieceConfig = CONFIG, criterion: str | None = None) -> Tokenizer:
-    """Learn a WordPiece vocab from texts (see learn_vocab) and return its Tokenizer.
-
-    The vocab can end smaller than vocab_size when no pair is left with min_frequency occurrences.
+    """Learn a WordPiece vocab from texts (see learn_vocab) and return its Tokenizer. The vocab can
+    end smaller than vocab_size when no pair is left with min_frequency occurrences.
 
     >>> tok = train(["low lower lowest"] * 3, vocab_size=23, progress=False)
     >>> tok.id_to_token[18:]  # merges in order: ##o+##w, l+##ow, low+##e, ##s+##t, lowe+##r
