@@ -159,7 +159,7 @@ DISK_FULL_BYTES = 1 << 20
 def atomic_write(path: Path, data, keep_previous: Path | None = None) -> None:
     """Write `data` (str, bytes, or a function writing to the path it is given) to a temporary file
     beside `path`, then rename it to `path`, so `path` is always a whole file. keep_previous: first
-    hard-link the file being replaced there (train.py's fallback checkpoint). A failed write removes
+    hard-link the file being replaced there (write_checkpoint's fallback). A failed write removes
     its .tmp; a full disk (or any other OSError) ends in one line saying so."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -196,6 +196,68 @@ def atomic_write(path: Path, data, keep_previous: Path | None = None) -> None:
 
 
 # -----------------------------------------------------------------------------
+# Checkpoint files: written whole, the file replaced kept beside as the fallback of a later read
+
+
+def previous_checkpoint(path: Path) -> Path:
+    """Where write_checkpoint keeps the checkpoint it replaced: ckpt.pt -> ckpt.prev.pt."""
+    return path.with_name(path.stem + ".prev" + path.suffix)
+
+
+def write_checkpoint(path: Path, state: dict) -> None:
+    """torch.save `state` to a temporary file renamed to `path` (never half a file), first keeping the
+    checkpoint it replaces as previous_checkpoint(path)."""
+    atomic_write(path, lambda p: torch.save(state, p), keep_previous=previous_checkpoint(path))
+
+
+def _read_checkpoint(path: Path) -> tuple[dict | None, str]:
+    """(the checkpoint, "") or (None, why it cannot be read)."""
+    if not path.is_file():
+        return None, "missing"
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True), ""
+    except Exception as e:  # truncated (an interrupted copy), corrupt, or not a checkpoint at all
+        return None, f"unreadable: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+
+
+def _no_checkpoint(path: Path, flag: str) -> SystemExit:
+    return SystemExit(f"{flag}: no checkpoint at {path}; point --out at the run folder that has "
+                      f"{path.name} (or start a new run without {flag})")
+
+
+def load_checkpoint(path: Path, flag: str = "--resume", set_aside: bool = False) -> dict:
+    """The checkpoint at `path`, or, when it is missing or unreadable, the previous one that
+    write_checkpoint kept (saying so). Neither: one line naming both. set_aside (--resume): rename an
+    unreadable `path` to path.unreadable, so the next save does not keep it as the previous one."""
+    saved, why = _read_checkpoint(path)
+    if saved is not None:
+        return saved
+    prev = previous_checkpoint(path)
+    fallback, why_prev = _read_checkpoint(prev)
+    if fallback is None:
+        if why == why_prev == "missing":
+            raise _no_checkpoint(path, flag)
+        raise SystemExit(f"{flag}: no readable checkpoint: {path} is {why}; the previous one {prev} is {why_prev}")
+    note = ""
+    if set_aside and path.is_file():
+        aside = path.with_name(path.name + ".unreadable")
+        os.replace(path, aside)
+        note = f" ({path.name} moved to {aside.name})"
+    print(f"{flag}: {path} is {why}; falling back to the previous checkpoint {prev} (step {fallback['step']:,})"
+          f"{note}")
+    return fallback
+
+
+def check_run_folder(path: Path, resume: bool) -> None:
+    """--resume needs the checkpoint `path` (or the previous one); a new run must not overwrite them."""
+    prev = previous_checkpoint(path)
+    found = [p for p in (path, prev) if p.exists()]
+    if resume and not found:
+        raise _no_checkpoint(path, "--resume")
+    if not resume and found:
+        raise SystemExit(f"{path.parent} holds a run ({', '.join(map(str, found))}): continue it with --resume "
+                         f"(which falls back to {prev.name} if {path.name} is unreadable), or start a new run with "
+                         f"another --out (nothing was overwritten)")
 
 
 # -----------------------------------------------------------------------------
@@ -212,8 +274,6 @@ def set_rng_state(state: dict) -> None:
     torch.set_rng_state(state["torch"])
     if torch.cuda.is_available() and len(state["cuda"]) == torch.cuda.device_count():
         torch.cuda.set_rng_state_all(state["cuda"])
-
-
 
 
 # -----------------------------------------------------------------------------
@@ -338,7 +398,6 @@ def _lock(f, release: bool = False) -> None:
         f.seek(0)
         msvcrt.locking(f.fileno(), msvcrt.LK_UNLCK if release else msvcrt.LK_NBLCK, 1)
         f.seek(pos)
-
 
 
 # -----------------------------------------------------------------------------

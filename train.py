@@ -245,12 +245,13 @@ def build_optimizer(model: nn.Module, cfg: TrainConfig, fused: bool = True) -> t
 
 def save_checkpoint(path: Path, model: Electra, optimizer, step: int, cfg: TrainConfig,
                     mc: ElectraConfig, vocab_hash: str, rng: list[dict]) -> None:
-    """Everything --resume needs, written to a temporary file and renamed (never half a file).
+    """Everything --resume needs, a plain dict (plumbing.write_checkpoint: never half a file, the
+    previous checkpoint kept as plumbing.load_checkpoint's fallback).
 
     The learning-rate schedule is a pure function of the step (learning_rate), and so is the
     data order (Batches), so `step` is their whole state. `rng` holds every rank's RNG states.
     """
-    state = {
+    plumbing.write_checkpoint(path, {
         "model": model.state_dict(),  # generator, discriminator and their shared embeddings
         "optimizer": optimizer.state_dict(),
         "step": step,
@@ -258,51 +259,7 @@ def save_checkpoint(path: Path, model: Electra, optimizer, step: int, cfg: Train
         "model_config": asdict(mc),
         "vocab_hash": vocab_hash,
         "rng": rng,
-    }
-    atomic_write(path, lambda p: torch.save(state, p), keep_previous=previous_checkpoint(path))
-
-
-def previous_checkpoint(path: Path) -> Path:
-    """Where save_checkpoint keeps the checkpoint it replaced: ckpt.pt -> ckpt.prev.pt."""
-    return path.with_name(path.stem + ".prev" + path.suffix)
-
-
-def _read_checkpoint(path: Path) -> tuple[dict | None, str]:
-    """(the checkpoint, "") or (None, why it cannot be read)."""
-    if not path.is_file():
-        return None, "missing"
-    try:
-        return torch.load(path, map_location="cpu", weights_only=True), ""
-    except Exception as e:  # truncated (an interrupted copy), corrupt, or not a checkpoint at all
-        return None, f"unreadable: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-
-
-def _no_checkpoint(path: Path, flag: str) -> SystemExit:
-    return SystemExit(f"{flag}: no checkpoint at {path}; point --out at the run folder that has "
-                      f"ckpt.pt (or start a new run without {flag})")
-
-
-def load_checkpoint(path: Path, flag: str = "--resume", set_aside: bool = False) -> dict:
-    """The checkpoint at `path`, or, when it is missing or unreadable, the previous one that
-    save_checkpoint kept (saying so). Neither: one line naming both. set_aside (--resume): rename an
-    unreadable `path` to path.unreadable, so the next save does not keep it as the previous one."""
-    saved, why = _read_checkpoint(path)
-    if saved is not None:
-        return saved
-    prev = previous_checkpoint(path)
-    fallback, why_prev = _read_checkpoint(prev)
-    if fallback is None:
-        if why == why_prev == "missing":
-            raise _no_checkpoint(path, flag)
-        raise SystemExit(f"{flag}: no readable checkpoint: {path} is {why}; the previous one {prev} is {why_prev}")
-    note = ""
-    if set_aside and path.is_file():
-        aside = path.with_name(path.name + ".unreadable")
-        os.replace(path, aside)
-        note = f" ({path.name} moved to {aside.name})"
-    print(f"{flag}: {path} is {why}; falling back to the previous checkpoint {prev} (step {fallback['step']:,})"
-          f"{note}")
-    return fallback
+    })
 
 
 def export_hf(model: Electra, vocab_path: Path, out: Path) -> list[Path]:
@@ -467,7 +424,7 @@ def update(model: nn.Module, raw: Electra, optimizer, batches: Batches, step: in
 def diverged(step: int, cfg: TrainConfig, last_ckpt: int | None) -> SystemExit:
     """The one line that stops a run whose loss or gradient norm was not finite at update `step`."""
     ckpt_path = Path(cfg.out_dir) / "ckpt.pt"
-    good = ckpt_path if ckpt_path.is_file() else previous_checkpoint(ckpt_path)  # after a fallback
+    good = ckpt_path if ckpt_path.is_file() else plumbing.previous_checkpoint(ckpt_path)  # after a fallback
     kept = (f"the last good checkpoint, {good} at step {last_ckpt:,}, is untouched"
             if last_ckpt is not None else "no checkpoint was written")
     return SystemExit(f"the loss is not finite at step {step:,} (lr {cfg.lr:g}): the run diverged and was "
@@ -672,7 +629,7 @@ def main(argv=None) -> dict:
     out_dir = Path(args.out_dir or TrainConfig.out_dir)  # a flag not given is None (add_options)
     ckpt_path = out_dir / "ckpt.pt"
     if args.export_hf:
-        saved = load_checkpoint(ckpt_path, "--export-hf")
+        saved = plumbing.load_checkpoint(ckpt_path, "--export-hf")
         model = Electra(ElectraConfig(**saved["model_config"]))
         model.load_state_dict(saved["model"])
         files = export_hf(model, out_dir / "vocab.txt", Path(args.export_hf))
@@ -680,13 +637,7 @@ def main(argv=None) -> dict:
         for f in files:
             print(f"  {f}")
         return {"model": model, "step": saved["step"], "files": files}
-    prev_path = previous_checkpoint(ckpt_path)
-    if args.resume and not (ckpt_path.exists() or prev_path.exists()):
-        raise _no_checkpoint(ckpt_path, "--resume")
-    if not args.resume and (ckpt_path.exists() or prev_path.exists()):
-        raise SystemExit(f"{out_dir} holds a run ({', '.join(str(p) for p in (ckpt_path, prev_path) if p.exists())}): "
-                         f"continue it with --resume (which falls back to {prev_path.name} if {ckpt_path.name} is "
-                         f"unreadable), or start a new run with another --out (nothing was overwritten)")
+    plumbing.check_run_folder(ckpt_path, args.resume)
     if args.init_from:  # continued pre-training: the released model's shape (as --set), vocab and size
         if args.resume or args.vocab or args.objective not in (None, "electra", "electra_15"):
             raise SystemExit("--init-from starts a new ELECTRA run from a released generator and discriminator, "
@@ -701,7 +652,7 @@ def main(argv=None) -> dict:
     plumbing.check_writable(out_dir)
     rank = int(os.environ.get("RANK", "0"))  # torchrun's; plumbing.setup_distributed joins the group below
     with plumbing.run_lock(out_dir, rank):
-        saved = load_checkpoint(ckpt_path, set_aside=rank == 0) if args.resume else None
+        saved = plumbing.load_checkpoint(ckpt_path, set_aside=rank == 0) if args.resume else None
         cfg = resolve_config(args, saved["train_config"] if saved else None)
         rank, _, world, device = plumbing.setup_distributed(cfg.device)
         try:

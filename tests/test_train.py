@@ -21,6 +21,7 @@ import torch
 import transformers
 
 import data
+import plumbing
 import report
 import train
 from electra import Electra, disc_auc
@@ -551,9 +552,9 @@ def test_disk_full_while_checkpointing(corpus, tmp_path, monkeypatch, error):
                 raise OSError(errno.ENOSPC, "No space left on device")
             raise RuntimeError("[enforce fail at inline_container.cc:626] . unexpected pos 256 vs 128")
         return save(obj, f, *a, **k)
-    monkeypatch.setattr(train.torch, "save", full_disk)
+    monkeypatch.setattr(plumbing.torch, "save", full_disk)
     if error == "torch_write_failed":  # torch's own writer reports no errno: the free space tells
-        monkeypatch.setattr(train.shutil, "disk_usage", lambda p: shutil._ntuple_diskusage(10 ** 9, 10 ** 9, 4096))
+        monkeypatch.setattr(plumbing.shutil, "disk_usage", lambda p: shutil._ntuple_diskusage(10 ** 9, 10 ** 9, 4096))
     with pytest.raises(SystemExit, match=r"^disk full: could not write .*ckpt.pt .*; 4,096 bytes free on its disk. "
                                          r"ckpt.pt.tmp was removed" if error != "enospc" else r"^disk full: "):
         train.main(args(corpus, out, "--steps", "6", "--ckpt-interval", "2", "--log-interval", "1"))
