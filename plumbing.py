@@ -324,6 +324,64 @@ def barrier(world: int) -> None:
         dist.barrier()
 
 
+def rank0_first(rank: int, world: int, work):
+    """work() on rank 0, then on the other ranks: rank 0 downloads, trains the vocab and fills the
+    caches; the others then find them."""
+    if rank == 0:
+        result = work()
+    barrier(world)
+    if rank != 0:
+        result = work()
+    barrier(world)
+    return result
+
+
+def all_rng_states(world: int) -> list[dict]:
+    """Every rank's rng_state, in rank order (gathered on every rank)."""
+    if world == 1:
+        return [rng_state()]
+    states = [None] * world
+    dist.all_gather_object(states, rng_state())
+    return states
+
+
+def agree_to_stop(requested: bool, log_step: bool, world: int, device: torch.device) -> bool:
+    """Whether to stop after this update (Ctrl-C or SIGTERM on any rank). The ranks must agree on the
+    step they stop at; they compare at log steps, a sync point anyway (asking at every step would make
+    each step wait for the GPU)."""
+    if world == 1:
+        return requested
+    if not log_step:
+        return False
+    flag = torch.tensor([float(requested)], device=device)
+    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+    return bool(flag.item())
+
+
+def parallel_model(model: torch.nn.Module, world: int, device: torch.device, compile: bool) -> torch.nn.Module:
+    """The module each update runs: `model` DDP-wrapped under torchrun, compiled when asked. On GPUs,
+    TF32 for any fp32 matmul left outside autocast."""
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    if world > 1:
+        model = torch.nn.parallel.DistributedDataParallel(
+            model, device_ids=[device.index] if device.type == "cuda" else None)
+    if compile:
+        # In place, so the model inside keeps its state_dict keys; compiling the DDP wrapper (not the
+        # model inside it) lets torch split the graph at DDP's gradient buckets and overlap communication.
+        model.compile()
+    return model
+
+
+def to_device(arrays, device: torch.device) -> list[torch.Tensor]:
+    """numpy arrays as tensors on `device` (on a GPU: from pinned memory, without waiting for the copy)."""
+    ts = [torch.from_numpy(a) for a in arrays]
+    if device.type == "cuda":
+        return [t.pin_memory().to(device, non_blocking=True) for t in ts]
+    return ts
+
+
 class StopOnSignal:
     """Ctrl-C (SIGINT) or SIGTERM sets `.requested`; the loop then saves a checkpoint and exits.
     A second Ctrl-C quits at once (the last checkpoint on disk stays intact)."""

@@ -297,18 +297,6 @@ def export_hf(model: Electra, vocab_path: Path, out: Path) -> list[Path]:
 # The run in steps: the data, the model, one update, then the loop that logs, evaluates and checkpoints
 
 
-def rank0_first(rank: int, world: int, work):
-    """work() on rank 0, then on the other ranks: rank 0 downloads, trains the vocab and fills the
-    caches; the others then find them."""
-    if rank == 0:
-        result = work()
-    plumbing.barrier(world)
-    if rank != 0:
-        result = work()
-    plumbing.barrier(world)
-    return result
-
-
 def read_corpus(cfg: TrainConfig, progress: bool):
     """(the corpus path, the tokenizer, the corpus' token ids, its line offsets), from the caches when there."""
     cache_dir = Path(cfg.cache_dir)
@@ -326,7 +314,7 @@ def read_corpus(cfg: TrainConfig, progress: bool):
 
 def prepare_data(cfg: TrainConfig, saved: dict | None, rank: int, world: int, say):
     """(corpus, tokenizer, token ids, the training Batches, the held-out examples)."""
-    corpus, tok, ids, line_offsets = rank0_first(rank, world, lambda: read_corpus(cfg, progress=rank == 0))
+    corpus, tok, ids, line_offsets = plumbing.rank0_first(rank, world, lambda: read_corpus(cfg, progress=rank == 0))
     if saved is not None and saved["vocab_hash"] != tok.hash():
         out_vocab = Path(cfg.out_dir) / "vocab.txt"
         raise SystemExit(f"the vocabulary ({cfg.vocab or out_vocab}, sha256 {tok.hash()[:12]}) does not match the "
@@ -370,25 +358,7 @@ def set_up_model(cfg: TrainConfig, saved: dict | None, tok: Tokenizer, rank: int
         plumbing.set_rng_state(saved["rng"][rank])
     else:
         torch.manual_seed(cfg.seed + rank)  # different masks and dropout on each rank
-    if device.type == "cuda":
-        torch.backends.cuda.matmul.allow_tf32 = True  # TF32 for any fp32 matmul left outside autocast
-        torch.backends.cudnn.allow_tf32 = True
-    model = raw
-    if world > 1:
-        model = nn.parallel.DistributedDataParallel(raw, device_ids=[device.index] if device.type == "cuda" else None)
-    if cfg.compile:
-        # In place, so `raw` keeps its state_dict keys; compiling the DDP wrapper (not the model inside
-        # it) lets torch split the graph at DDP's gradient buckets and overlap communication.
-        model.compile()
-    return mc, raw, model, optimizer, step
-
-
-def to_device(arrays, device: torch.device) -> list[torch.Tensor]:
-    """numpy arrays as tensors on `device` (on a GPU: from pinned memory, without waiting for the copy)."""
-    ts = [torch.from_numpy(a) for a in arrays]
-    if device.type == "cuda":
-        return [t.pin_memory().to(device, non_blocking=True) for t in ts]
-    return ts
+    return mc, raw, plumbing.parallel_model(raw, world, device, cfg.compile), optimizer, step
 
 
 def update(model: nn.Module, raw: Electra, optimizer, batches: Batches, step: int, cfg: TrainConfig,
@@ -402,7 +372,7 @@ def update(model: nn.Module, raw: Electra, optimizer, batches: Batches, step: in
     stats = torch.zeros(len(METRICS), device=device)
     try:
         for micro in range(cfg.grad_accum):
-            x, segment_ids, attention_mask = to_device(batches.get(step, micro), device)  # [b, T] each
+            x, segment_ids, attention_mask = plumbing.to_device(batches.get(step, micro), device)  # [b, T] each
             last = micro == cfg.grad_accum - 1
             with model.no_sync() if batches.world > 1 and not last else contextlib.nullcontext():
                 with autocast:
@@ -451,7 +421,7 @@ def evaluate_heldout(model: nn.Module, ids: np.ndarray, examples: np.ndarray, cf
             rows = examples[i * micro_batch:(i + 1) * micro_batch]
             if len(rows) == 0:
                 break
-            x, segment_ids, attention_mask = to_device(pretraining_batch(ids, rows, cfg.seq_len, *special), device)
+            x, segment_ids, attention_mask = plumbing.to_device(pretraining_batch(ids, rows, cfg.seq_len, *special), device)
             with autocast:
                 out = model(x, segment_ids, attention_mask)
             sums += report.step_stats(out)
@@ -467,26 +437,10 @@ def evaluate_heldout(model: nn.Module, ids: np.ndarray, examples: np.ndarray, cf
     return stats
 
 
-def agree_to_stop(requested: bool, log_step: bool, world: int, device: torch.device) -> bool:
-    """Whether to stop after this update (Ctrl-C or SIGTERM on any rank). The ranks must agree on the
-    step they stop at; they compare at log steps, a sync point anyway (asking at every step would make
-    each step wait for the GPU)."""
-    if world == 1:
-        return requested
-    if not log_step:
-        return False
-    flag = torch.tensor([float(requested)], device=device)
-    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-    return bool(flag.item())
-
-
 def save_run(raw: Electra, optimizer, step: int, cfg: TrainConfig, mc: ElectraConfig, tok: Tokenizer,
              world: int, master: bool) -> None:
     """The checkpoint, with every rank's RNG states (gathered on rank 0), and curves.png."""
-    states = [plumbing.rng_state()]
-    if world > 1:
-        states = [None] * world
-        dist.all_gather_object(states, plumbing.rng_state())
+    states = plumbing.all_rng_states(world)
     if master:
         out_dir = Path(cfg.out_dir)
         save_checkpoint(out_dir / "ckpt.pt", raw, optimizer, step, cfg, mc, tok.hash(), states)
@@ -545,7 +499,7 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device: t
                 log.write(last_eval)
                 report.plot_pretraining_curves(metrics_path, curves_path)
                 bar.write(f"step {step:,} held-out: {report.progress_line(last_eval, cfg.objective)}")
-            interrupted = agree_to_stop(stop.requested, log_step, world, device)
+            interrupted = plumbing.agree_to_stop(stop.requested, log_step, world, device)
             if ckpt_step or interrupted:
                 save_run(raw, optimizer, step, cfg, mc, tok, world, master)
                 last_ckpt = step
