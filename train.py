@@ -11,7 +11,7 @@
 
 Read top to bottom, like nanoGPT's train.py: the recipe (paper Table 6) and TrainConfig, whose
 fields are the flags; the learning-rate schedule and the optimizer; checkpoints; the run in named
-steps (prepare_data, set_up_model, update, evaluate_heldout, ...) and train(), the loop that calls
+steps (set_up_model, update, evaluate_heldout, ...) and train(), the loop that calls
 them; last the command line (parse_args, resolve_config, main). The data pipeline is data.py, the
 model electra.py, and what a run prints, logs and draws report.py.
 """
@@ -37,15 +37,10 @@ import report
 from data import (
     DATA_URL,
     KNOWN_CORPORA,
-    SENTENCE_END_TOKENS,
     SHORT_SEQ_MIN,
     Batches,
-    build_examples,
-    encode_corpus,
-    load_or_train_vocab,
     pretraining_batch,
-    resolve_corpus,
-    split_long_lines,
+    pretraining_data,
 )
 from electra import (
     METRICS,
@@ -297,47 +292,6 @@ def export_hf(model: Electra, vocab_path: Path, out: Path) -> list[Path]:
 # The run in steps: the data, the model, one update, then the loop that logs, evaluates and checkpoints
 
 
-def read_corpus(cfg: TrainConfig, progress: bool):
-    """(the corpus path, the tokenizer, the corpus' token ids, its line offsets), from the caches when there."""
-    cache_dir = Path(cfg.cache_dir)
-    try:
-        corpus = resolve_corpus(cfg.data, cache_dir, cfg.data_url)
-        tok = load_or_train_vocab(cfg, corpus, Path(cfg.out_dir))
-        ids, line_offsets = encode_corpus(corpus, tok, cache_dir, progress=progress)
-    except (plumbing.DownloadError, FileNotFoundError, ValueError) as e:
-        raise SystemExit(str(e)) from e
-    except KeyboardInterrupt:
-        raise SystemExit("interrupted while preparing the data (download, vocabulary or tokenising), before "
-                         "any training: nothing partial was written; run the same command again to start over") from None
-    return corpus, tok, ids, line_offsets
-
-
-def prepare_data(cfg: TrainConfig, saved: dict | None, rank: int, world: int, say):
-    """(corpus, tokenizer, token ids, the training Batches, the held-out examples)."""
-    corpus, tok, ids, line_offsets = plumbing.rank0_first(rank, world, lambda: read_corpus(cfg, progress=rank == 0))
-    if saved is not None and saved["vocab_hash"] != tok.hash():
-        out_vocab = Path(cfg.out_dir) / "vocab.txt"
-        raise SystemExit(f"the vocabulary ({cfg.vocab or out_vocab}, sha256 {tok.hash()[:12]}) does not match the "
-                         f"checkpoint's (sha256 {saved['vocab_hash'][:12]}): resume with the run's own {out_vocab} "
-                         f"(drop --vocab), or start a new run with another --out")
-    line_offsets, n_split = split_long_lines(ids, line_offsets, cfg.seq_len - 2,
-                                             [tok.vocab[t] for t in SENTENCE_END_TOKENS if t in tok.vocab])
-    if n_split:
-        say(f"split {n_split:,} line(s) longer than {cfg.seq_len - 2} tokens (--seq-len {cfg.seq_len} less "
-            f"[CLS] and [SEP]) into pieces, at sentence ends where possible, so none of their text is dropped")
-    train_ex, eval_ex = build_examples(line_offsets, cfg.seq_len, cfg.seed, cfg.eval_fraction)
-    if len(train_ex) == 0:
-        raise SystemExit(f"--data {cfg.data}: no training examples could be built ({len(ids):,} tokens in "
-                         f"{len(eval_ex)} held-out example(s)); give it more text")
-    if cfg.batch_size % (cfg.grad_accum * world):
-        raise SystemExit(f"--batch-size {cfg.batch_size} must be a multiple of --grad-accum {cfg.grad_accum} x "
-                         f"{world} process(es)")
-    micro_batch = cfg.batch_size // (cfg.grad_accum * world)
-    special = (tok.cls_id, tok.sep_id, tok.pad_id)
-    batches = Batches(ids, train_ex, cfg.batch_size, micro_batch, rank, world, cfg.seq_len, special, cfg.seed)
-    return corpus, tok, ids, batches, eval_ex
-
-
 def set_up_model(cfg: TrainConfig, saved: dict | None, tok: Tokenizer, rank: int, world: int, device):
     """(model config, the Electra, the module each update runs: DDP-wrapped and compiled when asked, the
     optimizer, the step to start at). The weights are new, --init-from's released ones, or the checkpoint's."""
@@ -454,7 +408,7 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device: t
     say = print if master else (lambda *a, **k: None)
     out_dir = Path(cfg.out_dir)
     metrics_path, ckpt_path, curves_path = out_dir / "metrics.jsonl", out_dir / "ckpt.pt", out_dir / "curves.png"
-    corpus, tok, ids, batches, eval_ex = prepare_data(cfg, saved, rank, world, say)
+    corpus, tok, ids, batches, eval_ex = pretraining_data(cfg, rank, world, say, saved and saved["vocab_hash"])
     mc, raw, model, optimizer, step = set_up_model(cfg, saved, tok, rank, world, device)
     precision, autocast = plumbing.mixed_precision(device, cfg.precision)
     flops = report.flops_per_step(mc, cfg.batch_size, cfg.seq_len)
