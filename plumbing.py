@@ -548,3 +548,48 @@ def given(args: argparse.Namespace, config_cls) -> dict:
     """The config fields set on the command line: {name: value} for every flag that was given."""
     return {f.name: getattr(args, f.name) for f in dataclasses.fields(config_cls)
             if getattr(args, f.name, None) is not None}
+
+
+def resumed(config_cls, flags: dict, saved: dict, where: str, sep: str = "-") -> dict:
+    """The fields of a resumed run: the flags given, and the run=True options as the checkpoint's config
+    `saved` has them, which a flag may not contradict (a run changed half-way is not the run that was
+    started): one line naming each flag that does."""
+    run = {f.name: saved[f.name] for f in dataclasses.fields(config_cls) if f.metadata.get("run")}
+    changed = [f"{flag_name(f, sep)} {flags[f.name]} (checkpoint: {run[f.name]})" for f in dataclasses.fields(config_cls)
+               if f.name in run and f.name in flags and flags[f.name] != run[f.name]]
+    if changed:
+        raise SystemExit(f"--resume: the checkpoint in {where} was trained with different settings: "
+                         f"{'; '.join(changed)}. Resume with the checkpoint's settings (drop those flags), or start "
+                         f"a new run with another --out.")
+    return {**flags, **run}
+
+
+def parse_overrides(items: list[str], config_cls, flag: str, fixed: tuple = (), fixed_by: str = "") -> dict:
+    """FIELD=VALUE strings as {field: value}, each value typed by the field of `config_cls`; the
+    `fixed` fields are set by `fixed_by`, not by `flag`. A bad item ends in one line.
+
+    >>> @dataclasses.dataclass
+    ... class C:
+    ...     num_layers: int = 12
+    ...     dropout: float = 0.1
+    ...     vocab_size: int = 30522
+    >>> parse_overrides(["num_layers=2", "dropout=0"], C, "--set")
+    {'num_layers': 2, 'dropout': 0.0}
+    >>> parse_overrides(["vocab_size=8"], C, "--set", fixed=("vocab_size",), fixed_by="the vocabulary")
+    Traceback (most recent call last):
+    SystemExit: --set vocab_size=8: vocab_size comes from the vocabulary, not from --set
+    """
+    kinds = {f.name: f.type if isinstance(f.type, str) else f.type.__name__ for f in dataclasses.fields(config_cls)}
+    casts = {"int": int, "float": float, "bool": lambda v: v.lower() in ("1", "true", "yes")}
+    out = {}
+    for item in items:
+        key, is_set, value = item.partition("=")
+        if not is_set or key not in kinds:
+            raise SystemExit(f"{flag} {item}: expected FIELD=VALUE with FIELD one of {sorted(kinds)}")
+        if key in fixed:
+            raise SystemExit(f"{flag} {item}: {key} comes from {fixed_by}, not from {flag}")
+        try:
+            out[key] = casts.get(kinds[key], str)(value)
+        except ValueError as e:
+            raise SystemExit(f"{flag} {item}: {key} must be a {kinds[key]}") from e
+    return out

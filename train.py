@@ -22,7 +22,7 @@ import contextlib
 import json
 import os
 import shutil
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from dataclasses import replace as dc_replace
 from pathlib import Path
 
@@ -489,22 +489,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
+# ElectraConfig fields that --set may not change: they come from --objective and the vocabulary
+NOT_SET = ("objective", "vocab_size", "pad_id", "cls_id", "sep_id", "mask_id")
+
+
 def parse_overrides(items: list[str]) -> dict:
-    """["num_layers=2", "dropout=0"] -> {"num_layers": 2, "dropout": 0.0}, typed by ElectraConfig."""
-    kinds = {f.name: f.type if isinstance(f.type, str) else f.type.__name__ for f in fields(ElectraConfig)}
-    casts = {"int": int, "float": float, "bool": lambda v: v.lower() in ("1", "true", "yes")}
-    out = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or key not in kinds:
-            raise SystemExit(f"--set {item}: expected FIELD=VALUE with FIELD one of {sorted(kinds)}")
-        if key in ("objective", "vocab_size", "pad_id", "cls_id", "sep_id", "mask_id"):
-            raise SystemExit(f"--set {item}: {key} comes from --objective / the vocabulary, not from --set")
-        try:
-            out[key] = casts.get(kinds[key], str)(value)
-        except ValueError as e:
-            raise SystemExit(f"--set {item}: {key} must be a {kinds[key]}") from e
-    return out
+    """--set's ["num_layers=2", "dropout=0"] -> {"num_layers": 2, "dropout": 0.0}, typed by ElectraConfig."""
+    return plumbing.parse_overrides(items, ElectraConfig, "--set", NOT_SET, "--objective / the vocabulary")
 
 
 def resolve_config(args: argparse.Namespace, saved: dict | None) -> TrainConfig:
@@ -514,14 +505,7 @@ def resolve_config(args: argparse.Namespace, saved: dict | None) -> TrainConfig:
     if "overrides" in flags:
         flags["overrides"] = parse_overrides(flags["overrides"])
     if saved is not None:
-        run = {f.name: saved[f.name] for f in fields(TrainConfig) if f.metadata.get("run")}
-        changed = {k: (run[k], v) for k, v in flags.items() if k in run and run[k] != v}
-        if changed:
-            what = "; ".join(f"--{k.replace('_', '-')} {new} (checkpoint: {old})" for k, (old, new) in changed.items())
-            raise SystemExit(f"--resume: the checkpoint in {args.out_dir or TrainConfig.out_dir} was trained with different settings: "
-                             f"{what}. Resume with the checkpoint's settings (drop those flags), or start a new run "
-                             f"with another --out.")
-        return TrainConfig(**{**flags, **run})
+        return TrainConfig(**plumbing.resumed(TrainConfig, flags, saved, args.out_dir or TrainConfig.out_dir))
     size = flags.get("size", TrainConfig.size)
     try:
         check_config(get_config(size, **flags.get("overrides", {})))
