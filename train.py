@@ -11,7 +11,7 @@
 
 Read top to bottom, like nanoGPT's train.py: the recipe (paper Table 6) and TrainConfig, whose
 fields are the flags; the learning-rate schedule and the optimizer; checkpoints; the run in named
-steps (set_up_model, update, evaluate_heldout, ...) and train(), the loop that calls
+steps (set_up_model, update, diverged, save_run) and train(), the loop that calls
 them; last the command line (parse_args, resolve_config, main). The data pipeline is data.py, the
 model electra.py, and what a run prints, logs and draws report.py.
 """
@@ -26,7 +26,6 @@ from dataclasses import asdict, dataclass
 from dataclasses import replace as dc_replace
 from pathlib import Path
 
-import numpy as np
 import torch
 import torch.distributed as dist
 import torch.nn as nn
@@ -39,7 +38,6 @@ from data import (
     KNOWN_CORPORA,
     SHORT_SEQ_MIN,
     Batches,
-    pretraining_batch,
     pretraining_data,
 )
 from electra import (
@@ -48,7 +46,6 @@ from electra import (
     Electra,
     ElectraConfig,
     check_config,
-    disc_auc,
     get_config,
     hf_config_dict,
     to_hf_state_dicts,
@@ -355,42 +352,6 @@ def diverged(step: int, cfg: TrainConfig, last_ckpt: int | None) -> SystemExit:
                       f"stopped; {kept}. Start a new run with a lower --lr (e.g. {cfg.lr / 10:g}) or a longer --warmup")
 
 
-@torch.no_grad()
-def evaluate_heldout(model: nn.Module, ids: np.ndarray, examples: np.ndarray, cfg: TrainConfig, micro_batch: int,
-                     special: tuple[int, int, int], device: torch.device, autocast) -> dict:
-    """Held-out metrics: the same quantities as training, dropout off, the same masks every time.
-
-    Runs on the first cfg.eval_batches micro-batches of held-out examples with the torch RNG
-    forked and seeded, so evaluations at different steps see the same corrupted inputs and the
-    training RNG stream is not disturbed. D's AUC is computed once over all of those tokens
-    together (a ranking does not average over batches); the other metrics are batch means.
-    """
-    model.eval()
-    sums, n = torch.zeros(len(METRICS), device=device), 0
-    p_original, is_original, real = [], [], []  # D's scores and labels of every held-out token
-    devices = [device.index or 0] if device.type == "cuda" else []
-    with torch.random.fork_rng(devices=devices):
-        torch.manual_seed(cfg.seed)
-        for i in range(cfg.eval_batches):
-            rows = examples[i * micro_batch:(i + 1) * micro_batch]
-            if len(rows) == 0:
-                break
-            x, segment_ids, attention_mask = plumbing.to_device(pretraining_batch(ids, rows, cfg.seq_len, *special), device)
-            with autocast:
-                out = model(x, segment_ids, attention_mask)
-            sums += report.step_stats(out)
-            n += 1
-            if out.p_original is not None:
-                p_original.append(out.p_original.flatten())
-                is_original.append((out.x_corrupt == x).flatten())
-                real.append(attention_mask.flatten())
-    model.train()
-    stats = report.stats_dict(sums / max(n, 1))
-    if p_original:
-        stats["disc_auc"] = disc_auc(torch.cat(p_original), torch.cat(is_original), torch.cat(real)).item()
-    return stats
-
-
 def save_run(raw: Electra, optimizer, step: int, cfg: TrainConfig, mc: ElectraConfig, tok: Tokenizer,
              world: int, master: bool) -> None:
     """The checkpoint, with every rank's RNG states (gathered on rank 0), and curves.png."""
@@ -448,7 +409,7 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device: t
                 last_train = log.train_row(step, lr, batches.epoch(step))
                 bar.set_postfix_str(report.progress_line(last_train, cfg.objective), refresh=False)
             if master and len(eval_ex) and eval_step:
-                held = evaluate_heldout(raw, ids, eval_ex, cfg, batches.micro_batch, batches.special, device, autocast)
+                held = report.evaluate_heldout(raw, ids, eval_ex, cfg, batches.micro_batch, batches.special, device, autocast)
                 last_eval = {"step": step, "split": "eval", **held, "elapsed_s": log.elapsed()}
                 log.write(last_eval)
                 report.plot_pretraining_curves(metrics_path, curves_path)
