@@ -1,6 +1,7 @@
 """Plumbing shared by train.py, finetune.py, squad.py, data.py and tokenizer.py: nothing in here is
-ELECTRA. Downloads (size-checked, renamed only when complete), atomic writes, RNG state, devices and
-precision, DDP, signals and the one-run-per-folder lock. Each lives here once.
+ELECTRA. Downloads (size-checked, renamed only when complete), atomic writes, checkpoint files (with
+the previous one kept as a fallback), RNG state, devices and precision, DDP, signals, the
+one-run-per-folder lock, and command lines derived from config dataclasses. Each lives here once.
 """
 from __future__ import annotations
 

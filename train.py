@@ -10,10 +10,11 @@
     torchrun --nproc_per_node 4 train.py --size base   # DDP on 4 GPUs
 
 Read top to bottom, like nanoGPT's train.py: the recipe (paper Table 6) and TrainConfig, whose
-fields are the flags; the learning-rate schedule and the optimizer; checkpoints; the run in named
-steps (set_up_model, update, diverged, save_run) and train(), the loop that calls
-them; last the command line (parse_args, resolve_config, main). The data pipeline is data.py, the
-model electra.py, and what a run prints, logs and draws report.py.
+fields are the flags; the learning-rate schedule and the optimizer; what a checkpoint holds; the run
+in named steps (set_up_model, update, diverged, save_run) and train(), the loop that calls them; last
+the command line (parse_args, resolve_config, main). The data pipeline is data.py, the model
+electra.py, what a run prints, logs and draws report.py, and the plumbing (checkpoint files, DDP,
+devices, signals, the command-line machinery) plumbing.py.
 """
 from __future__ import annotations
 
