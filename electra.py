@@ -22,7 +22,7 @@ checkpoint converters flip the sign of the last layer.
 """
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from dataclasses import replace as dc_replace
 
 import torch
@@ -33,36 +33,48 @@ import torch.nn.functional as F
 # Configuration
 
 
+def _ranged(ok, must: str):
+    """A kind of ElectraConfig field, with its range: check_config refuses v where not ok(v)."""
+    return lambda default: field(default=default, metadata={"check": (ok, must)})
+
+
+_count = _ranged(lambda v: v >= 1, "at least 1")
+_probability = _ranged(lambda v: 0 <= v <= 1, "a probability in [0, 1]")
+_positive = _ranged(lambda v: math.isfinite(v) and v > 0, "a positive number")
+_non_negative = _ranged(lambda v: math.isfinite(v) and v >= 0, "a number >= 0")
+_fraction = _ranged(lambda v: 0 < v <= 1, "in (0, 1]")
+
+
 @dataclass
 class ElectraConfig:
     """The model's hyperparameters. The defaults are ELECTRA-Small's."""
 
     # --- discriminator architecture (paper Table 6; official configure_pretraining.py) ---
-    vocab_size: int = 30522  # BERT's uncased WordPiece vocab (paper Sec. 3.1); set from the tokenizer
-    embedding_size: int = 128  # Small uses 128 and projects to hidden (Table 6, "Embedding Size")
-    hidden_size: int = 256  # Table 6
-    num_layers: int = 12  # Table 6
-    num_heads: int = 4  # Table 6
-    intermediate_size: int = 1024  # FFN inner size, Table 6
-    max_position: int = 512  # BERT's position table; Small trains at seq 128 but keeps 512 rows
-    type_vocab_size: int = 2  # segments A and B, as BERT
-    dropout: float = 0.1  # hidden dropout, Table 6
-    attention_dropout: float = 0.1  # attention-probability dropout, Table 6
-    layer_norm_eps: float = 1e-12  # official modeling.py (BERT's TF LayerNorm epsilon)
-    init_std: float = 0.02  # N(0, 0.02) init, official modeling.py initializer_range
+    vocab_size: int = _count(30522)  # BERT's uncased WordPiece (Sec. 3.1); set from the tokenizer
+    embedding_size: int = _count(128)  # Small uses 128 and projects to hidden (Table 6, "Embedding Size")
+    hidden_size: int = _count(256)  # Table 6
+    num_layers: int = _count(12)  # Table 6
+    num_heads: int = _count(4)  # Table 6
+    intermediate_size: int = _count(1024)  # FFN inner size, Table 6
+    max_position: int = _count(512)  # BERT's position table; Small trains at seq 128 but keeps 512 rows
+    type_vocab_size: int = _count(2)  # segments A and B, as BERT
+    dropout: float = _probability(0.1)  # hidden dropout, Table 6
+    attention_dropout: float = _probability(0.1)  # attention-probability dropout, Table 6
+    layer_norm_eps: float = _positive(1e-12)  # official modeling.py (BERT's TF LayerNorm epsilon)
+    init_std: float = _positive(0.02)  # N(0, 0.02) init, official modeling.py initializer_range
     # --- generator (Section 3.2 "Smaller Generators", Table 6 "Generator Size") ---
-    generator_fraction: float = 0.25  # generator hidden = fraction * discriminator hidden (1/4 Small)
+    generator_fraction: float = _fraction(0.25)  # generator hidden = fraction * D's hidden (Small: 1/4)
     generator_layers: float = 1.0  # generator depth / D's depth (official; 1.0 in every released model)
     # --- masking (Section 2; official pretrain_helpers.mask) ---
-    mask_prob: float = 0.15  # k = round(mask_prob * n) positions masked (Sec. 2; 25% for Large, Table 6)
-    max_predictions: int = 19  # cap on k per sequence; official max_predictions_per_seq = 19 at seq 128
-    mask_token_prob: float = 0.85  # masked positions that become [MASK], the rest keep the token (mask_tokens)
-    temperature: float = 1.0  # sampling temperature of p_G (official `temperature`, 1.0)
-    lam: float = 50.0  # lambda in L = L_MLM + lambda * L_Disc (Sec. 2; official disc_weight = 50)
+    mask_prob: float = _probability(0.15)  # k = round(mask_prob * n) masked (Sec. 2; Large: 0.25, Table 6)
+    max_predictions: int = _count(19)  # cap on k; official max_predictions_per_seq = 19 at seq 128
+    mask_token_prob: float = _probability(0.85)  # masked positions made [MASK], the rest kept (mask_tokens)
+    temperature: float = _positive(1.0)  # sampling temperature of p_G (official `temperature`, 1.0)
+    lam: float = _non_negative(50.0)  # lambda in L = L_MLM + lambda * L_Disc (Sec. 2; official disc_weight)
     # --- objective ---
     objective: str = "electra"  # one of OBJECTIVES: ELECTRA, BERT (Table 1) or a Sec. 3.5 ablation
-    bert_mask_token_prob: float = 0.8  # BERT's 80/10/10 rule (Devlin et al. 2019, Sec. 3.1)
-    bert_random_token_prob: float = 0.1  # BERT: 10% random token (and 10% unchanged)
+    bert_mask_token_prob: float = _probability(0.8)  # BERT's 80/10/10 rule (Devlin et al. 2019, Sec. 3.1)
+    bert_random_token_prob: float = _probability(0.1)  # BERT: 10% random token (and 10% unchanged)
     # --- implementation ---
     fast_attention: bool = True  # F.scaled_dot_product_attention; False = the hand-written reference
     pad_id: int = 0  # special ids default to BERT's vocab; set them from the tokenizer
@@ -109,28 +121,16 @@ def get_config(size: str, **overrides) -> ElectraConfig:
     return ElectraConfig(**{**SIZES[size], **overrides})
 
 
-# check_config's ranges: (fields, test, what the value must be)
-_RANGES = (
-    (("vocab_size", "embedding_size", "hidden_size", "num_layers", "num_heads", "intermediate_size",
-      "max_position", "type_vocab_size", "max_predictions"), lambda v: v >= 1, "at least 1"),
-    (("dropout", "attention_dropout", "mask_prob", "mask_token_prob", "bert_mask_token_prob",
-      "bert_random_token_prob"), lambda v: 0 <= v <= 1, "a probability in [0, 1]"),
-    (("temperature", "layer_norm_eps", "init_std"), lambda v: math.isfinite(v) and v > 0, "a positive number"),
-    (("lam",), lambda v: math.isfinite(v) and v >= 0, "a number >= 0"),
-    (("generator_fraction",), lambda v: 0 < v <= 1, "in (0, 1]"),
-)
-
-
 def check_config(config: ElectraConfig) -> None:
     """Raise ValueError, naming the field, for a config no model can be built from (the discriminator's
     and the generator_config derived from it)."""
     c = config
     if c.objective not in OBJECTIVES:
         raise ValueError(f"unknown objective {c.objective!r}: choose one of {', '.join(OBJECTIVES)}")
-    for names, ok, must in _RANGES:
-        for name in names:
-            if not ok(getattr(c, name)):
-                raise ValueError(f"{name} = {getattr(c, name)}: must be {must}")
+    for f in fields(c):
+        ok, must = f.metadata.get("check", (lambda v: True, ""))
+        if not ok(getattr(c, f.name)):
+            raise ValueError(f"{f.name} = {getattr(c, f.name)}: must be {must}")
     if c.bert_mask_token_prob + c.bert_random_token_prob > 1:
         raise ValueError(f"bert_mask_token_prob + bert_random_token_prob = "
                          f"{c.bert_mask_token_prob + c.bert_random_token_prob}: must be at most 1")
@@ -145,13 +145,10 @@ def check_config(config: ElectraConfig) -> None:
 
 
 def generator_config(config: ElectraConfig) -> ElectraConfig:
-    """The generator's config, derived from the discriminator's as the official code does.
-
-    Official run_pretraining.get_generator_config: hidden = round(fraction * hidden), layers =
-    round(generator_layers * layers), FFN = 4 * hidden, heads = max(1, hidden // 64). For the
-    paper's presets (generator_layers 1: every layer kept) this is the same as scaling hidden, heads
-    and FFN by the fraction: Small 256/4/1024 -> 64/1/256, Base 768/12/3072 -> 256/4/1024. The
-    embedding size is kept: the embeddings are shared (Section 3.2).
+    """The generator's config, derived from the discriminator's as the official code does
+    (run_pretraining.get_generator_config). For the paper's presets (generator_layers 1: every layer
+    kept) this scales hidden, heads and FFN by the fraction: Small 256/4/1024 -> 64/1/256, Base
+    768/12/3072 -> 256/4/1024. The embedding size is kept: the embeddings are shared (Section 3.2).
     """
     hidden = int(round(config.hidden_size * config.generator_fraction))
     return dc_replace(config, hidden_size=hidden, intermediate_size=FFN_RATIO * hidden,
@@ -390,8 +387,7 @@ def sample(logits, temperature: float = 1.0, rng: torch.Generator | None = None)
 
     logits: [..., V] -> token ids [...]. Sampled at `temperature` with the Gumbel-max trick, as the
     official sample_from_softmax: argmax(logits / temperature + g), g = -log(-log(u)), u ~ U(0, 1).
-    No gradient flows through the sample (the paper: "we do not back-propagate the discriminator
-    loss through the generator", it is not possible through sampling anyway).
+    No gradient: "we do not back-propagate the discriminator loss through the generator" (Sec. 2).
     """
     u = torch.rand(logits.shape, device=logits.device, **_rng_kwargs(rng), dtype=torch.float32)
     gumbel = -torch.log((-torch.log(u.clamp_min(1e-9))).clamp_min(1e-9))  # clamps keep both logs finite
@@ -433,13 +429,12 @@ def all_tokens_mlm_loss(logits, copy_logits, x_corrupt, x, attention_mask):
     The model predicts the identity of *every* token of x_corrupt, not only the masked ones, with
     the paper's explicit copy mechanism: a sigmoid layer gives a copy probability D_t, and
         p(x_t | x_corrupt) = D_t * 1(x_corrupt_t = x_t) + (1 - D_t) * p_MLM(x_t | x_corrupt)
-    Loss: the mean of -log p(x_t | x_corrupt) over the non-padding tokens. Computed in log space:
-    log p = logaddexp(log D_t, log(1 - D_t) + log p_MLM) where the token is unchanged, and
-    log(1 - D_t) + log p_MLM where it was replaced.
+    Loss: the mean of -log p(x_t | x_corrupt) over the non-padding tokens, computed in log space.
     logits: [B, T, V]; copy_logits: [B, T]; x_corrupt, x, attention_mask: [B, T].
     """
     log_p_mlm = logits.float().log_softmax(-1).gather(-1, x[..., None]).squeeze(-1)  # [B, T]
     log_copy, log_no_copy = F.logsigmoid(copy_logits.float()), F.logsigmoid(-copy_logits.float())
+    # log(D_t + (1 - D_t) p_MLM) where the token is unchanged, log((1 - D_t) p_MLM) where it was replaced
     log_p = torch.where(x_corrupt == x, torch.logaddexp(log_copy, log_no_copy + log_p_mlm),
                         log_no_copy + log_p_mlm)
     return -_mean(log_p, attention_mask)
@@ -450,12 +445,10 @@ def disc_auc(p_original, is_original, weights):
 
         AUC = 1 / (n_r n_o) * sum_{replaced i} ( #{original j : s_j < s_i} + 1/2 #{original j : s_j = s_i} )
 
-    with s = 1 - D the score of *replaced*, over the tokens where `weights` is 1 (n_r replaced, n_o
-    original): the Mann-Whitney statistic. 0.5 is chance, 1.0 a perfect ranking; the official code
-    reports it too (run_pretraining.py: disc_auc). Unlike D's accuracy it moves as soon as D ranks
-    replaced tokens higher, long before any of them crosses 0.5. Sorting and binary search instead
-    of torch.unique keep it free of host syncs (one graph under torch.compile). With no replaced or
-    no original token the AUC is undefined; it returns 0.5.
+    the Mann-Whitney statistic, with s = 1 - D over the tokens where `weights` is 1 (n_r replaced, n_o
+    original); 0.5 is chance (and the value when either count is 0), 1.0 a perfect ranking. The official
+    code reports it too (run_pretraining.py). Unlike D's accuracy it moves as soon as D ranks replaced
+    tokens higher, long before any of them crosses 0.5.
 
     p_original, is_original, weights: the same shape ([B, T], or flat) -> a 0-dim tensor.
     Example: replaced scores [0.8, 0.4], original scores [0.4, 0.3, 0.1]: 0.8 beats all three (3),
@@ -465,6 +458,7 @@ def disc_auc(p_original, is_original, weights):
     w = weights.flatten().bool()
     orig = is_original.flatten() & w
     repl = ~is_original.flatten() & w
+    # Sorting and binary search rather than torch.unique: no host sync, one graph under torch.compile
     s_orig = torch.where(orig, s, torch.inf).sort().values  # [N] originals ascending, the rest (inf) last
     below = torch.searchsorted(s_orig, s, side="left")  # [N] originals scored strictly lower
     below_or_tied = torch.searchsorted(s_orig, s, side="right")  # [N] ... lower or equal
@@ -518,11 +512,8 @@ class ElectraOutput:
 class Electra(nn.Module):
     """Generator and discriminator trained jointly (objective "electra"), or one of the baselines the
     paper compares with through the same data and code: a BERT masked LM of the discriminator's size
-    ("bert"), and the Section 3.5 ablations ("electra_15", "replace_mlm", "all_tokens_mlm").
-
-    Modules: .embeddings (shared); .generator (the small G, all but "bert"); .discriminator
-    ("electra", "electra_15"); .mlm, a full-size masked LM ("bert", "replace_mlm", "all_tokens_mlm");
-    .copy_head ("all_tokens_mlm"). Absent modules are None.
+    ("bert"), and the Section 3.5 ablations ("electra_15", "replace_mlm", "all_tokens_mlm"). The modules
+    an objective does not use are None.
     """
 
     def __init__(self, config: ElectraConfig):
@@ -530,32 +521,35 @@ class Electra(nn.Module):
         check_config(config)
         self.config = config
         obj = config.objective
+        has_d = obj in ("electra", "electra_15")  # the objectives without D train a full-size masked LM
         self.embeddings = Embeddings(config)  # one module, the same Parameters in G and D
-        self.generator = (Generator(generator_config(config), self.embeddings) if obj != "bert" else None)
-        self.discriminator = (Discriminator(config, self.embeddings) if obj in ("electra", "electra_15")
-                              else None)
-        self.mlm = (Generator(config, self.embeddings) if obj in ("bert", "replace_mlm", "all_tokens_mlm")
-                    else None)
+        self.generator = Generator(generator_config(config), self.embeddings) if obj != "bert" else None
+        self.discriminator = Discriminator(config, self.embeddings) if has_d else None
+        self.mlm = Generator(config, self.embeddings) if not has_d else None  # D's size, G's head
         self.copy_head = nn.Linear(config.hidden_size, 1) if obj == "all_tokens_mlm" else None
         init_weights(self, config.init_std)
 
     def forward(self, input_ids, segment_ids, attention_mask, rng: torch.Generator | None = None) -> ElectraOutput:
-        """One pre-training step: Section 2's steps in the module docstring's order, then the loss."""
+        """One pre-training step: Section 2's steps in the module docstring's order, then the loss.
+        BERT's step stops at L_MLM, with BERT's 80/10/10 masking and its masked LM in G's place."""
         cfg, x = self.config, input_ids
-        if cfg.objective == "bert":
-            return self._forward_bert(x, segment_ids, attention_mask, rng)
+        bert = cfg.objective == "bert"
+        G = self.mlm if bert else self.generator
         m, m_valid = mask_positions(x, attention_mask, cfg, rng)  # [B, K]
-        x_masked = mask_tokens(x, m, m_valid, cfg, rng)  # [B, T]
-        h_G = self.generator.hidden_states(x_masked, segment_ids, attention_mask)  # [B, T, Hg]
-        logits_G = self.generator.logits(h_G, m)  # [B, K, V]
+        x_masked = (bert_mask_tokens if bert else mask_tokens)(x, m, m_valid, cfg, rng)  # [B, T]
+        h_G = G.hidden_states(x_masked, segment_ids, attention_mask)  # [B, T, Hg]
+        logits_G = G.logits(h_G, m)  # [B, K, V]
         x_m = x.gather(1, m)  # [B, K] the original tokens at the masked positions
         l_mlm = mlm_loss(logits_G, x_m, m_valid)
+        steps = dict(mlm_loss=l_mlm, gen_acc=_mean(logits_G.argmax(-1) == x_m, m_valid), m=m, m_valid=m_valid,
+                     x_masked=x_masked)
+        if bert:
+            return ElectraOutput(loss=l_mlm, **steps)
         x_hat = sample(logits_G, cfg.temperature, rng)  # [B, K]
         x_corrupt = replace(x, m, torch.where(m_valid, x_hat, x_m))  # [B, T]
         is_original = x_corrupt == x  # a sample equal to the original counts as original
         real = attention_mask.bool()
-        steps = dict(mlm_loss=l_mlm, gen_acc=_mean(logits_G.argmax(-1) == x_m, m_valid), m=m, m_valid=m_valid,
-                     x_masked=x_masked, x_corrupt=x_corrupt, replaced_frac=_mean(~is_original, real))
+        steps.update(x_corrupt=x_corrupt, replaced_frac=_mean(~is_original, real))
         if cfg.objective in ("replace_mlm", "all_tokens_mlm"):
             l_main = self._main_mlm_loss(x, x_m, x_corrupt, m, m_valid, segment_ids, attention_mask)
             return ElectraOutput(loss=l_mlm + l_main, main_mlm_loss=l_main, **steps)
@@ -591,213 +585,20 @@ class Electra(nn.Module):
         return all_tokens_mlm_loss(self.mlm.logits(h, every), self.copy_head(h).squeeze(-1), x_corrupt, x,
                                    attention_mask)
 
-    def _forward_bert(self, x, segment_ids, attention_mask, rng):
-        """BERT, Table 1's baseline: a masked LM of D's size on BERT's 80/10/10 masking, no D."""
-        m, m_valid = mask_positions(x, attention_mask, self.config, rng)  # [B, K]
-        x_masked = bert_mask_tokens(x, m, m_valid, self.config, rng)  # [B, T]
-        logits = self.mlm.logits(self.mlm.hidden_states(x_masked, segment_ids, attention_mask), m)  # [B, K, V]
-        x_m = x.gather(1, m)  # [B, K]
-        l_mlm = mlm_loss(logits, x_m, m_valid)
-        return ElectraOutput(loss=l_mlm, mlm_loss=l_mlm, gen_acc=_mean(logits.argmax(-1) == x_m, m_valid),
-                             m=m, m_valid=m_valid, x_masked=x_masked)
-
     @torch.no_grad()
     def p_original(self, input_ids, segment_ids, attention_mask):
         """D(x, t) for every token: [B, T] probabilities that each token is original."""
         return torch.sigmoid(self.discriminator(input_ids, segment_ids, attention_mask).float())
 
-    def fine_tuning_encoder(self) -> "Discriminator":
-        """The encoder that fine-tuning starts from: the discriminator (ELECTRA, ELECTRA 15%), or for
-        the MLM objectives a Discriminator holding the full-size MLM's embeddings and encoder (its
-        head is unused by fine-tuning)."""
-        if self.discriminator is not None:
-            return self.discriminator
-        disc = Discriminator(self.config)
-        # Only the encoder's tensors: the MLM head (dense H -> E, LayerNorm E, output bias) and D's head
-        # share the name "head" but not its shape once the embedding size differs from the hidden size.
-        encoder = {k: v for k, v in self.mlm.state_dict().items() if not k.startswith(("head", "output_bias"))}
-        missing, unexpected = disc.load_state_dict(encoder, strict=False)
-        assert not unexpected and all(k.startswith("head") for k in missing), (missing, unexpected)
-        return disc
+    def fine_tuning_encoder(self) -> Encoder:
+        """The full-size encoder fine-tuning starts from, without its pre-training head: D's (ELECTRA,
+        ELECTRA 15%) or the full-size masked LM's (BERT, Replace MLM, All-Tokens MLM)."""
+        trained = self.discriminator if self.discriminator is not None else self.mlm
+        encoder = Encoder(self.config)
+        encoder.load_state_dict({k: v for k, v in trained.state_dict().items() if k in encoder.state_dict()})
+        return encoder
 
 
 def count_params(module: nn.Module) -> int:
     """Number of distinct parameters (a shared tensor counts once)."""
     return sum(p.numel() for p in module.parameters())
-
-
-# -----------------------------------------------------------------------------
-# HuggingFace checkpoints: plain key mapping, torch only (no import of transformers)
-
-
-def _encoder_keys(enc: Encoder, prefix: str) -> list[tuple[str, str]]:
-    """(our name, HF name) pairs for the embeddings, projection and blocks of an encoder.
-    The fused qkv is handled separately (HF stores query, key, value apart)."""
-    pairs = [("embeddings.word.weight", "embeddings.word_embeddings.weight"),
-             ("embeddings.position.weight", "embeddings.position_embeddings.weight"),
-             ("embeddings.segment.weight", "embeddings.token_type_embeddings.weight"),
-             ("embeddings.ln.weight", "embeddings.LayerNorm.weight"),
-             ("embeddings.ln.bias", "embeddings.LayerNorm.bias")]
-    if enc.embeddings_project is not None:
-        pairs += [("embeddings_project.weight", "embeddings_project.weight"),
-                  ("embeddings_project.bias", "embeddings_project.bias")]
-    for i in range(len(enc.layers)):
-        ours, hf = f"layers.{i}.", f"encoder.layer.{i}."
-        for p in ("weight", "bias"):
-            pairs += [(ours + "attn.out." + p, hf + "attention.output.dense." + p),
-                      (ours + "ln1." + p, hf + "attention.output.LayerNorm." + p),
-                      (ours + "fc1." + p, hf + "intermediate.dense." + p),
-                      (ours + "fc2." + p, hf + "output.dense." + p),
-                      (ours + "ln2." + p, hf + "output.LayerNorm." + p)]
-    return [(o, prefix + h) for o, h in pairs]
-
-
-_QKV = ("query", "key", "value")
-
-
-def _load(module: nn.Module, pairs, sd: dict, what: str, qkv_layers: int = 0, qkv_prefix: str = "",
-          transform=None):
-    """Copy sd[hf] into module's `ours` for each pair; gather every problem into one clear error."""
-    own = module.state_dict()
-    missing, mismatched, new = [], [], {}
-    for ours, hf in pairs:
-        if hf not in sd:
-            missing.append(hf)
-            continue
-        t = sd[hf] if transform is None else transform(ours, sd[hf])
-        if tuple(t.shape) != tuple(own[ours].shape):
-            mismatched.append(f"{hf}: checkpoint {tuple(t.shape)} vs config {tuple(own[ours].shape)}")
-        else:
-            new[ours] = t
-    for i in range(qkv_layers):
-        for p in ("weight", "bias"):
-            names = [f"{qkv_prefix}encoder.layer.{i}.attention.self.{n}.{p}" for n in _QKV]
-            if any(n not in sd for n in names):
-                missing += [n for n in names if n not in sd]
-                continue
-            t = torch.cat([sd[n] for n in names], dim=0)  # [3H, H] or [3H]
-            ours = f"layers.{i}.attn.qkv.{p}"
-            if tuple(t.shape) != tuple(own[ours].shape):
-                mismatched.append(f"{names[0]} (+key, value): checkpoint {tuple(t.shape)} vs config "
-                                  f"{tuple(own[ours].shape)}")
-            else:
-                new[ours] = t
-    if missing or mismatched:
-        lines = [f"the {what} state dict does not fit the config:"]
-        if missing:
-            lines.append(f"  missing keys ({len(missing)}): " + ", ".join(missing[:8]) +
-                         (" ..." if len(missing) > 8 else ""))
-        if mismatched:
-            lines.append("  shape mismatches: " + "; ".join(mismatched[:8]) + (" ..." if len(mismatched) > 8 else ""))
-        lines.append("  check that the config (size, vocab_size, embedding_size, layers) matches the checkpoint")
-        raise ValueError("\n".join(lines))
-    with torch.no_grad():
-        for ours, t in new.items():
-            own[ours].copy_(t)
-
-
-def load_hf_encoder(encoder: Encoder, state_dict: dict, prefix: str = "electra."):
-    """Load embeddings (+ projection) and blocks from a HuggingFace ELECTRA or BERT state dict.
-
-    `prefix` is "electra." for ElectraForPreTraining / ElectraForMaskedLM, "bert." for
-    BertForMaskedLM/BertForPreTraining, "" for a bare ElectraModel/BertModel. BERT's extra pooler
-    and its position_ids buffer are ignored. Raises ValueError naming missing or mismatched keys.
-    """
-    if prefix == "" and any(k.startswith("bert.") for k in state_dict):
-        prefix = "bert."
-    # The encoder's own state dict names embeddings as embeddings.*, projection and layers at the top.
-    _load(encoder, _encoder_keys(encoder, prefix), state_dict, "encoder",
-          qkv_layers=len(encoder.layers), qkv_prefix=prefix)
-
-
-def _flip_sign(name, t):
-    """HF's last discriminator layer scores *replaced*; ours scores *original*: negate it."""
-    return -t
-
-
-def from_hf_state_dicts(config: ElectraConfig, disc_sd: dict, gen_sd: dict | None = None) -> Electra:
-    """Build an Electra from HuggingFace ElectraForPreTraining (D) and ElectraForMaskedLM (G) state dicts.
-
-    HF's discriminator predicts *replaced*; ours predicts *original* (the paper's D), so the sign of
-    the last layer is flipped: logit_original = -logit_replaced. The embeddings come from D (G's copy
-    in an HF generator checkpoint is the same table: ELECTRA ties them). Without gen_sd the generator
-    keeps its random initialisation (enough for fine-tuning, which uses D alone).
-    """
-    model = Electra(dc_replace(config, objective="electra"))
-    D, G = model.discriminator, model.generator
-    load_hf_encoder(D, disc_sd, "electra.")
-    _load(D, [("head.weight", "discriminator_predictions.dense.weight"),
-              ("head.bias", "discriminator_predictions.dense.bias")], disc_sd, "discriminator")
-    _load(D, [("head_out.weight", "discriminator_predictions.dense_prediction.weight"),
-              ("head_out.bias", "discriminator_predictions.dense_prediction.bias")], disc_sd,
-          "discriminator", transform=_flip_sign)
-    if gen_sd is not None:
-        pairs = [p for p in _encoder_keys(G, "electra.") if not p[0].startswith("embeddings.")]
-        pairs += [("head.weight", "generator_predictions.dense.weight"),
-                  ("head.bias", "generator_predictions.dense.bias"),
-                  ("head_ln.weight", "generator_predictions.LayerNorm.weight"),
-                  ("head_ln.bias", "generator_predictions.LayerNorm.bias"),
-                  ("output_bias", "generator_lm_head.bias")]
-        _load(G, pairs, gen_sd, "generator", qkv_layers=len(G.layers), qkv_prefix="electra.")
-    return model
-
-
-def to_hf_state_dicts(model: Electra) -> tuple[dict, dict]:
-    """(disc_sd, gen_sd) in HuggingFace's ElectraForPreTraining / ElectraForMaskedLM layout."""
-
-    def encoder_sd(enc: Encoder) -> dict:
-        own, out = enc.state_dict(), {}
-        for ours, hf in _encoder_keys(enc, "electra."):
-            out[hf] = own[ours].detach().clone()
-        for i in range(len(enc.layers)):
-            for p in ("weight", "bias"):
-                q, k, v = own[f"layers.{i}.attn.qkv.{p}"].detach().clone().chunk(3, dim=0)
-                for name, t in zip(_QKV, (q, k, v)):
-                    out[f"electra.encoder.layer.{i}.attention.self.{name}.{p}"] = t.contiguous()
-        return out
-
-    D, G = model.discriminator, model.generator
-    disc = encoder_sd(D)
-    disc["discriminator_predictions.dense.weight"] = D.head.weight.detach().clone()
-    disc["discriminator_predictions.dense.bias"] = D.head.bias.detach().clone()
-    disc["discriminator_predictions.dense_prediction.weight"] = -D.head_out.weight.detach().clone()
-    disc["discriminator_predictions.dense_prediction.bias"] = -D.head_out.bias.detach().clone()
-    gen = encoder_sd(G)
-    gen["generator_predictions.dense.weight"] = G.head.weight.detach().clone()
-    gen["generator_predictions.dense.bias"] = G.head.bias.detach().clone()
-    gen["generator_predictions.LayerNorm.weight"] = G.head_ln.weight.detach().clone()
-    gen["generator_predictions.LayerNorm.bias"] = G.head_ln.bias.detach().clone()
-    gen["generator_lm_head.weight"] = G.embeddings.word.weight.detach().clone()  # tied
-    gen["generator_lm_head.bias"] = G.output_bias.detach().clone()
-    return disc, gen
-
-
-def hf_config_dict(config: ElectraConfig, generator: bool = False) -> dict:
-    """A HuggingFace ElectraConfig (config.json) for the discriminator or the generator."""
-    c = generator_config(config) if generator else config
-    return {
-        "architectures": ["ElectraForMaskedLM" if generator else "ElectraForPreTraining"],
-        "model_type": "electra", "vocab_size": c.vocab_size, "embedding_size": c.embedding_size,
-        "hidden_size": c.hidden_size, "num_hidden_layers": c.num_layers,
-        "num_attention_heads": c.num_heads, "intermediate_size": c.intermediate_size,
-        "hidden_act": "gelu", "hidden_dropout_prob": c.dropout,
-        "attention_probs_dropout_prob": c.attention_dropout,
-        "max_position_embeddings": c.max_position, "type_vocab_size": c.type_vocab_size,
-        "initializer_range": c.init_std, "layer_norm_eps": c.layer_norm_eps, "pad_token_id": c.pad_id,
-    }
-
-
-def config_from_hf(d: dict, **overrides) -> ElectraConfig:
-    """Our config from a HuggingFace ELECTRA or BERT config.json dict (BERT: embedding = hidden)."""
-    act = d.get("hidden_act", "gelu")
-    if act != "gelu":
-        raise ValueError(f"hidden_act {act!r} is not supported: this implementation uses exact GELU")
-    return ElectraConfig(**{
-        "vocab_size": d["vocab_size"], "embedding_size": d.get("embedding_size", d["hidden_size"]),
-        "hidden_size": d["hidden_size"], "num_layers": d["num_hidden_layers"],
-        "num_heads": d["num_attention_heads"], "intermediate_size": d["intermediate_size"],
-        "max_position": d.get("max_position_embeddings", 512), "type_vocab_size": d.get("type_vocab_size", 2),
-        "dropout": d.get("hidden_dropout_prob", 0.1),
-        "attention_dropout": d.get("attention_probs_dropout_prob", 0.1),
-        "layer_norm_eps": d.get("layer_norm_eps", 1e-12), "init_std": d.get("initializer_range", 0.02),
-        "pad_id": d.get("pad_token_id", 0) or 0, **overrides})

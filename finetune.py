@@ -2,15 +2,14 @@
 
 Clark et al. 2020 (arXiv 2003.10555) measure a pre-trained discriminator by what it scores on GLUE after
 fine-tuning: section 3.1 and Appendix A, Table 7 (the recipe), Tables 1, 2 and 8 (the scores). This file
-is the whole pipeline in the order a reader meets it:
+reads in the order of a run (glue.py holds the tasks, their files, the metrics and the GLUE score):
 
-    metrics      accuracy, F1, Matthews correlation, Pearson, Spearman, GLUE score   (numpy, by hand)
-    tasks        the nine GLUE tasks, their TSV layouts and readers                  (stdlib)
-    download     GLUE's public zips into a cache, atomically                          (train.py's helpers)
-    model        --init from a train.py checkpoint, an HF ELECTRA or an HF BERT folder
-    recipe       Table 7, layer-wise learning-rate decay, warmup + linear decay
+    recipe       Table 7's hyperparameters, by model size
+    head         the official code's classifier on the [CLS] state
+    lr decay     layer-wise learning rates, the official optimizer, warm-up + linear decay
     training     one seed: train, evaluate per epoch, predict the test split
-    main         the CLI: --seeds N, results.json, a table, finetune.png, GLUE submission files
+    results      the median over seeds, a table, finetune.png
+    main         --init (a train.py run, an HF folder or a hub name), the CLI, results.json, GLUE submission files
 
     python finetune.py --task sst2 --init ckpt.pt --data_dir ../shared/data/glue/SST-2
     python finetune.py --task mrpc,stsb --init path/to/hf-electra-small-discriminator --seeds 10
@@ -20,8 +19,6 @@ import argparse
 import json
 import math
 import os
-import shutil
-import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -32,429 +29,117 @@ import torch.nn as nn
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from electra import Electra, ElectraConfig, Encoder, config_from_hf, load_hf_encoder
-from hf import HubError, is_hub_name, pretrained_folder
-from plumbing import DownloadError, at_least, atomic_write, download, extract_zip, mixed_precision
+import glue
+from electra import SIZES, Electra, ElectraConfig, Encoder
+from hf import HubError, Pretrained, check_vocab, is_hub_name, load_hf_folder, pretrained_folder, vocab_beside
+from plumbing import (
+    DownloadError,
+    add_options,
+    at_least,
+    atomic_write,
+    check_flags,
+    given,
+    mixed_precision,
+    non_negative,
+    option,
+    positive,
+)
 from tokenizer import Tokenizer
-from train import check_flags, decays, lr_factor
+from train import decays, lr_factor
 
-# ---------------------------------------------------------------------------------------------------------
-# Metrics. Each returns a plain float on the raw scale (accuracy in [0, 1], correlations in [-1, 1]);
-# `task_metrics` multiplies by 100, the scale of the paper's tables.
-# ---------------------------------------------------------------------------------------------------------
-
-
-def accuracy(pred, gold) -> float:
-    """Fraction of exact matches: acc = (1/n) * sum_i [pred_i == gold_i].
-
-    >>> accuracy([1, 0, 1, 1], [1, 1, 1, 0])
-    0.5
-    """
-    pred, gold = np.asarray(pred), np.asarray(gold)
-    return float(np.mean(pred == gold))
-
-
-def _confusion(pred, gold, positive=1):
-    """Binary confusion counts (TP, FP, FN, TN) with `positive` as the positive class."""
-    p, g = np.asarray(pred) == positive, np.asarray(gold) == positive
-    return int(np.sum(p & g)), int(np.sum(p & ~g)), int(np.sum(~p & g)), int(np.sum(~p & ~g))
-
-
-def f1(pred, gold, positive=1) -> float:
-    """F1 of the positive class (GLUE's F1 for MRPC and QQP): F1 = 2TP / (2TP + FP + FN).
-
-    0 when there is no positive prediction nor gold label (scikit-learn's zero_division=0).
-
-    >>> f1([1, 1, 0, 0], [1, 0, 1, 0])  # TP=1, FP=1, FN=1: 2/(2+1+1)
-    0.5
-    """
-    tp, fp, fn, _ = _confusion(pred, gold, positive)
-    return 0.0 if tp == 0 else 2 * tp / (2 * tp + fp + fn)
-
-
-def matthews_corrcoef(pred, gold) -> float:
-    """Matthews correlation of binary labels (GLUE's metric for CoLA), 0 when a margin is empty:
-
-        MCC = (TP*TN - FP*FN) / sqrt((TP+FP) (TP+FN) (TN+FP) (TN+FN))
-
-    >>> matthews_corrcoef([1, 1, 0, 0, 1], [1, 0, 0, 1, 1])  # TP=2 FP=1 FN=1 TN=1: (2-1)/sqrt(3*3*2*2)
-    0.16666666666666666
-    """
-    tp, fp, fn, tn = _confusion(pred, gold)
-    denominator = (tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)
-    return 0.0 if denominator == 0 else (tp * tn - fp * fn) / math.sqrt(denominator)
-
-
-def pearson(x, y) -> float:
-    """Pearson correlation r = sum (x-mean x)(y-mean y) / sqrt(sum (x-mean x)^2 * sum (y-mean y)^2).
-
-    0 when either input is constant (the correlation is undefined; scipy returns nan).
-
-    >>> round(pearson([1, 2, 3], [2, 4, 9]), 4)  # dx=(-1,0,1), dy=(-3,-1,4): 7/sqrt(2*26)
-    0.9707
-    """
-    dx = np.asarray(x, dtype=np.float64) - np.mean(x)
-    dy = np.asarray(y, dtype=np.float64) - np.mean(y)
-    denominator = math.sqrt(float(np.sum(dx * dx)) * float(np.sum(dy * dy)))
-    return 0.0 if denominator == 0 else float(np.sum(dx * dy)) / denominator
-
-
-def average_ranks(x) -> np.ndarray:
-    """Ranks 1..n of x, ties sharing the mean of the ranks they span (what Spearman needs).
-
-    >>> average_ranks([10, 20, 20, 5]).tolist()  # 5 -> 1, 10 -> 2, the two 20s share (3+4)/2
-    [2.0, 3.5, 3.5, 1.0]
-    """
-    x = np.asarray(x)
-    order = np.argsort(x, kind="stable")
-    xs = x[order]
-    starts = np.r_[0, np.flatnonzero(xs[1:] != xs[:-1]) + 1]  # first index of each run of equal values
-    ends = np.r_[starts[1:], len(x)]                            # one past its last index
-    ranks = np.empty(len(x), dtype=np.float64)
-    ranks[order] = np.repeat((starts + ends - 1) / 2 + 1, ends - starts)  # mean of 1-based ranks start+1..end
-    return ranks
-
-
-def spearman(x, y) -> float:
-    """Spearman's rho: the Pearson correlation of the average ranks (GLUE's main metric for STS-B).
-
-    >>> round(spearman([1, 2, 2, 3], [1, 3, 2, 4]), 6)  # ranks (1,2.5,2.5,4),(1,3,2,4): 4.5/sqrt(4.5*5)
-    0.948683
-    """
-    return pearson(average_ranks(x), average_ranks(y))
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The nine GLUE tasks (Wang et al. 2019) and their TSV layouts, as GLUE's zips ship them.
-# ---------------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Columns:
-    """Where one kind of GLUE TSV keeps its fields (0-based; negative indexes count from the end)."""
-    a: int                    # first sentence
-    b: int | None             # second sentence; None for single-sentence tasks (CoLA, SST-2)
-    label: int | None         # None on test splits: GLUE keeps their labels hidden
-    header: bool = True       # every GLUE file has a header row except CoLA's train/dev
-    width: int | None = None  # fields per row when there is no header to count them from
-
-
-@dataclass(frozen=True)
-class Task:
-    """One GLUE task: where its files are, how to read them, how it is scored."""
-    name: str                          # CLI name, e.g. "sst2"
-    folder: str                        # folder inside GLUE's zip and in --data_dir, e.g. "SST-2"
-    labels: tuple[str, ...] | None     # label strings as written in the TSV, index = class id; None = regression
-    columns: Columns                   # layout of train.tsv and dev*.tsv
-    test_columns: Columns              # layout of test*.tsv (no label column)
-    metrics: tuple[str, ...]           # what the dev split reports (x100, as the paper's tables)
-    paper_metric: str                  # the one number the paper reports (section 3.1)
-    leaderboard_metrics: tuple[str, ...]  # averaged into one task score by GLUE's leaderboard
-    dev_splits: tuple[tuple[str, str], ...] = (("dev", ""),)  # (file stem, suffix added to metric names)
-    test_splits: tuple[tuple[str, str], ...] = (("test", ""),)  # (file stem, GLUE submission file stem)
-    epochs: int = 3                    # Table 7: "3 for other tasks"
-    symmetric: bool = False            # sentence order carries no meaning (official code's double_unordered)
-    zip_name: str = ""                 # file under the GLUE download URL; "" = f"{folder}.zip"
-
-    @property
-    def regression(self) -> bool:
-        return self.labels is None
-
-    @property
-    def num_outputs(self) -> int:
-        return 1 if self.labels is None else len(self.labels)
-
-
-BINARY = ("0", "1")
-NLI2 = ("entailment", "not_entailment")
-PAIR = Columns(a=1, b=2, label=3)        # index, sentence1, sentence2, label   (QNLI, RTE, WNLI)
-PAIR_TEST = Columns(a=1, b=2, label=None)
-# Column positions follow the official code's readers (finetune/classification/classification_tasks.py).
-TASKS: dict[str, Task] = {t.name: t for t in [
-    # CoLA train/dev: no header; source, label, original label mark, sentence. Test: index, sentence.
-    Task("cola", "CoLA", BINARY, Columns(a=3, b=None, label=1, header=False, width=4), Columns(a=1, b=None, label=None),
-         metrics=("mcc", "acc"), paper_metric="mcc", leaderboard_metrics=("mcc",)),
-    # SST-2: sentence, label. Test: index, sentence.
-    Task("sst2", "SST-2", BINARY, Columns(a=0, b=None, label=1), Columns(a=1, b=None, label=None),
-         metrics=("acc",), paper_metric="acc", leaderboard_metrics=("acc",)),
-    # MRPC: header starts with a UTF-8 byte-order mark; Quality, #1 ID, #2 ID, #1 String, #2 String.
-    # Test: index, #1 ID, #2 ID, #1 String, #2 String. Not hosted as a zip (licence): see download_task.
-    Task("mrpc", "MRPC", BINARY, Columns(a=3, b=4, label=0), Columns(a=3, b=4, label=None),
-         metrics=("acc", "f1"), paper_metric="acc", leaderboard_metrics=("acc", "f1"), symmetric=True),
-    # STS-B: 10 columns index, genre, filename, year, old_index, source1, source2, sentence1, sentence2,
-    # score (0-5). Test has the first 9.
-    Task("stsb", "STS-B", None, Columns(a=7, b=8, label=9), Columns(a=7, b=8, label=None),
-         metrics=("pearson", "spearman"), paper_metric="spearman", leaderboard_metrics=("pearson", "spearman"),
-         epochs=10, symmetric=True),
-    # QQP: id, qid1, qid2, question1, question2, is_duplicate. Test: id, question1, question2.
-    Task("qqp", "QQP", BINARY, Columns(a=3, b=4, label=5), Columns(a=1, b=2, label=None),
-         metrics=("acc", "f1"), paper_metric="acc", leaderboard_metrics=("acc", "f1"), zip_name="QQP-clean.zip"),
-    # MNLI: index, promptID, pairID, genre, 4 parse columns, sentence1, sentence2, then 1 (train) or 5
-    # (dev) annotator labels, gold_label last. Test: the first 10 columns.
-    Task("mnli", "MNLI", ("contradiction", "entailment", "neutral"), Columns(a=8, b=9, label=-1),
-         Columns(a=8, b=9, label=None), metrics=("acc_m", "acc_mm"), paper_metric="acc_m",
-         leaderboard_metrics=("acc_m", "acc_mm"),
-         dev_splits=(("dev_matched", "_m"), ("dev_mismatched", "_mm")),
-         test_splits=(("test_matched", "MNLI-m"), ("test_mismatched", "MNLI-mm"))),
-    Task("qnli", "QNLI", NLI2, PAIR, PAIR_TEST, metrics=("acc",), paper_metric="acc",
-         leaderboard_metrics=("acc",), zip_name="QNLIv2.zip"),
-    # Table 7: "10 for RTE and STS".
-    Task("rte", "RTE", NLI2, PAIR, PAIR_TEST, metrics=("acc",), paper_metric="acc", leaderboard_metrics=("acc",),
-         epochs=10),
-    Task("wnli", "WNLI", BINARY, PAIR, PAIR_TEST, metrics=("acc",), paper_metric="acc", leaderboard_metrics=("acc",)),
-]}
-# The paper's dev-set average leaves WNLI out (Table 8 and Tables 1-2 list CoLA SST MRPC STS QQP MNLI QNLI
-# RTE), following BERT, whose authors found every system does no better than the majority class on it.
-PAPER_AVERAGE_TASKS = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte")
-
-
-def get_task(name: str) -> Task:
-    """The Task for a CLI name, case- and dash-insensitive ("SST-2" == "sst2"); a clear error otherwise."""
-    key = name.lower().replace("-", "").replace("_", "")
-    if key not in TASKS:
-        raise ValueError(f"unknown task '{name}': choose from {', '.join(TASKS)}")
-    return TASKS[key]
-
-
-def task_metrics(task: Task, pred, gold, suffix: str = "") -> dict[str, float]:
-    """The task's dev metrics on one split, x100 as in the paper's tables.
-
-    Classification takes class ids, STS-B takes scores. `suffix` names MNLI's matched/mismatched splits.
-    """
-    pred, gold = np.asarray(pred), np.asarray(gold)
-    if task.regression:
-        out = {"pearson": pearson(pred, gold), "spearman": spearman(pred, gold)}
-    else:
-        out = {"acc": accuracy(pred, gold)}
-        if "f1" in task.metrics:
-            out["f1"] = f1(pred, gold)
-        if "mcc" in task.metrics:
-            out["mcc"] = matthews_corrcoef(pred, gold)
-    return {name + suffix: 100 * value for name, value in out.items()}
-
-
-def glue_score(results: dict[str, dict[str, float]], leaderboard: bool = False) -> float:
-    """The GLUE average of per-task dev metrics {task name: task_metrics(...)}.
-
-    Paper (default; section 3.1): "Spearman correlation for STS, Matthews correlation for CoLA, and
-    accuracy for the other GLUE tasks", averaged over the tasks given, WNLI left out (see
-    PAPER_AVERAGE_TASKS). The official code scores MRPC and QQP with its AccuracyScorer and MNLI on
-    dev_matched, which is what `paper_metric` says.
-
-    leaderboard=True: GLUE's own rule (Wang et al. 2019, section 4 / gluebenchmark.com): tasks with two
-    metrics are first averaged into one task score -- MRPC (acc+F1)/2, QQP (acc+F1)/2, STS-B
-    (Pearson+Spearman)/2, MNLI (matched+mismatched)/2 -- then the task scores are averaged, WNLI included.
-
-    >>> glue_score({"mrpc": {"acc": 80.0, "f1": 86.0}, "stsb": {"pearson": 84.0, "spearman": 83.0}})
-    81.5
-    >>> glue_score({"mrpc": {"acc": 80.0, "f1": 86.0}, "stsb": {"pearson": 84.0, "spearman": 83.0}}, True)
-    83.25
-    """
-    scores = []
-    for name, metrics in results.items():
-        task = get_task(name)
-        if leaderboard:
-            scores.append(sum(metrics[m] for m in task.leaderboard_metrics) / len(task.leaderboard_metrics))
-        elif task.name in PAPER_AVERAGE_TASKS:
-            scores.append(metrics[task.paper_metric])
-    if not scores:
-        raise ValueError(f"no task to average: the paper's GLUE score uses {', '.join(PAPER_AVERAGE_TASKS)}")
-    return sum(scores) / len(scores)
-
-
-@dataclass
-class Example:
-    """One GLUE row: text(s), a label (class id, STS-B score, or None on test), and where it came from."""
-    index: str             # test rows: the id GLUE's submission files refer to; else the line number
-    text_a: str
-    text_b: str | None
-    label: int | float | None
-
-
-def read_tsv(path: Path) -> list[tuple[int, list[str]]]:
-    """(1-based line number, fields) for each line of a GLUE TSV.
-
-    GLUE's TSVs are not CSV: quotes are ordinary characters (MRPC and STS-B sentences contain unbalanced
-    `"`), so fields are split on tabs with no quoting at all (the official code's csv.reader(quotechar=None)).
-    utf-8-sig drops MRPC's byte-order mark; lines end at "\\n" only and a trailing "\\r" is dropped, so a
-    stray carriage return inside a sentence does not split a row.
-    """
-    with open(path, encoding="utf-8-sig", newline="\n") as f:
-        return [(i, line.rstrip("\n").rstrip("\r").split("\t")) for i, line in enumerate(f, start=1)]
-
-
-def read_split(task: Task, folder, split: str, max_examples: int | None = None) -> list[Example]:
-    """Read `{folder}/{split}.tsv` of `task` into Examples, checking every row.
-
-    A malformed row (wrong number of fields, unknown label, a score that is not a number) raises
-    ValueError naming the file and line. Symmetric pair tasks are NOT doubled here (see `add_swapped`).
-    """
-    path = Path(folder) / f"{split}.tsv"
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"{path} not found: --data_dir for {task.folder} must be the folder from GLUE's {task.folder} "
-            f"download (train.tsv, {', '.join(s for s, _ in task.dev_splits)}.tsv); "
-            f"leave out --data_dir to download it")
-    cols = task.test_columns if split.startswith("test") else task.columns
-    rows = read_tsv(path)
-    if cols.header:
-        if not rows:
-            raise ValueError(f"{path} is empty: expected a header row then one example per line")
-        width, rows = len(rows[0][1]), rows[1:]
-    else:
-        width = cols.width
-    examples = []
-    for line, fields in rows:
-        if len(fields) != width:
-            raise ValueError(f"{path}, line {line}: expected {width} tab-separated fields, found {len(fields)}")
-        label = None
-        if cols.label is not None:
-            raw = fields[cols.label]
-            if task.regression:
-                try:
-                    label = float(raw)
-                except ValueError:
-                    raise ValueError(f"{path}, line {line}: score '{raw}' is not a number") from None
-                if not math.isfinite(label):
-                    raise ValueError(f"{path}, line {line}: score '{raw}' is not a finite number; fix or "
-                                     f"remove that row")
-            elif raw in task.labels:
-                label = task.labels.index(raw)
-            else:
-                raise ValueError(f"{path}, line {line}: label '{raw}' is not one of {', '.join(task.labels)}")
-        index = fields[0] if split.startswith("test") else str(line)
-        examples.append(Example(index, fields[cols.a], None if cols.b is None else fields[cols.b], label))
-        if max_examples is not None and len(examples) >= max_examples:
-            break
-    return examples
-
-
-def add_swapped(task: Task, examples: list[Example]) -> list[Example]:
-    """For MRPC and STS-B, append every pair again with its sentences swapped.
-
-    The official code does this for training (configure_finetuning.py, double_unordered=True: "for tasks
-    like paraphrase where sentence order doesn't matter, train the model on both sentence orderings");
-    the paper does not mention it. It doubles the steps of an epoch.
-    """
-    if not task.symmetric:
-        return examples
-    return examples + [Example(e.index, e.text_b, e.text_a, e.label) for e in examples]
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Download: GLUE's public files into a cache, once. train.py's download() writes to a ".part" file and
-# renames it when complete; extract_zip() checks every CRC and renames a complete folder into place.
-# ---------------------------------------------------------------------------------------------------------
-
-# The URLs of GLUE's own download script (download_glue_data.py, W4ngatang's gist, the version after the
-# move from Firebase in 2020). MRPC is not redistributed as a zip (licence): like that script we take
-# SentEval's copy of the Microsoft files and split off GLUE's dev set by its list of sentence-id pairs.
-GLUE_BASE_URL = "https://dl.fbaipublicfiles.com/glue/data"          # {zip_name}, mrpc_dev_ids.tsv
-MRPC_BASE_URL = "https://dl.fbaipublicfiles.com/senteval/senteval_data"  # msr_paraphrase_{train,test}.txt
-DEFAULT_CACHE = Path("cache") / "glue"
-
-
-def download_task(task: Task, cache_dir=DEFAULT_CACHE, base_url: str = GLUE_BASE_URL,
-                  mrpc_base_url: str = MRPC_BASE_URL) -> Path:
-    """Download and unpack `task` under `cache_dir` once; return the folder holding its TSVs.
-
-    A second call finds the finished folder and returns at once; an interrupted call leaves only
-    ".part" files or temporary folders behind, never a folder a later run would trust.
-    """
-    cache_dir = Path(cache_dir)
-    if task.name == "mrpc":
-        return _download_mrpc(cache_dir, base_url, mrpc_base_url)
-    zip_name = task.zip_name or f"{task.folder}.zip"
-    unpacked = extract_zip(download(f"{base_url}/{zip_name}", cache_dir / zip_name, desc=f"GLUE {task.folder}"),
-                           cache_dir / Path(zip_name).stem)
-    folder = unpacked / task.folder  # GLUE's zips hold one top folder named after the task
-    if not (folder / "train.tsv").is_file():
-        raise FileNotFoundError(f"{cache_dir / zip_name} has no {task.folder}/train.tsv: it is not GLUE's "
-                                f"{task.folder} archive; delete {unpacked} and the zip and try again")
-    return folder
-
-
-def _download_mrpc(cache_dir: Path, base_url: str, mrpc_base_url: str) -> Path:
-    """GLUE's MRPC folder built as download_glue_data.py's format_mrpc builds it:
-
-    train.tsv / dev.tsv = the rows of msr_paraphrase_train.txt whose (#1 ID, #2 ID) pair is / is not in
-    mrpc_dev_ids.tsv, under the original header (with its byte-order mark); test.tsv = the rows of
-    msr_paraphrase_test.txt without their label, numbered from 0 in a new first column "index".
-    """
-    folder = cache_dir / "MRPC"
-    if (folder / "train.tsv").is_file():
-        return folder
-    raw = cache_dir / "MRPC-raw"
-    files = {name: download(f"{url}/{name}", raw / name, desc=f"GLUE MRPC {name}")
-             for url, name in [(mrpc_base_url, "msr_paraphrase_train.txt"),
-                               (mrpc_base_url, "msr_paraphrase_test.txt"), (base_url, "mrpc_dev_ids.tsv")]}
-
-    def lines(name):
-        with open(files[name], encoding="utf-8", newline="\n") as f:
-            return [line.rstrip("\n").rstrip("\r") for line in f]
-
-    dev_ids = {tuple(line.split("\t")) for line in lines("mrpc_dev_ids.tsv") if line}
-    header, *rows = lines("msr_paraphrase_train.txt")
-    train, dev = [header], [header]
-    for row in filter(None, rows):
-        (dev if tuple(row.split("\t")[1:3]) in dev_ids else train).append(row)
-    _, *test_rows = lines("msr_paraphrase_test.txt")
-    test = ["index\t#1 ID\t#2 ID\t#1 String\t#2 String"]
-    test += [f"{i}\t" + "\t".join(row.split("\t")[1:]) for i, row in enumerate(filter(None, test_rows))]
-    tmp = Path(tempfile.mkdtemp(prefix="MRPC.", suffix=".tmp", dir=cache_dir))
-    try:
-        for name, out in [("train.tsv", train), ("dev.tsv", dev), ("test.tsv", test)]:
-            (tmp / name).write_text("".join(line + "\n" for line in out), encoding="utf-8")
-        os.replace(tmp, folder)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return folder
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The recipe (paper Appendix A, Table 7) and the optimizer's learning rates.
-# ---------------------------------------------------------------------------------------------------------
+# -----------------------------------------------------------------------------
+# The recipe: paper Appendix A, Table 7
 
 # Table 7, "Learning Rate": 3e-4 Small, 1e-4 Base, 5e-5 Large; "Layerwise LR decay": 0.8, 0.8, 0.9.
-# Our "tiny" preset (hidden 128, not in the paper) takes Small's values.
 RECIPE_BY_SIZE = {"small": dict(lr=3e-4, layer_decay=0.8), "base": dict(lr=1e-4, layer_decay=0.8),
                   "large": dict(lr=5e-5, layer_decay=0.9)}
-SIZE_BY_HIDDEN = ((1024, "large"), (768, "base"), (0, "small"))  # hidden size >= threshold -> recipe
 
 
 @dataclass
 class FinetuneConfig:
-    """Fine-tuning hyperparameters; None means "the paper's value for this model size or task"."""
-    lr: float | None = None             # peak learning rate; None: by model size (RECIPE_BY_SIZE)
-    layer_decay: float | None = None    # layer-wise lr decay; None: by model size (RECIPE_BY_SIZE)
-    official_layer_decay: bool = True   # reproduce the official code's depths (see layer_lr_scales)
-    weight_decay: float = 0.0           # Table 7 "Weight Decay 0" (the official config's default is 0.01)
+    """Fine-tuning hyperparameters; None means "the paper's value for this model size or task".
+    Fields with help are command-line flags (--lr, --layer_decay, ...)."""
+    lr: float | None = option(None, "peak learning rate; default: Table 7's for the model size",
+                              check=positive("the peak learning rate"))
+    layer_decay: float | None = option(None, "layer-wise lr decay; default: 0.8 (0.9 for large)",
+                                       check=(lambda v: 0 < v <= 1, "in (0, 1] (1: no layer-wise decay)"))
+    official_layer_decay: bool = option(True, "top layer gets lr*decay, not the official code's lr*decay^2 "
+                                              "(see layer_lr_scales)", flag="--layer_decay_fixed")
+    weight_decay: float = option(0.0, "Table 7's is 0 (the official config's default is 0.01)",
+                                 check=non_negative("decoupled weight decay"))
     warmup_fraction: float = 0.1        # Table 7 "Warmup fraction 0.1"
-    batch_size: int = 32                # Table 7 "Batch Size 32"
-    epochs: int | None = None           # None: the task's, Table 7 "10 for RTE and STS, 3 for other tasks"
-    max_seq_len: int = 128              # official configure_finetuning.py max_seq_length (GLUE)
+    batch_size: int = option(32, "examples per update (Table 7)", check=at_least(1, "examples per update"))
+    epochs: int | None = option(None, "default: 3, or 10 for RTE and STS-B (Table 7)",
+                                check=at_least(1, "passes over train.tsv; leave it out for the paper's 3, "
+                                                  "or 10 for RTE and STS-B"))
+    max_seq_len: int = option(128, "tokens per example (official max_seq_length), or the model's positions "
+                                   "if it has fewer", check=at_least(3, "room for [CLS], [SEP] and a token"))
     head_dropout: float = 0.1           # Table 7 "Dropout 0.1"; the official head: dropout(keep_prob=0.9)
     adam_betas: tuple[float, float] = (0.9, 0.999)  # Table 7 "Adam beta1, beta2"
     adam_eps: float = 1e-6              # Table 7 "Adam epsilon 1e-6"
-    adam_bias_correction: bool = False  # False: the official optimizer (AdamWeightDecay); True: torch's AdamW
+    adam_bias_correction: bool = option(False, "torch's AdamW (bias-corrected) instead of the official "
+                                               "optimizer, which has no bias correction")
     grad_clip: float = 1.0              # official optimization.py: clip_by_global_norm(grads, 1.0)
-    double_unordered: bool = True       # official: train MRPC and STS-B on both sentence orders
+    double_unordered: bool = option(True, "do not also train MRPC/STS-B on swapped sentence pairs (the "
+                                          "official code does)", flag="--single_order")
     eval_batch_size: int = 128          # evaluation only: no effect on results, larger is faster
-    max_train_examples: int | None = None  # a prefix of train.tsv, for quick runs on a CPU (not the paper)
+    max_train_examples: int | None = option(None, "use only the first N rows of train.tsv (before MRPC/STS-B's "
+                                                  "swapped copies); for quick runs, not the paper",
+                                            check=at_least(1, "rows of train.tsv"))
 
 
-def recipe_for(model_config, ft: FinetuneConfig) -> FinetuneConfig:
-    """`ft` with lr and layer_decay filled in from the model's size (by its hidden size).
+def paper_size(config: ElectraConfig) -> str:
+    """The paper's size whose recipe a model takes: the widest of RECIPE_BY_SIZE's no wider than the
+    model (electra.SIZES); narrower models (our tiny) take Small's.
+
+    >>> from electra import get_config
+    >>> [paper_size(get_config(s)) for s in SIZES]
+    ['small', 'small', 'base', 'large']
+    """
+    fits = [s for s in RECIPE_BY_SIZE if SIZES[s]["hidden_size"] <= config.hidden_size]
+    return max(fits, key=lambda s: SIZES[s]["hidden_size"], default="small")
+
+
+def recipe_for(model_config: ElectraConfig, ft: FinetuneConfig) -> FinetuneConfig:
+    """`ft` with lr and layer_decay filled in from the model's size.
 
     >>> from electra import get_config
     >>> r = recipe_for(get_config("base"), FinetuneConfig()); (r.lr, r.layer_decay)
     (0.0001, 0.8)
     """
-    size = next(name for threshold, name in SIZE_BY_HIDDEN if model_config.hidden_size >= threshold)
-    preset = RECIPE_BY_SIZE[size]
+    preset = RECIPE_BY_SIZE[paper_size(model_config)]
     return replace(ft, lr=preset["lr"] if ft.lr is None else ft.lr,
                    layer_decay=preset["layer_decay"] if ft.layer_decay is None else ft.layer_decay)
+
+
+# -----------------------------------------------------------------------------
+# The head: the official code's classifier on the [CLS] state
+
+
+class Classifier(nn.Module):
+    """The pre-trained encoder plus a task head on the [CLS] state: logits = W dropout(h_[CLS]) + b.
+
+    This is the official code's head (classification_tasks.py: get_pooled_output() is the first token's
+    state, then dropout(keep_prob=0.9) and one dense layer; the weights Glorot-uniform, tf.layers.dense's
+    default). HuggingFace's ElectraForSequenceClassification differs: dropout -> dense(H, H) -> GELU ->
+    dropout -> dense(H, C), one more layer. STS-B has one output (regression), the others one per class.
+    """
+
+    def __init__(self, config: ElectraConfig, num_outputs: int, dropout: float):
+        super().__init__()
+        self.encoder = Encoder(config)
+        self.dropout = nn.Dropout(dropout)
+        self.classifier = nn.Linear(config.hidden_size, num_outputs)
+        nn.init.xavier_uniform_(self.classifier.weight)
+        nn.init.zeros_(self.classifier.bias)
+
+    def forward(self, input_ids, segment_ids, attention_mask):
+        h = self.encoder.hidden_states(input_ids, segment_ids, attention_mask)  # [B, T, H]
+        return self.classifier(self.dropout(h[:, 0]))  # [CLS] state [B, H] -> [B, C]
+
+
+# -----------------------------------------------------------------------------
+# Layer-wise learning-rate decay and the official optimizer
 
 
 def layer_depth(name: str, num_layers: int) -> int:
@@ -559,165 +244,10 @@ def optimizer_and_schedule(model: nn.Module, num_layers: int, ft: FinetuneConfig
     return opt, torch.optim.lr_scheduler.LambdaLR(opt, lambda step: lr_factor(step, total_steps, warmup))
 
 
-# ---------------------------------------------------------------------------------------------------------
-# The model: a pre-trained encoder with the official code's head, and where its weights come from.
-# ---------------------------------------------------------------------------------------------------------
+# -----------------------------------------------------------------------------
+# Training and evaluation of one seed
 
 
-class Classifier(nn.Module):
-    """The pre-trained encoder plus a task head on the [CLS] state: logits = W dropout(h_[CLS]) + b.
-
-    This is the official code's head (classification_tasks.py: get_pooled_output() is the first token's
-    state, then dropout(keep_prob=0.9) and one dense layer; the weights Glorot-uniform, tf.layers.dense's
-    default). HuggingFace's ElectraForSequenceClassification differs: dropout -> dense(H, H) -> GELU ->
-    dropout -> dense(H, C), one more layer. STS-B has one output (regression), the others one per class.
-    """
-
-    def __init__(self, config: ElectraConfig, num_outputs: int, dropout: float):
-        super().__init__()
-        self.encoder = Encoder(config)
-        self.dropout = nn.Dropout(dropout)
-        self.classifier = nn.Linear(config.hidden_size, num_outputs)
-        nn.init.xavier_uniform_(self.classifier.weight)
-        nn.init.zeros_(self.classifier.bias)
-
-    def forward(self, input_ids, segment_ids, attention_mask):
-        h = self.encoder.hidden_states(input_ids, segment_ids, attention_mask)  # [B, T, H]
-        return self.classifier(self.dropout(h[:, 0]))  # [CLS] state [B, H] -> [B, C]
-
-
-@dataclass
-class Pretrained:
-    """A pre-trained encoder ready to fine-tune: its config, weights and the tokenizer it was trained with."""
-    config: ElectraConfig
-    encoder_state: dict     # state dict of an electra.Encoder (embeddings, projection, layers)
-    tokenizer: Tokenizer
-    source: str             # what was loaded, for results.json
-
-
-def _vocab_for(init: Path, vocab) -> Path:
-    path = Path(vocab) if vocab is not None else (init if init.is_dir() else init.parent) / "vocab.txt"
-    if not path.is_file():
-        raise FileNotFoundError(f"no vocab.txt for {init}: expected {path}. Put the vocab.txt the model was "
-                                f"pre-trained with beside it, or pass --vocab PATH")
-    return path
-
-
-def _check_vocab(tok: Tokenizer, config: ElectraConfig, vocab_path: Path, init: Path):
-    if len(tok) != config.vocab_size:
-        raise ValueError(f"{vocab_path} has {len(tok):,} tokens but the model at {init} has "
-                         f"{config.vocab_size:,} token embeddings: use the vocab.txt it was pre-trained with (--vocab)")
-
-
-def _read_json(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"{path} is not valid JSON ({e})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{path} is not a JSON object of settings")
-    return data
-
-
-def load_hf_folder(folder: Path, vocab=None) -> Pretrained:
-    """An HF ELECTRA or BERT folder: config.json, model.safetensors or pytorch_model.bin, vocab.txt.
-
-    ELECTRA (ElectraForPreTraining / ElectraModel) and BERT (BertForMaskedLM / BertForPreTraining /
-    BertModel) share the encoder layout; BERT has no embedding projection (embedding size = hidden size).
-    Their weights go through electra.py's converter (load_hf_encoder); heads and BERT's pooler are dropped.
-    """
-    config_path = folder / "config.json"
-    if not config_path.is_file():
-        raise FileNotFoundError(f"{folder} is a folder without config.json: --init takes a train.py checkpoint "
-                                f"or a HuggingFace ELECTRA/BERT folder (config.json + model weights + vocab.txt)")
-    hf = _read_json(config_path)
-    if hf.get("model_type") not in ("electra", "bert"):
-        raise ValueError(f"{config_path}: model_type {hf.get('model_type')!r} is not supported; "
-                         f"use an ELECTRA or BERT checkpoint")
-    try:
-        config = config_from_hf(hf)
-    except KeyError as e:
-        raise ValueError(f"{config_path} lacks {e.args[0]!r}: not a complete ELECTRA/BERT config.json") from None
-    weights = next((folder / n for n in ("model.safetensors", "pytorch_model.bin") if (folder / n).is_file()), None)
-    if weights is None:
-        raise FileNotFoundError(f"{folder} has config.json but no model.safetensors or pytorch_model.bin")
-    try:
-        if weights.suffix == ".safetensors":
-            from safetensors.torch import load_file  # only to read published checkpoints
-
-            sd = load_file(str(weights))
-        else:
-            sd = torch.load(weights, map_location="cpu", weights_only=True)
-    except Exception as e:  # truncated or corrupt: SafetensorError, pickle and zip errors
-        raise ValueError(f"{weights} is not readable ({type(e).__name__}: {e}): download it again") from None
-    prefix = next((p for p in ("electra.", "bert.", "") if f"{p}embeddings.word_embeddings.weight" in sd), None)
-    if prefix is None:
-        raise ValueError(f"{folder}: no embeddings.word_embeddings.weight (under electra., bert. or no prefix) "
-                         f"in its weights: not an ELECTRA/BERT encoder")
-    vocab_path = _vocab_for(folder, vocab)
-    tokenizer_config = folder / "tokenizer_config.json"  # cased models say do_lower_case: false
-    lowercase = (_read_json(tokenizer_config).get("do_lower_case", True)
-                 if tokenizer_config.is_file() else True)
-    tok = Tokenizer.load(vocab_path, lowercase=lowercase)
-    _check_vocab(tok, config, vocab_path, folder)
-    config = replace(config, pad_id=tok.pad_id, cls_id=tok.cls_id, sep_id=tok.sep_id, mask_id=tok.mask_id)
-    encoder = Encoder(config)
-    load_hf_encoder(encoder, sd, prefix)
-    return Pretrained(config, encoder.state_dict(), tok, f"HuggingFace {hf['model_type']} folder {folder}")
-
-
-def load_train_checkpoint(path: Path, vocab=None) -> Pretrained:
-    """A train.py checkpoint (ckpt.pt): its model config, the discriminator's weights (for the BERT
-    baseline, its masked-LM encoder) and the vocab.txt beside it, checked against the saved vocab hash."""
-    try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # a truncated file, or not a torch checkpoint at all
-        raise ValueError(f"{path} is not a readable train.py checkpoint ({type(e).__name__}: {e})") from None
-    if not isinstance(ckpt, dict) or "model_config" not in ckpt or "model" not in ckpt:
-        raise ValueError(f"{path} is not a train.py checkpoint (no 'model_config' and 'model' entries)")
-    try:
-        config = ElectraConfig(**ckpt["model_config"])
-    except TypeError as e:
-        raise ValueError(f"{path}: its model_config does not fit electra.ElectraConfig ({e})") from None
-    vocab_path = _vocab_for(path, vocab)
-    tok = Tokenizer.load(vocab_path)
-    _check_vocab(tok, config, vocab_path, path)
-    if ckpt.get("vocab_hash") not in (None, tok.hash()):
-        raise ValueError(f"{vocab_path} is not the vocab {path} was pre-trained with (its sha256 differs from "
-                         f"the checkpoint's vocab_hash): pass the right one with --vocab")
-    model = Electra(config)
-    try:
-        model.load_state_dict(ckpt["model"])
-    except RuntimeError as e:
-        raise ValueError(f"{path}: the weights do not fit its model_config: {e}") from None
-    # The discriminator's own replaced-token-detection head (head.*, head_out.*) is not fine-tuned.
-    state = {k: v for k, v in model.fine_tuning_encoder().state_dict().items() if not k.startswith("head")}
-    encoder = Encoder(config)
-    encoder.load_state_dict(state)
-    return Pretrained(config, encoder.state_dict(), tok, f"train.py checkpoint {path} (step {ckpt.get('step')})")
-
-
-TRAIN_CHECKPOINT = "ckpt.pt"  # the name train.py gives its checkpoint inside a run folder
-
-
-def load_pretrained(init, vocab=None) -> Pretrained:
-    """--init: a train.py checkpoint or run folder (holding ckpt.pt), or an HF ELECTRA/BERT folder."""
-    init = Path(init)
-    if init.is_dir() and (init / TRAIN_CHECKPOINT).is_file() and not (init / "config.json").is_file():
-        return load_train_checkpoint(init / TRAIN_CHECKPOINT, vocab)
-    if init.is_dir():
-        return load_hf_folder(init, vocab)
-    if not init.is_file():
-        raise FileNotFoundError(f"--init {init} does not exist: pass a train.py checkpoint (or its run folder) "
-                                f"or a HuggingFace ELECTRA/BERT folder")
-    return load_train_checkpoint(init, vocab)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Training and evaluation of one seed.
-# ---------------------------------------------------------------------------------------------------------
-
-STSB_MAX = 5.0  # STS-B scores lie in [0, 5]; the official RegressionTask trains on label / 5
 LOSS_WINDOW = 50  # the progress bar shows the mean loss of the last 50 batches (display only)
 
 
@@ -733,7 +263,7 @@ class Encoded:
         return len(self.ids)
 
 
-def encode_examples(examples: list[Example], tok: Tokenizer, max_len: int) -> Encoded:
+def encode_examples(examples: list[glue.Example], tok: Tokenizer, max_len: int) -> Encoded:
     pairs = [tok.encode_pair(e.text_a, e.text_b, max_len=max_len) for e in examples]
     labels = None if examples and examples[0].label is None else np.array([e.label for e in examples])
     return Encoded([p[0] for p in pairs], [p[1] for p in pairs], labels, [e.index for e in examples])
@@ -763,15 +293,15 @@ def autocast(device: torch.device):
     return mixed_precision(device, "auto")[1]
 
 
-def task_loss(task: Task, logits, labels):
+def task_loss(task: glue.Task, logits, labels):
     """Cross-entropy for classification; for STS-B the squared error on label / 5 (official RegressionTask)."""
     if task.regression:
-        return F.mse_loss(logits.squeeze(-1), labels / STSB_MAX)
+        return F.mse_loss(logits.squeeze(-1), labels / glue.STSB_MAX)
     return F.cross_entropy(logits, labels)
 
 
 @torch.no_grad()
-def predict(model: Classifier, task: Task, data: Encoded, batch_size: int, pad_id: int, device) -> np.ndarray:
+def predict(model: Classifier, task: glue.Task, data: Encoded, batch_size: int, pad_id: int, device) -> np.ndarray:
     """Class ids (argmax) or STS-B scores on the 0-5 scale, for every row of `data`, in its order.
 
     Rows are batched shortest first, so each batch pads little; the outputs are put back in order.
@@ -783,23 +313,23 @@ def predict(model: Classifier, task: Task, data: Encoded, batch_size: int, pad_i
         rows = order[start:start + batch_size]
         with autocast(device):
             logits = model(*collate(data, rows, pad_id, device)).float()  # [B, C]
-        out.append(logits.squeeze(-1) * STSB_MAX if task.regression else logits.argmax(-1))
+        out.append(logits.squeeze(-1) * glue.STSB_MAX if task.regression else logits.argmax(-1))
     pred = np.zeros(len(data), dtype=np.float64 if task.regression else np.int64)
     if out:
         pred[order] = torch.cat(out).cpu().numpy()
     return pred
 
 
-def evaluate(model, task: Task, dev: dict[str, Encoded], batch_size: int, pad_id: int, device) -> dict:
+def evaluate(model, task: glue.Task, dev: dict[str, Encoded], batch_size: int, pad_id: int, device) -> dict:
     """The task's dev metrics (all dev splits; MNLI: matched and mismatched)."""
     metrics = {}
     for split, suffix in task.dev_splits:
         pred = predict(model, task, dev[split], batch_size, pad_id, device)
-        metrics.update(task_metrics(task, pred, dev[split].labels, suffix))
+        metrics.update(glue.task_metrics(task, pred, dev[split].labels, suffix))
     return metrics
 
 
-def finetune_seed(task: Task, pre: Pretrained, train: Encoded, dev: dict[str, Encoded], test: dict[str, Encoded],
+def finetune_seed(task: glue.Task, pre: Pretrained, train: Encoded, dev: dict[str, Encoded], test: dict[str, Encoded],
                   ft: FinetuneConfig, seed: int, device) -> dict:
     """Fine-tune one copy of the pre-trained encoder with `seed`; dev metrics after every epoch.
 
@@ -851,42 +381,42 @@ def finetune_seed(task: Task, pre: Pretrained, train: Encoded, dev: dict[str, En
             "test": test_pred, "seconds": time.time() - t0}
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Outputs: GLUE submission files, results.json, a printed table, finetune.png.
-# ---------------------------------------------------------------------------------------------------------
+# -----------------------------------------------------------------------------
+# Results: the median over seeds, a table, finetune.png
 
 
-def write_submission(task: Task, path: Path, index: list[str], pred: np.ndarray):
-    """GLUE's submission format: a header "index<TAB>prediction", then one row per test example, the
-    label as written in the task's files ("entailment", "1", ...) or, for STS-B, a score clipped to [0, 5]."""
-    if task.regression:
-        values = [f"{min(STSB_MAX, max(0.0, float(p))):.3f}" for p in pred]
-    else:
-        values = [task.labels[int(p)] for p in pred]
-    atomic_write(path, "index\tprediction\n" + "".join(f"{i}\t{v}\n" for i, v in zip(index, values)))
-
-
-def summarize(task: Task, runs: list[dict]) -> dict:
+def summarize(task: glue.Task, runs: list[dict]) -> dict:
     """Per-seed dev metrics and their median (the paper reports the median of 10 seeds, section 3.1)."""
     median = {m: float(np.median([r["dev"][m] for r in runs])) for m in runs[0]["dev"]}
     return {"seeds": [{k: v for k, v in r.items() if k != "test"} for r in runs], "median": median,
             "paper_metric": task.paper_metric}
 
 
+def write_test_predictions(task: glue.Task, runs: list[dict], test: dict, out: Path) -> int | None:
+    """GLUE submission files from the seed whose dev score is the (lower) median, the run the paper would
+    report; returns that seed (None when the task has no test file)."""
+    chosen = sorted(runs, key=lambda r: r["dev"][task.paper_metric])[(len(runs) - 1) // 2]
+    for split, stem in task.test_splits:
+        if split in test:
+            path = out / "glue_submission" / f"{stem or task.folder}.tsv"
+            glue.write_submission(task, path, test[split].index, chosen["test"][split])
+    return chosen["seed"] if test else None
+
+
 def format_table(results: dict[str, dict]) -> str:
     """One line per task: each seed's paper metric, the median of every metric."""
     lines = [f"{'task':6} {'metric':9} {'median':>7}  seeds"]
     for name, r in results.items():
-        task = get_task(name)
+        task = glue.get_task(name)
         per_seed = " ".join(f"{s['dev'][task.paper_metric]:.2f}" for s in r["seeds"])
         lines.append(f"{name:6} {task.paper_metric:9} {r['median'][task.paper_metric]:7.2f}  {per_seed}")
         others = ", ".join(f"{m} {v:.2f}" for m, v in r["median"].items() if m != task.paper_metric)
         if others:
             lines.append(f"{'':6} {'':9} {'':7}  (median {others})")
     medians = {name: r["median"] for name, r in results.items()}
-    if any(n in PAPER_AVERAGE_TASKS for n in medians):
+    if any(n in glue.PAPER_AVERAGE_TASKS for n in medians):
         lines.append(f"GLUE score (paper: one metric per task, no WNLI) over {len(medians)} task(s): "
-                     f"{glue_score(medians):.2f}")
+                     f"{glue.glue_score(medians):.2f}")
     return "\n".join(lines)
 
 
@@ -913,92 +443,116 @@ def plot_curves(results: dict[str, dict], path: Path):
     os.replace(tmp, path)
 
 
-# ---------------------------------------------------------------------------------------------------------
-# The command line.
-# ---------------------------------------------------------------------------------------------------------
+# -----------------------------------------------------------------------------
+# Loading --init: a train.py run, or an HF ELECTRA/BERT folder (hf.py)
 
 
-def task_folder(task: Task, data_dir, cache_dir, base_url: str, mrpc_base_url: str) -> Path:
-    """Where `task`'s TSVs are: --data_dir itself, its GLUE-style subfolder, or a cached download."""
-    if data_dir is None:
-        return download_task(task, cache_dir, base_url, mrpc_base_url)
-    data_dir = Path(data_dir)
-    return data_dir / task.folder if (data_dir / task.folder / "train.tsv").is_file() else data_dir
+def load_train_checkpoint(path: Path, vocab=None) -> Pretrained:
+    """A train.py checkpoint (ckpt.pt): its model config, the discriminator's weights (for the BERT
+    baseline, its masked-LM encoder) and the vocab.txt beside it, checked against the saved vocab hash."""
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # a truncated file, or not a torch checkpoint at all
+        raise ValueError(f"{path} is not a readable train.py checkpoint ({type(e).__name__}: {e})") from None
+    if not isinstance(ckpt, dict) or "model_config" not in ckpt or "model" not in ckpt:
+        raise ValueError(f"{path} is not a train.py checkpoint (no 'model_config' and 'model' entries)")
+    try:
+        config = ElectraConfig(**ckpt["model_config"])
+    except TypeError as e:
+        raise ValueError(f"{path}: its model_config does not fit electra.ElectraConfig ({e})") from None
+    vocab_path = vocab_beside(path, vocab)
+    tok = Tokenizer.load(vocab_path)
+    check_vocab(tok, config, vocab_path, path)
+    if ckpt.get("vocab_hash") not in (None, tok.hash()):
+        raise ValueError(f"{vocab_path} is not the vocab {path} was pre-trained with (its sha256 differs from "
+                         f"the checkpoint's vocab_hash): pass the right one with --vocab")
+    model = Electra(config)
+    try:
+        model.load_state_dict(ckpt["model"])
+    except RuntimeError as e:
+        raise ValueError(f"{path}: the weights do not fit its model_config: {e}") from None
+    # The discriminator's own replaced-token-detection head (head.*, head_out.*) is not fine-tuned.
+    state = {k: v for k, v in model.fine_tuning_encoder().state_dict().items() if not k.startswith("head")}
+    encoder = Encoder(config)
+    encoder.load_state_dict(state)
+    return Pretrained(config, encoder.state_dict(), tok, f"train.py checkpoint {path} (step {ckpt.get('step')})")
 
 
-def prepare_task(task: Task, folder: Path, pre: Pretrained, ft: FinetuneConfig):
+TRAIN_CHECKPOINT = "ckpt.pt"  # the name train.py gives its checkpoint inside a run folder
+
+
+def load_pretrained(init, vocab=None) -> Pretrained:
+    """--init: a train.py checkpoint or run folder (holding ckpt.pt), or an HF ELECTRA/BERT folder."""
+    init = Path(init)
+    if init.is_dir() and (init / TRAIN_CHECKPOINT).is_file() and not (init / "config.json").is_file():
+        return load_train_checkpoint(init / TRAIN_CHECKPOINT, vocab)
+    if init.is_dir():
+        return load_hf_folder(init, vocab)
+    if not init.is_file():
+        raise FileNotFoundError(f"--init {init} does not exist: pass a train.py checkpoint (or its run folder) "
+                                f"or a HuggingFace ELECTRA/BERT folder")
+    return load_train_checkpoint(init, vocab)
+
+
+# -----------------------------------------------------------------------------
+# The command line
+
+
+@dataclass
+class Run:
+    """Where the model and the data come from, where results go, how many seeds: not the recipe.
+    Each field is a command-line flag (--task and --init, required, are added by parse_args)."""
+    revision: str = option("main", "hub revision of --init: a branch, tag or commit")
+    hub_cache_dir: str | None = option(None, "where hub checkpoints are kept (default "
+                                             "~/.cache/electra-from-scratch/hub)")
+    vocab: str | None = option(None, "vocab.txt (default: the one beside --init)")
+    data_dir: str | None = option(None, "the task's GLUE folder, or a folder of GLUE task folders (default: "
+                                        "download into --cache_dir)")
+    cache_dir: str = option(str(glue.DEFAULT_CACHE), "where downloaded GLUE files are kept")
+    glue_url: str = option(glue.GLUE_BASE_URL, "base URL of GLUE's zips")
+    mrpc_url: str = option(glue.MRPC_BASE_URL, "base URL of the MRPC source files")
+    out_dir: str = option("out/finetune", "results.json, finetune.png, glue_submission/")
+    seeds: int = option(1, "runs per task; the median is reported (paper: 10)", check=at_least(1, "runs per task"))
+    seed: int = option(0, "first seed; runs use seed, seed+1, ...", check=at_least(0, "the first seed"))
+    device: str = option("cuda" if torch.cuda.is_available() else "cpu", "cuda or cpu")
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    """The flags of Run (filled with their defaults) and of FinetuneConfig (None when not given: the
+    recipe fills them in), each checked against its range."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--task", required=True, help=f"one of {', '.join(glue.TASKS)}, a comma-separated list, or 'all'")
+    p.add_argument("--init", required=True, help="train.py checkpoint, HuggingFace ELECTRA/BERT folder, or a hub "
+                                                 "name such as google/electra-small-discriminator (fetched once)")
+    add_options(p, Run, sep="_", filled=True)
+    add_options(p, FinetuneConfig, sep="_")
+    args = p.parse_args(argv)
+    check_flags(args, Run, sep="_")
+    check_flags(args, FinetuneConfig, sep="_")
+    return args
+
+
+def prepare_task(task: glue.Task, folder: Path, pre: Pretrained, ft: FinetuneConfig):
     """Read and tokenise train (doubled for MRPC/STS-B), the dev splits, and the test splits that exist."""
-    splits = {"train": read_split(task, folder, "train", ft.max_train_examples)}
-    splits.update({s: read_split(task, folder, s) for s, _ in task.dev_splits})
+    splits = {"train": glue.read_split(task, folder, "train", ft.max_train_examples)}
+    splits.update({s: glue.read_split(task, folder, s) for s, _ in task.dev_splits})
     for split, examples in splits.items():
         if not examples:
             raise ValueError(f"{folder / (split + '.tsv')} has no examples (a header and nothing else?)")
     if ft.double_unordered:
-        splits["train"] = add_swapped(task, splits["train"])
+        splits["train"] = glue.add_swapped(task, splits["train"])
     encoded = {s: encode_examples(ex, pre.tokenizer, ft.max_seq_len) for s, ex in splits.items()}
-    test = {s: encode_examples(read_split(task, folder, s), pre.tokenizer, ft.max_seq_len)
+    test = {s: encode_examples(glue.read_split(task, folder, s), pre.tokenizer, ft.max_seq_len)
             for s, _ in task.test_splits if (folder / f"{s}.tsv").is_file()}
     return encoded.pop("train"), encoded, test
 
 
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--task", required=True, help=f"one of {', '.join(TASKS)}, a comma-separated list, or 'all'")
-    p.add_argument("--init", required=True, help="train.py checkpoint, HuggingFace ELECTRA/BERT folder, or a hub "
-                                                 "name such as google/electra-small-discriminator (fetched once)")
-    p.add_argument("--revision", default="main", help="hub revision of --init: a branch, tag or commit")
-    p.add_argument("--hub_cache_dir", default=None, help="where hub checkpoints are kept "
-                                                         "(default ~/.cache/electra-from-scratch/hub)")
-    p.add_argument("--vocab", default=None, help="vocab.txt (default: the one beside --init)")
-    p.add_argument("--data_dir", default=None, help="the task's GLUE folder, or a folder of GLUE task folders "
-                                                    "(default: download into --cache_dir)")
-    p.add_argument("--cache_dir", default=str(DEFAULT_CACHE), help="where downloaded GLUE files are kept")
-    p.add_argument("--glue_url", default=GLUE_BASE_URL, help="base URL of GLUE's zips")
-    p.add_argument("--mrpc_url", default=MRPC_BASE_URL, help="base URL of the MRPC source files")
-    p.add_argument("--out_dir", default="out/finetune", help="results.json, finetune.png, glue_submission/")
-    p.add_argument("--seeds", type=int, default=1, help="runs per task; the median is reported (paper: 10)")
-    p.add_argument("--seed", type=int, default=0, help="first seed; runs use seed, seed+1, ...")
-    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    p.add_argument("--lr", type=float, default=None, help="default: Table 7's for the model size")
-    p.add_argument("--layer_decay", type=float, default=None, help="default: 0.8 (0.9 for large)")
-    p.add_argument("--layer_decay_fixed", action="store_true",
-                   help="top layer gets lr*decay, not the official code's lr*decay^2 (see layer_lr_scales)")
-    p.add_argument("--weight_decay", type=float, default=FinetuneConfig.weight_decay)
-    p.add_argument("--epochs", type=int, default=None, help="default: 3, or 10 for RTE and STS-B")
-    p.add_argument("--batch_size", type=int, default=FinetuneConfig.batch_size)
-    p.add_argument("--max_seq_len", type=int, default=None,
-                   help=f"default: {FinetuneConfig.max_seq_len}, or the model's positions if it has fewer")
-    p.add_argument("--max_train_examples", type=int, default=None,
-                   help="use only the first N rows of train.tsv (before MRPC/STS-B's swapped copies)")
-    p.add_argument("--single_order", action="store_true",
-                   help="do not also train MRPC/STS-B on swapped sentence pairs (the official code does)")
-    p.add_argument("--adam_bias_correction", action="store_true",
-                   help="torch's AdamW (bias-corrected) instead of the official optimizer, which has no bias correction")
-    return p.parse_args(argv)
-
-
-# The range of every numeric flag (train.check_flags gives the one-line error).
-FLAG_RANGES = {
-    "--seeds": at_least(1, "runs per task"),
-    "--seed": at_least(0, "the first seed"),
-    "--lr": (lambda v: math.isfinite(v) and v > 0, "a positive number (the peak learning rate)"),
-    "--layer_decay": (lambda v: 0 < v <= 1, "in (0, 1] (1: no layer-wise decay)"),
-    "--weight_decay": (lambda v: math.isfinite(v) and v >= 0, "a number >= 0"),
-    "--epochs": at_least(1, "passes over train.tsv; leave it out for the paper's 3, or 10 for RTE and STS-B"),
-    "--batch_size": at_least(1, "examples per update"),
-    "--max_seq_len": at_least(3, "room for [CLS], [SEP] and a token"),
-    "--max_train_examples": at_least(1, "rows of train.tsv"),
-}
-
-
 def main(argv=None) -> dict:
     args = parse_args(argv)
-    check_flags(args, FLAG_RANGES)
     out = Path(args.out_dir)
     try:
-        names = list(TASKS) if args.task == "all" else [n for n in args.task.split(",") if n]
-        tasks = [get_task(n) for n in names]
+        names = list(glue.TASKS) if args.task == "all" else [n for n in args.task.split(",") if n]
+        tasks = [glue.get_task(n) for n in names]
         pre = load_pretrained(pretrained_folder(args.init, args.revision, args.hub_cache_dir), args.vocab)
         if is_hub_name(args.init):
             pre = replace(pre, source=f"{args.init} (revision {args.revision}; {pre.source})")
@@ -1007,13 +561,9 @@ def main(argv=None) -> dict:
     if args.max_seq_len is not None and args.max_seq_len > pre.config.max_position:
         raise SystemExit(f"--max_seq_len {args.max_seq_len}: must be at most {pre.config.max_position}, the "
                          f"positions {pre.source} has embeddings for")
-    max_seq_len = min(FinetuneConfig.max_seq_len, pre.config.max_position) if args.max_seq_len is None \
-        else args.max_seq_len
-    ft = recipe_for(pre.config, FinetuneConfig(
-        lr=args.lr, layer_decay=args.layer_decay, official_layer_decay=not args.layer_decay_fixed,
-        weight_decay=args.weight_decay, epochs=args.epochs, batch_size=args.batch_size,
-        max_seq_len=max_seq_len, double_unordered=not args.single_order,
-        max_train_examples=args.max_train_examples, adam_bias_correction=args.adam_bias_correction))
+    ft = FinetuneConfig(**{"max_seq_len": min(FinetuneConfig.max_seq_len, pre.config.max_position),
+                           **given(args, FinetuneConfig)})
+    ft = recipe_for(pre.config, ft)
     print(f"fine-tuning {pre.source} ({pre.config.num_layers} layers, hidden {pre.config.hidden_size}) on "
           f"{args.device}: lr {ft.lr:g}, layer decay {ft.layer_decay}, batch {ft.batch_size}, "
           f"{'AdamW (bias-corrected)' if ft.adam_bias_correction else 'Adam without bias correction (official)'}")
@@ -1021,7 +571,7 @@ def main(argv=None) -> dict:
                                                                      for k, v in vars(ft).items()}, "tasks": {}}
     for task in tasks:
         try:
-            folder = task_folder(task, args.data_dir, args.cache_dir, args.glue_url, args.mrpc_url)
+            folder = glue.task_folder(task, args.data_dir, args.cache_dir, args.glue_url, args.mrpc_url)
             train, dev, test = prepare_task(task, folder, pre, ft)
         except DownloadError as e:
             raise SystemExit(f"error: {e}\nFor GLUE, you can also fetch {task.folder}'s files yourself and pass "
@@ -1033,18 +583,11 @@ def main(argv=None) -> dict:
               + (", test " + ", ".join(f"{s} {len(d):,}" for s, d in test.items()) if test else ", no test file"))
         runs = [finetune_seed(task, pre, train, dev, test, ft, args.seed + i, args.device) for i in range(args.seeds)]
         report["tasks"][task.name] = summarize(task, runs)
-        # Test predictions of the seed whose dev score is the (lower) median, the run the paper would report.
-        ranked = sorted(runs, key=lambda r: r["dev"][task.paper_metric])
-        chosen = ranked[(len(ranked) - 1) // 2]
-        for split, stem in task.test_splits:
-            if split in test:
-                write_submission(task, out / "glue_submission" / f"{stem or task.folder}.tsv", test[split].index,
-                                 chosen["test"][split])
-        report["tasks"][task.name]["test_predictions_seed"] = chosen["seed"] if test else None
+        report["tasks"][task.name]["test_predictions_seed"] = write_test_predictions(task, runs, test, out)
         medians = {n: r["median"] for n, r in report["tasks"].items()}
-        if any(n in PAPER_AVERAGE_TASKS for n in medians):
-            report["glue_score"] = glue_score(medians)
-        report["glue_score_leaderboard"] = glue_score(medians, leaderboard=True)
+        if any(n in glue.PAPER_AVERAGE_TASKS for n in medians):
+            report["glue_score"] = glue.glue_score(medians)
+        report["glue_score_leaderboard"] = glue.glue_score(medians, leaderboard=True)
         # after every task: nothing lost; allow_nan=False: NaN is not JSON, and no metric may be one
         atomic_write(out / "results.json", json.dumps(report, indent=2, allow_nan=False))
         plot_curves(report["tasks"], out / "finetune.png")

@@ -1,9 +1,12 @@
 """HuggingFace's ELECTRA layout, in one place: state dicts both ways (with the discriminator's sign
-flip), the config mapping, checkpoint folders on disk, and Google's released checkpoints by name from
-the hub. Nothing here is the paper's algorithm; electra.py holds that.
+flip), the config mapping, checkpoint folders on disk (read and written), and Google's released
+checkpoints by name from the hub. Nothing here is the paper's algorithm; electra.py holds that.
+Only torch and the standard library (safetensors to read and write model.safetensors); transformers
+is never imported.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -11,16 +14,320 @@ import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
+from dataclasses import dataclass
+from dataclasses import replace as dc_replace
 from pathlib import Path
 
-from plumbing import DownloadError, download
+import torch
+import torch.nn as nn
+
+from electra import Electra, ElectraConfig, Encoder, generator_config
+from plumbing import DownloadError, atomic_write, download
+from tokenizer import Tokenizer
 
 # -----------------------------------------------------------------------------
-# State dicts and configs: ours <-> HuggingFace's ElectraForPreTraining / ElectraForMaskedLM
+# State dicts: ours <-> HuggingFace's ElectraForPreTraining (D), ElectraForMaskedLM (G), BertModel
+
+
+def _encoder_keys(enc: Encoder, prefix: str) -> list[tuple[str, str]]:
+    """(our name, HF name) pairs for the embeddings, projection and blocks of an encoder.
+    The fused qkv is handled separately (HF stores query, key, value apart)."""
+    pairs = [("embeddings.word.weight", "embeddings.word_embeddings.weight"),
+             ("embeddings.position.weight", "embeddings.position_embeddings.weight"),
+             ("embeddings.segment.weight", "embeddings.token_type_embeddings.weight"),
+             ("embeddings.ln.weight", "embeddings.LayerNorm.weight"),
+             ("embeddings.ln.bias", "embeddings.LayerNorm.bias")]
+    if enc.embeddings_project is not None:
+        pairs += [("embeddings_project.weight", "embeddings_project.weight"),
+                  ("embeddings_project.bias", "embeddings_project.bias")]
+    for i in range(len(enc.layers)):
+        ours, hf = f"layers.{i}.", f"encoder.layer.{i}."
+        for p in ("weight", "bias"):
+            pairs += [(ours + "attn.out." + p, hf + "attention.output.dense." + p),
+                      (ours + "ln1." + p, hf + "attention.output.LayerNorm." + p),
+                      (ours + "fc1." + p, hf + "intermediate.dense." + p),
+                      (ours + "fc2." + p, hf + "output.dense." + p),
+                      (ours + "ln2." + p, hf + "output.LayerNorm." + p)]
+    return [(o, prefix + h) for o, h in pairs]
+
+
+_QKV = ("query", "key", "value")
+
+
+def _load(module: nn.Module, pairs, sd: dict, what: str, qkv_layers: int = 0, qkv_prefix: str = "",
+          transform=None):
+    """Copy sd[hf] into module's `ours` for each pair; gather every problem into one clear error."""
+    own = module.state_dict()
+    missing, mismatched, new = [], [], {}
+    for ours, hf in pairs:
+        if hf not in sd:
+            missing.append(hf)
+            continue
+        t = sd[hf] if transform is None else transform(ours, sd[hf])
+        if tuple(t.shape) != tuple(own[ours].shape):
+            mismatched.append(f"{hf}: checkpoint {tuple(t.shape)} vs config {tuple(own[ours].shape)}")
+        else:
+            new[ours] = t
+    for i in range(qkv_layers):
+        for p in ("weight", "bias"):
+            names = [f"{qkv_prefix}encoder.layer.{i}.attention.self.{n}.{p}" for n in _QKV]
+            if any(n not in sd for n in names):
+                missing += [n for n in names if n not in sd]
+                continue
+            t = torch.cat([sd[n] for n in names], dim=0)  # [3H, H] or [3H]
+            ours = f"layers.{i}.attn.qkv.{p}"
+            if tuple(t.shape) != tuple(own[ours].shape):
+                mismatched.append(f"{names[0]} (+key, value): checkpoint {tuple(t.shape)} vs config "
+                                  f"{tuple(own[ours].shape)}")
+            else:
+                new[ours] = t
+    if missing or mismatched:
+        lines = [f"the {what} state dict does not fit the config:"]
+        if missing:
+            lines.append(f"  missing keys ({len(missing)}): " + ", ".join(missing[:8]) +
+                         (" ..." if len(missing) > 8 else ""))
+        if mismatched:
+            lines.append("  shape mismatches: " + "; ".join(mismatched[:8]) + (" ..." if len(mismatched) > 8 else ""))
+        lines.append("  check that the config (size, vocab_size, embedding_size, layers) matches the checkpoint")
+        raise ValueError("\n".join(lines))
+    with torch.no_grad():
+        for ours, t in new.items():
+            own[ours].copy_(t)
+
+
+def load_hf_encoder(encoder: Encoder, state_dict: dict, prefix: str = "electra."):
+    """Load embeddings (+ projection) and blocks from a HuggingFace ELECTRA or BERT state dict.
+
+    `prefix` is "electra." for ElectraForPreTraining / ElectraForMaskedLM, "bert." for
+    BertForMaskedLM/BertForPreTraining, "" for a bare ElectraModel/BertModel. BERT's extra pooler
+    and its position_ids buffer are ignored. Raises ValueError naming missing or mismatched keys.
+    """
+    if prefix == "" and any(k.startswith("bert.") for k in state_dict):
+        prefix = "bert."
+    # The encoder's own state dict names embeddings as embeddings.*, projection and layers at the top.
+    _load(encoder, _encoder_keys(encoder, prefix), state_dict, "encoder",
+          qkv_layers=len(encoder.layers), qkv_prefix=prefix)
+
+
+# (our name, HF's name) of the heads' parameters, used both ways. D's last layer is sign-flipped both ways.
+D_HEAD = [("head.weight", "discriminator_predictions.dense.weight"),
+          ("head.bias", "discriminator_predictions.dense.bias")]
+D_OUT = [("head_out.weight", "discriminator_predictions.dense_prediction.weight"),
+         ("head_out.bias", "discriminator_predictions.dense_prediction.bias")]
+G_HEAD = [("head.weight", "generator_predictions.dense.weight"), ("head.bias", "generator_predictions.dense.bias"),
+          ("head_ln.weight", "generator_predictions.LayerNorm.weight"),
+          ("head_ln.bias", "generator_predictions.LayerNorm.bias"), ("output_bias", "generator_lm_head.bias")]
+
+
+def _flip_sign(name, t):
+    """HF's last discriminator layer scores *replaced*; ours scores *original*: negate it."""
+    return -t
+
+
+def from_hf_state_dicts(config: ElectraConfig, disc_sd: dict, gen_sd: dict | None = None) -> Electra:
+    """Build an Electra from HuggingFace ElectraForPreTraining (D) and ElectraForMaskedLM (G) state dicts.
+
+    HF's discriminator predicts *replaced*; ours predicts *original* (the paper's D), so the sign of
+    the last layer is flipped: logit_original = -logit_replaced. The embeddings come from D (G's copy
+    in an HF generator checkpoint is the same table: ELECTRA ties them). Without gen_sd the generator
+    keeps its random initialisation (enough for fine-tuning, which uses D alone).
+    """
+    model = Electra(dc_replace(config, objective="electra"))
+    D, G = model.discriminator, model.generator
+    load_hf_encoder(D, disc_sd, "electra.")
+    _load(D, D_HEAD, disc_sd, "discriminator")
+    _load(D, D_OUT, disc_sd, "discriminator", transform=_flip_sign)
+    if gen_sd is not None:
+        pairs = [p for p in _encoder_keys(G, "electra.") if not p[0].startswith("embeddings.")] + G_HEAD
+        _load(G, pairs, gen_sd, "generator", qkv_layers=len(G.layers), qkv_prefix="electra.")
+    return model
+
+
+def to_hf_state_dicts(model: Electra) -> tuple[dict, dict]:
+    """(disc_sd, gen_sd) in HuggingFace's ElectraForPreTraining / ElectraForMaskedLM layout."""
+
+    def export(module: nn.Module, pairs, transform=None) -> dict:
+        own = module.state_dict()
+        return {hf: (own[ours] if transform is None else transform(ours, own[ours])).detach().clone()
+                for ours, hf in pairs}
+
+    def encoder_sd(enc: Encoder) -> dict:
+        out, own = export(enc, _encoder_keys(enc, "electra.")), enc.state_dict()
+        for i in range(len(enc.layers)):
+            for p in ("weight", "bias"):
+                q, k, v = own[f"layers.{i}.attn.qkv.{p}"].detach().clone().chunk(3, dim=0)  # [3H, ...] -> 3 x [H, ...]
+                for name, t in zip(_QKV, (q, k, v)):
+                    out[f"electra.encoder.layer.{i}.attention.self.{name}.{p}"] = t.contiguous()
+        return out
+
+    D, G = model.discriminator, model.generator
+    disc = {**encoder_sd(D), **export(D, D_HEAD), **export(D, D_OUT, transform=_flip_sign)}
+    gen = {**encoder_sd(G), **export(G, G_HEAD),
+           "generator_lm_head.weight": G.embeddings.word.weight.detach().clone()}  # tied to the embeddings
+    return disc, gen
 
 
 # -----------------------------------------------------------------------------
-# Folders on disk: config.json + vocab.txt + model.safetensors / pytorch_model.bin
+# Configs: ElectraConfig <-> config.json
+
+
+# (ElectraConfig field, config.json key, the value when config.json lacks it; None: it must be there)
+CONFIG_KEYS = [("vocab_size", "vocab_size", None), ("hidden_size", "hidden_size", None),
+               ("num_layers", "num_hidden_layers", None), ("num_heads", "num_attention_heads", None),
+               ("intermediate_size", "intermediate_size", None), ("max_position", "max_position_embeddings", 512),
+               ("type_vocab_size", "type_vocab_size", 2), ("dropout", "hidden_dropout_prob", 0.1),
+               ("attention_dropout", "attention_probs_dropout_prob", 0.1), ("layer_norm_eps", "layer_norm_eps", 1e-12),
+               ("init_std", "initializer_range", 0.02)]
+
+
+def hf_config_dict(config: ElectraConfig, generator: bool = False) -> dict:
+    """A HuggingFace ElectraConfig (config.json) for the discriminator or the generator."""
+    c = generator_config(config) if generator else config
+    return {"architectures": ["ElectraForMaskedLM" if generator else "ElectraForPreTraining"],
+            "model_type": "electra", "hidden_act": "gelu", "embedding_size": c.embedding_size,
+            "pad_token_id": c.pad_id, **{key: getattr(c, name) for name, key, _ in CONFIG_KEYS}}
+
+
+def config_from_hf(d: dict, **overrides) -> ElectraConfig:
+    """Our config from a HuggingFace ELECTRA or BERT config.json dict (BERT: embedding = hidden)."""
+    act = d.get("hidden_act", "gelu")
+    if act != "gelu":
+        raise ValueError(f"hidden_act {act!r} is not supported: this implementation uses exact GELU")
+    fields = {name: d[key] if default is None else d.get(key, default) for name, key, default in CONFIG_KEYS}
+    return ElectraConfig(**{**fields, "embedding_size": d.get("embedding_size", d["hidden_size"]),
+                            "pad_id": d.get("pad_token_id", 0) or 0, **overrides})
+
+
+# -----------------------------------------------------------------------------
+# Folders on disk: config.json + vocab.txt (+ tokenizer_config.json) + model.safetensors / pytorch_model.bin
+
+WEIGHTS = ("model.safetensors", "pytorch_model.bin")  # HF's names, the one a folder has first is read
+
+
+def read_json(path: Path) -> dict:
+    """A JSON object of settings (config.json, tokenizer_config.json), or one line saying what is wrong."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path} is not valid JSON ({e})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path} is not a JSON object of settings")
+    return data
+
+
+def read_config(folder: Path, model_types=("electra", "bert")) -> dict:
+    """The folder's config.json, whose model_type must be one of `model_types`."""
+    path = Path(folder) / "config.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{folder} is a folder without config.json: not a HuggingFace ELECTRA/BERT "
+                                f"checkpoint (config.json + model weights + vocab.txt)")
+    d = read_json(path)
+    if d.get("model_type") not in model_types:
+        raise ValueError(f"{path}: model_type {d.get('model_type')!r} is not supported; use an "
+                         f"{' or '.join(t.upper() for t in model_types)} checkpoint")
+    return d
+
+
+def read_weights(folder: Path) -> dict:
+    """The folder's state dict: model.safetensors, else pytorch_model.bin read with weights_only=True
+    (no code from the file runs)."""
+    weights = next((Path(folder) / n for n in WEIGHTS if (Path(folder) / n).is_file()), None)
+    if weights is None:
+        raise FileNotFoundError(f"{folder} has config.json but no {' or '.join(WEIGHTS)}")
+    try:
+        if weights.suffix == ".safetensors":
+            from safetensors.torch import load_file
+
+            return load_file(str(weights))
+        return torch.load(weights, map_location="cpu", weights_only=True)
+    except Exception as e:  # truncated or corrupt: SafetensorError, pickle and zip errors
+        raise ValueError(f"{weights} is not readable ({type(e).__name__}: {e}): download it again") from None
+
+
+def vocab_beside(init: Path, vocab=None) -> Path:
+    """`vocab` (--vocab) if given, else the vocab.txt in the folder `init` is or is in."""
+    init = Path(init)
+    path = Path(vocab) if vocab is not None else (init if init.is_dir() else init.parent) / "vocab.txt"
+    if not path.is_file():
+        raise FileNotFoundError(f"no vocab.txt for {init}: expected {path}. Put the vocab.txt the model was "
+                                f"pre-trained with beside it, or pass --vocab PATH")
+    return path
+
+
+def check_vocab(tok: Tokenizer, config: ElectraConfig, vocab_path: Path, init: Path) -> None:
+    if len(tok) != config.vocab_size:
+        raise ValueError(f"{vocab_path} has {len(tok):,} tokens but the model at {init} has "
+                         f"{config.vocab_size:,} token embeddings: use the vocab.txt it was pre-trained with (--vocab)")
+
+
+def folder_tokenizer(folder: Path, config: ElectraConfig, vocab=None) -> tuple[Tokenizer, ElectraConfig]:
+    """The folder's vocab.txt (or `vocab`), cased if its tokenizer_config.json says do_lower_case false,
+    checked against the config, and the config with the vocab's special ids."""
+    vocab_path = vocab_beside(folder, vocab)
+    settings = Path(folder) / "tokenizer_config.json"
+    lowercase = bool(read_json(settings).get("do_lower_case", True)) if settings.is_file() else True
+    tok = Tokenizer.load(vocab_path, lowercase=lowercase)
+    check_vocab(tok, config, vocab_path, folder)
+    return tok, dc_replace(config, pad_id=tok.pad_id, cls_id=tok.cls_id, sep_id=tok.sep_id, mask_id=tok.mask_id)
+
+
+@dataclass
+class Pretrained:
+    """A pre-trained encoder ready to fine-tune: its config, weights and the tokenizer it was trained with."""
+    config: ElectraConfig
+    encoder_state: dict     # state dict of an electra.Encoder (embeddings, projection, layers)
+    tokenizer: Tokenizer
+    source: str             # what was loaded, for results.json
+
+
+def load_hf_folder(folder: Path, vocab=None) -> Pretrained:
+    """An HF ELECTRA or BERT folder's encoder: config.json, model.safetensors or pytorch_model.bin, vocab.txt.
+
+    ELECTRA (ElectraForPreTraining / ElectraModel) and BERT (BertForMaskedLM / BertForPreTraining /
+    BertModel) share the encoder layout; BERT has no embedding projection (embedding size = hidden size).
+    Heads and BERT's pooler are dropped.
+    """
+    folder = Path(folder)
+    d = read_config(folder)
+    try:
+        config = config_from_hf(d)
+    except KeyError as e:
+        raise ValueError(f"{folder / 'config.json'} lacks {e.args[0]!r}: not a complete ELECTRA/BERT "
+                         f"config.json") from None
+    sd = read_weights(folder)
+    prefix = next((p for p in ("electra.", "bert.", "") if f"{p}embeddings.word_embeddings.weight" in sd), None)
+    if prefix is None:
+        raise ValueError(f"{folder}: no embeddings.word_embeddings.weight (under electra., bert. or no prefix) "
+                         f"in its weights: not an ELECTRA/BERT encoder")
+    tok, config = folder_tokenizer(folder, config, vocab)
+    encoder = Encoder(config)
+    load_hf_encoder(encoder, sd, prefix)
+    return Pretrained(config, encoder.state_dict(), tok, f"HuggingFace {d['model_type']} folder {folder}")
+
+
+def export_hf(model: Electra, vocab_path: Path, out: Path) -> list[Path]:
+    """Write out/discriminator/ (ElectraForPreTraining) and out/generator/ (ElectraForMaskedLM), each
+    with config.json, vocab.txt and the weights: model.safetensors when the safetensors package is
+    installed (HF's default format), else pytorch_model.bin (torch.save)."""
+    if model.discriminator is None:
+        raise SystemExit(f"--export-hf: objective {model.config.objective!r} has no ELECTRA discriminator "
+                         f"to export; export works for --objective electra (and electra_15)")
+    disc_sd, gen_sd = to_hf_state_dicts(model)
+    written = []
+    for name, sd, is_gen in (("discriminator", disc_sd, False), ("generator", gen_sd, True)):
+        d = Path(out) / name
+        sd = {k: v.detach().cpu().contiguous().clone() for k, v in sd.items()}  # no shared storage
+        try:
+            from safetensors.torch import save_file  # optional; HF reads either format
+            weights = d / WEIGHTS[0]
+            atomic_write(weights, lambda p, sd=sd: save_file(sd, str(p), metadata={"format": "pt"}))
+        except ImportError:
+            weights = d / WEIGHTS[1]
+            atomic_write(weights, lambda p, sd=sd: torch.save(sd, p))
+        atomic_write(d / "config.json", json.dumps(hf_config_dict(model.config, generator=is_gen), indent=2) + "\n")
+        atomic_write(d / "vocab.txt", lambda p: shutil.copyfile(vocab_path, p))
+        written += [d / "config.json", weights, d / "vocab.txt"]
+    return written
 
 
 # -----------------------------------------------------------------------------
@@ -36,7 +343,6 @@ from plumbing import DownloadError, download
 # failure leaves nothing behind. Only urllib: no huggingface_hub, no requests.
 
 HUB_ENDPOINT = "https://huggingface.co"  # HF_ENDPOINT overrides it (a mirror, or a local test server)
-HUB_WEIGHTS = ("model.safetensors", "pytorch_model.bin")  # the first the repository has is fetched
 HUB_REQUIRED = ("config.json", "vocab.txt")  # fetched before the weights: a wrong name fails fast
 HUB_OPTIONAL = ("tokenizer_config.json",)  # do_lower_case for cased models; absent in many repos
 HUB_TIMEOUT_S = 30.0  # seconds without an answer before a request gives up (urllib socket timeout)
@@ -150,7 +456,7 @@ def _fetch(name: str, file: str, revision: str, endpoint: str, folder: Path) -> 
 
 def _complete(folder: Path) -> bool:
     return folder.is_dir() and all((folder / f).is_file() for f in HUB_REQUIRED) and \
-        any((folder / f).is_file() for f in HUB_WEIGHTS)
+        any((folder / f).is_file() for f in WEIGHTS)
 
 
 def hub_files(name: str, revision: str = "main", cache_dir=None, endpoint=None) -> Path:
@@ -184,8 +490,8 @@ def hub_files(name: str, revision: str = "main", cache_dir=None, endpoint=None) 
             if _fetch(name, file, revision, endpoint, tmp) is None:
                 raise _hub_failed(name, revision, file, "the repository has no such file: not an ELECTRA/BERT "
                                                         "checkpoint in HuggingFace's layout")
-        if not any(_fetch(name, w, revision, endpoint, tmp) for w in HUB_WEIGHTS):
-            raise _hub_failed(name, revision, " or ".join(HUB_WEIGHTS), "the repository has neither")
+        if not any(_fetch(name, w, revision, endpoint, tmp) for w in WEIGHTS):
+            raise _hub_failed(name, revision, " or ".join(WEIGHTS), "the repository has neither")
         for file in HUB_OPTIONAL:
             _fetch(name, file, revision, endpoint, tmp)
         try:
@@ -205,7 +511,8 @@ def pretrained_folder(name_or_path, revision: str = "main", cache_dir=None, endp
     return Path(name_or_path)
 
 
-# --- Google's released generator and discriminator as one Electra (the notebooks, train.py --init-from)
+# -----------------------------------------------------------------------------
+# Google's released generator and discriminator as one Electra (the notebooks, train.py --init-from)
 
 PAIR_SUFFIXES = ("-discriminator", "-generator")  # Google's names: google/electra-{size}-{role}
 # A generator's shape, read from its config.json, must be the one electra.generator_config derives
@@ -248,52 +555,12 @@ def released_folders(disc, generator=None, revision: str = "main", cache_dir=Non
     return disc_folder, pretrained_folder(gen, revision, cache_dir, endpoint)
 
 
-def read_hf_config(folder: Path) -> dict:
-    import json
-
-    path = Path(folder) / "config.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{folder} has no config.json: not a HuggingFace checkpoint folder") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"{path} is not valid JSON ({e})") from None
-    if not isinstance(data, dict) or data.get("model_type") != "electra":
-        raise ValueError(f"{path}: model_type {data.get('model_type') if isinstance(data, dict) else None!r}; "
-                         f"a full ELECTRA (generator and discriminator) needs two ELECTRA checkpoints")
-    return data
-
-
-def read_hf_weights(folder: Path) -> dict:
-    """The state dict of an HF folder: model.safetensors (the safetensors library), else
-    pytorch_model.bin read with weights_only=True (no code from the file runs)."""
-    import torch
-
-    folder = Path(folder)
-    weights = next((folder / n for n in HUB_WEIGHTS if (folder / n).is_file()), None)
-    if weights is None:
-        raise FileNotFoundError(f"{folder} has no {' or '.join(HUB_WEIGHTS)}")
-    try:
-        if weights.suffix == ".safetensors":
-            from safetensors.torch import load_file
-
-            return load_file(str(weights))
-        return torch.load(weights, map_location="cpu", weights_only=True)
-    except Exception as e:  # truncated or corrupt: SafetensorError, pickle and zip errors
-        raise ValueError(f"{weights} is not readable ({type(e).__name__}: {e}): delete it and fetch it again") from None
-
-
-def electra_config_from_folders(disc_folder: Path, gen_folder: Path):
-    """(ElectraConfig, vocab.txt, lowercase) of a released pair: D's config.json, with the generator's
-    size expressed as electra.py's generator_fraction and generator_layers (Google's ELECTRA-Small
-    generator is as wide as its discriminator, fraction 1; Base's is 256 wide, 1/3), checked against
-    the generator's own config.json; special ids from the vocab."""
-    from dataclasses import replace as dc_replace
-
-    from electra import config_from_hf, generator_config
-    from tokenizer import Tokenizer
-
-    d, g = read_hf_config(disc_folder), read_hf_config(gen_folder)
+def electra_config_from_folders(disc_folder: Path, gen_folder: Path) -> tuple[ElectraConfig, Tokenizer]:
+    """(ElectraConfig, tokenizer) of a released pair: D's config.json, with the generator's size
+    expressed as electra.py's generator_fraction and generator_layers (Google's ELECTRA-Small generator
+    is as wide as its discriminator, fraction 1; Base's is 256 wide, 1/3), checked against the
+    generator's own config.json; special ids from D's vocab.txt."""
+    d, g = read_config(disc_folder, ("electra",)), read_config(gen_folder, ("electra",))
     try:
         config = config_from_hf(d, generator_fraction=g["hidden_size"] / d["hidden_size"],
                                 generator_layers=g["num_hidden_layers"] / d["num_hidden_layers"])
@@ -307,21 +574,8 @@ def electra_config_from_folders(disc_folder: Path, gen_folder: Path):
         raise ValueError(f"{gen_folder}: this generator's shape is not one electra.generator_config derives from "
                          f"{disc_folder}'s (heads = hidden // 64, FFN = 4 x hidden, the embeddings shared): "
                          + ", ".join(diff))
-    vocab = Path(disc_folder) / "vocab.txt"
-    if not vocab.is_file():
-        raise FileNotFoundError(f"{disc_folder} has no vocab.txt: put the model's vocab.txt beside its config.json")
-    lowercase = True
-    tokenizer_config = Path(disc_folder) / "tokenizer_config.json"
-    if tokenizer_config.is_file():
-        import json
-
-        lowercase = bool(json.loads(tokenizer_config.read_text(encoding="utf-8")).get("do_lower_case", True))
-    tok = Tokenizer.load(vocab, lowercase=lowercase)
-    if len(tok) != config.vocab_size:
-        raise ValueError(f"{vocab} has {len(tok):,} tokens but {disc_folder}'s config has vocab_size "
-                         f"{config.vocab_size:,}")
-    config = dc_replace(config, pad_id=tok.pad_id, cls_id=tok.cls_id, sep_id=tok.sep_id, mask_id=tok.mask_id)
-    return config, vocab, lowercase
+    tok, config = folder_tokenizer(disc_folder, config)
+    return config, tok
 
 
 def load_electra(disc, generator=None, revision: str = "main", cache_dir=None, endpoint=None):
@@ -329,17 +583,14 @@ def load_electra(disc, generator=None, revision: str = "main", cache_dir=None, e
 
     `disc`: a hub name (google/electra-small, google/electra-small-discriminator), an HF
     discriminator folder, or a train.py --export-hf folder; `generator` overrides the generator
-    found by Google's naming (see released_folders). The weights go through electra.py's converter
-    (from_hf_state_dicts: D's sign flipped to score *original*, the embeddings D's, shared with G).
+    found by Google's naming (see released_folders).
 
     >>> model, vocab = load_electra("google/electra-small")  # doctest: +SKIP
     """
-    from electra import from_hf_state_dicts
-
     disc_folder, gen_folder = released_folders(disc, generator, revision, cache_dir, endpoint)
-    config, vocab, _ = electra_config_from_folders(disc_folder, gen_folder)
-    model = from_hf_state_dicts(config, read_hf_weights(disc_folder), read_hf_weights(gen_folder))
-    return model, vocab
+    config, _ = electra_config_from_folders(disc_folder, gen_folder)
+    model = from_hf_state_dicts(config, read_weights(disc_folder), read_weights(gen_folder))
+    return model, vocab_beside(disc_folder)
 
 
 # ElectraConfig fields that make a released model's shape; train.py --init-from passes them as --set.
@@ -353,12 +604,11 @@ def released_start(disc, generator=None, revision: str = "main", cache_dir=None)
     recipe preset for the model's hidden size (small, base or large, as finetune.py chooses Table 7's),
     shape the ElectraConfig fields of the released pair (generator_fraction included). Fetches the
     files (once); the weights are read later by load_electra, from the cache."""
-    from finetune import SIZE_BY_HIDDEN
+    from finetune import paper_size  # finetune imports hf
 
     disc_folder, gen_folder = released_folders(disc, generator, revision, cache_dir)
-    config, vocab, lowercase = electra_config_from_folders(disc_folder, gen_folder)
-    if not lowercase:
+    config, tok = electra_config_from_folders(disc_folder, gen_folder)
+    if not tok.lowercase:
         raise ValueError(f"{disc_folder} is a cased model (do_lower_case false); train.py's tokenizer lowercases, "
                          f"so it cannot continue pre-training it")
-    size = next(name for threshold, name in SIZE_BY_HIDDEN if config.hidden_size >= threshold)
-    return size, {f: getattr(config, f) for f in SHAPE_FIELDS}, vocab
+    return paper_size(config), {f: getattr(config, f) for f in SHAPE_FIELDS}, vocab_beside(disc_folder)

@@ -499,12 +499,14 @@ def flag_name(f, sep: str) -> str:
     return f.metadata.get("flag") or "--" + f.name.replace("_", sep)
 
 
-def add_options(parser: argparse.ArgumentParser, config_cls, sep: str = "-", defaults=None) -> None:
+def add_options(parser: argparse.ArgumentParser, config_cls, sep: str = "-", defaults=None, names=None,
+                filled: bool = False) -> None:
     """One flag per `option` field of `config_cls` (fields without help are not flags). Every flag
     parses to None when not given, so a preset, a checkpoint or the dataclass default fills it in
     (`given`); the help shows `defaults` (a dict, e.g. "preset") or the dataclass default, unless the
     option says show_default=False (its help says it). An option's `metavar` and `action` (e.g.
-    "append": a repeatable flag) go to argparse.
+    "append": a repeatable flag) go to argparse. `names`: only these fields. `filled`: a flag not
+    given parses to its default instead (options no preset changes, such as where files go).
 
     >>> from dataclasses import dataclass
     >>> @dataclass
@@ -515,23 +517,27 @@ def add_options(parser: argparse.ArgumentParser, config_cls, sep: str = "-", def
     >>> p = argparse.ArgumentParser(); add_options(p, C)
     >>> p.parse_args(["--batch-size", "8", "--set", "a=1", "--set", "b=2"])
     Namespace(batch_size=8, compile=None, overrides=['a=1', 'b=2'])
+    >>> p = argparse.ArgumentParser(); add_options(p, C, names=("batch_size",), filled=True)
+    >>> p.parse_args([])
+    Namespace(batch_size=32)
     """
     hints = typing.get_type_hints(config_cls)
     for f in dataclasses.fields(config_cls):
         m = f.metadata
-        if not m.get("help"):
+        if not m.get("help") or (names is not None and f.name not in names):
             continue
         default = (defaults or {}).get(f.name, f.default if f.default is not dataclasses.MISSING else None)
+        parsed = default if filled else None
         kind = hints[f.name]
         base = next((t for t in typing.get_args(kind) if t is not type(None)), kind)  # int | None -> int
         if base is bool:
-            parser.add_argument(flag_name(f, sep), dest=f.name, action="store_const", default=None,
+            parser.add_argument(flag_name(f, sep), dest=f.name, action="store_const", default=parsed,
                                 const=not f.default, help=m["help"])
             continue
         shows = default is not None and not m.get("choices") and m.get("show_default", True)
         shown = f" (default {default})" if shows else ""
         parser.add_argument(flag_name(f, sep), dest=f.name, type=base if base in (int, float) else str,
-                            default=None, choices=m.get("choices"), help=m["help"] + shown,
+                            default=parsed, choices=m.get("choices"), help=m["help"] + shown,
                             **{k: m[k] for k in ("metavar", "action") if k in m})
 
 

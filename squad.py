@@ -40,9 +40,8 @@ from finetune import (
     optimizer_and_schedule,
     recipe_for,
 )
-from plumbing import DownloadError, at_least, atomic_write, download
+from plumbing import DownloadError, add_options, at_least, atomic_write, check_flags, download, given, option
 from tokenizer import Tokenizer, is_punctuation, is_whitespace
-from train import check_flags
 
 # ---------------------------------------------------------------------------------------------------------
 # The official evaluation (SQuAD's evaluate-v2.0.py, which for answerable questions scores as v1.1's).
@@ -310,22 +309,34 @@ def subset(dataset: list[dict], qids: set[str]) -> list[dict]:
 
 @dataclass(frozen=True)
 class SquadConfig:
-    """SQuAD's settings, as the official configure_finetuning.py and the paper's Table 7."""
-    max_seq_len: int = 512       # official max_seq_length for SQuAD (GLUE uses 128)
-    doc_stride: int = 128        # official doc_stride: a new window every 128 context tokens
-    max_query_len: int = 64      # official max_query_length: longer questions are cut
-    max_answer_len: int = 30     # official max_answer_length, in tokens
-    n_best: int = 20             # official n_best_size: top start and end positions searched
-    epochs: int = 2              # Table 7: "2 for SQuAD"
+    """SQuAD's settings, as the official configure_finetuning.py and the paper's Table 7. Fields with
+    help are command-line flags."""
+    max_seq_len: int = option(512, "tokens per window (official max_seq_length; GLUE uses 128), or the "
+                                   "model's positions if it has fewer",
+                              check=at_least(5, "room for [CLS], a question token, [SEP], a context token, [SEP]"))
+    doc_stride: int = option(128, "official doc_stride: a new window every N context tokens",
+                             check=at_least(1, "context tokens between window starts"))
+    max_query_len: int = option(64, "official max_query_length: longer questions are cut",
+                                check=at_least(1, "question tokens kept"))
+    max_answer_len: int = option(30, "official max_answer_length, in tokens",
+                                 check=at_least(1, "tokens in the longest answer"))
+    n_best: int = option(20, "official n_best_size: top start and end positions searched",
+                         check=at_least(1, "start and end positions searched"))
+    epochs: int = option(2, "Table 7: 2 for SQuAD", check=at_least(1, "passes over the training questions "
+                                                                       "(Table 7: 2)"))
     # SQuAD 2.0 (official configure_finetuning.py): answerable_classifier=True, answerable_uses_start_logits
     # =True, answerable_weight=0.5; qa_na_threshold=-2.75 is its "no answer" cut on the null odds.
     answerable_classifier: bool = True  # False: BERT's null score ([CLS] start + end minus the best span's)
-    joint_prediction: bool = True       # official: the end head sees the start's state; False: BERT's head
+    joint_prediction: bool = option(True, "BERT's span head (start and end from one dense layer) instead of "
+                                          "the official joint prediction (the end conditioned on the start, "
+                                          "searched with a beam)", flag="--independent_ends")
     beam: int = 20                      # official beam_size: starts (and ends per start) the joint head keeps
     joint_hidden: int = 512             # width of the joint end head's GELU layer (official "qa_hidden", 512)
     answerable_weight: float = 0.5      # weight of the answerability loss beside the span loss
     answerable_hidden: int = 512        # width of the classifier's GELU layer (official dense(.., 512, gelu))
-    null_threshold: float = -2.75       # 2.0: answers with null odds > this count as "no answer"
+    null_threshold: float = option(-2.75, "2.0: answers with null odds above it count as no answer (the "
+                                          "official qa_na_threshold with the classifier; BERT's 0.0 with "
+                                          "--null_score span)", check=(math.isfinite, "a finite number"))
 
 
 BERT_NULL_THRESHOLD = 0.0  # BERT run_squad.py's null_score_diff_threshold, for --null_score span
@@ -717,66 +728,51 @@ def finetune(pre, train: list[Feature], ft: FinetuneConfig, cfg: SquadConfig, v2
 # ---------------------------------------------------------------------------------------------------------
 
 
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+@dataclass
+class Run:
+    """Where the model and the data come from and where results go: not the recipe. Each field is a
+    command-line flag (--task and --init, required, are added by parse_args)."""
+    vocab: str | None = option(None, "vocab.txt (default: the one beside --init)")
+    data_dir: str | None = option(None, "folder holding the official train/dev JSON files (default: download "
+                                        "into --cache_dir)")
+    cache_dir: str = option(str(DEFAULT_CACHE), "where downloaded SQuAD files are kept")
+    squad_url: str = option(SQUAD_BASE_URL, "base URL of the SQuAD JSON files")
+    out_dir: str = option("out/squad", "predictions.json, null_odds.json, results.json")
+    seed: int = option(0, "random seed", check=at_least(0, "the seed"))
+    device: str = option("cuda" if torch.cuda.is_available() else "cpu", "cuda or cpu")
+    max_train_examples: int | None = option(None, "use only the first N training questions",
+                                            check=at_least(1, "training questions"))
+    max_dev_examples: int | None = option(None, "predict and score the first N dev questions",
+                                          check=at_least(1, "dev questions"))
+
+
+RECIPE_FLAGS = ("lr", "layer_decay", "batch_size")  # finetune.FinetuneConfig's flags that SQuAD takes
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    """The flags of Run (filled with their defaults), of SquadConfig and of finetune's recipe (None when
+    not given), each checked against its range."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--task", required=True, choices=list(SQUAD_FILES), help="SQuAD 1.1 or 2.0")
     p.add_argument("--init", required=True, help="train.py checkpoint, or HuggingFace ELECTRA/BERT folder")
-    p.add_argument("--vocab", default=None, help="vocab.txt (default: the one beside --init)")
-    p.add_argument("--data_dir", default=None, help="folder holding the official train/dev JSON files "
-                                                    "(default: download into --cache_dir)")
-    p.add_argument("--cache_dir", default=str(DEFAULT_CACHE), help="where downloaded SQuAD files are kept")
-    p.add_argument("--squad_url", default=SQUAD_BASE_URL, help="base URL of the SQuAD JSON files")
-    p.add_argument("--out_dir", default="out/squad", help="predictions.json, null_odds.json, results.json")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    p.add_argument("--lr", type=float, default=None, help="default: Table 7's for the model size")
-    p.add_argument("--layer_decay", type=float, default=None, help="default: 0.8 (0.9 for large)")
-    p.add_argument("--epochs", type=int, default=SquadConfig.epochs)
-    p.add_argument("--batch_size", type=int, default=FinetuneConfig.batch_size)
-    p.add_argument("--max_seq_len", type=int, default=None,
-                   help=f"default: {SquadConfig.max_seq_len}, or the model's positions if it has fewer")
-    p.add_argument("--doc_stride", type=int, default=SquadConfig.doc_stride)
-    p.add_argument("--max_query_len", type=int, default=SquadConfig.max_query_len)
-    p.add_argument("--max_answer_len", type=int, default=SquadConfig.max_answer_len)
-    p.add_argument("--n_best", type=int, default=SquadConfig.n_best)
-    p.add_argument("--null_threshold", type=float, default=None,
-                   help=f"2.0: answers with null odds above it count as no answer (default: the official "
-                        f"qa_na_threshold {SquadConfig.null_threshold} with the classifier, BERT's "
-                        f"{BERT_NULL_THRESHOLD} with --null_score span)")
+    add_options(p, Run, sep="_", filled=True)
+    add_options(p, FinetuneConfig, sep="_", names=RECIPE_FLAGS)
+    add_options(p, SquadConfig, sep="_")
     p.add_argument("--null_score", choices=["classifier", "span"], default="classifier",
-                   help="2.0's null odds: the official answerability classifier, or BERT's [CLS] span score "
+                   help="2.0's null odds: the official answerability classifier (default), or BERT's [CLS] span score "
                         "(which implies --independent_ends: it is defined on BERT's head)")
-    p.add_argument("--independent_ends", action="store_true",
-                   help="BERT's span head (start and end from one dense layer) instead of the official joint "
-                        "prediction (the end conditioned on the start, searched with a beam)")
-    p.add_argument("--max_train_examples", type=int, default=None, help="use only the first N training questions")
-    p.add_argument("--max_dev_examples", type=int, default=None, help="predict and score the first N dev questions")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    for config in (Run, SquadConfig, FinetuneConfig):  # SquadConfig's ranges first: --max_seq_len is both
+        check_flags(args, config, sep="_")
+    return args
 
 
-FLAG_RANGES = {
-    "--seed": at_least(0, "the seed"),
-    "--lr": (lambda v: math.isfinite(v) and v > 0, "a positive number (the peak learning rate)"),
-    "--layer_decay": (lambda v: 0 < v <= 1, "in (0, 1] (1: no layer-wise decay)"),
-    "--epochs": at_least(1, "passes over the training questions (Table 7: 2)"),
-    "--batch_size": at_least(1, "windows per update"),
-    "--max_seq_len": at_least(5, "room for [CLS], a question token, [SEP], a context token, [SEP]"),
-    "--doc_stride": at_least(1, "context tokens between window starts"),
-    "--max_query_len": at_least(1, "question tokens kept"),
-    "--max_answer_len": at_least(1, "tokens in the longest answer"),
-    "--n_best": at_least(1, "start and end positions searched"),
-    "--null_threshold": (math.isfinite, "a finite number"),
-    "--max_train_examples": at_least(1, "training questions"),
-    "--max_dev_examples": at_least(1, "dev questions"),
-}
 EVAL_BATCH_SIZE = 16  # evaluation only, no effect on results; the joint head's beam makes a [16, 20, 512, 2H]
 # tensor of start-end pairs (Base: about 1 GiB in fp32), and larger batches would crowd a CPU's memory
 
 
 def main(argv=None) -> dict:
     args = parse_args(argv)
-    check_flags(args, FLAG_RANGES)
     out = Path(args.out_dir)
     v2 = args.task == "squad2"
     try:
@@ -789,19 +785,16 @@ def main(argv=None) -> dict:
                          f"{' and '.join(SQUAD_FILES[args.task])} another way and pass --data_dir FOLDER.") from None
     except (FileNotFoundError, ValueError) as e:
         raise SystemExit(f"error: {e}") from None
-    max_seq_len = min(SquadConfig.max_seq_len, pre.config.max_position) if args.max_seq_len is None \
-        else args.max_seq_len
-    if max_seq_len > pre.config.max_position:
-        raise SystemExit(f"--max_seq_len {max_seq_len}: must be at most {pre.config.max_position}, the positions "
-                         f"{pre.source} has embeddings for")
-    cfg = SquadConfig(max_seq_len=max_seq_len, doc_stride=args.doc_stride, max_query_len=args.max_query_len,
-                      max_answer_len=args.max_answer_len, n_best=args.n_best, epochs=args.epochs,
-                      null_threshold=args.null_threshold if args.null_threshold is not None
-                      else SquadConfig.null_threshold if args.null_score == "classifier" else BERT_NULL_THRESHOLD,
-                      answerable_classifier=args.null_score == "classifier",
-                      joint_prediction=not (args.independent_ends or args.null_score == "span"))
-    ft = recipe_for(pre.config, FinetuneConfig(lr=args.lr, layer_decay=args.layer_decay, batch_size=args.batch_size,
-                                               max_seq_len=max_seq_len, epochs=cfg.epochs))
+    span = args.null_score == "span"  # BERT's null score, defined on BERT's head
+    cfg = SquadConfig(**{"max_seq_len": min(SquadConfig.max_seq_len, pre.config.max_position),
+                         "null_threshold": BERT_NULL_THRESHOLD if span else SquadConfig.null_threshold,
+                         **given(args, SquadConfig), "answerable_classifier": not span,
+                         **({"joint_prediction": False} if span else {})})
+    if cfg.max_seq_len > pre.config.max_position:
+        raise SystemExit(f"--max_seq_len {cfg.max_seq_len}: must be at most {pre.config.max_position}, the "
+                         f"positions {pre.source} has embeddings for")
+    recipe = {k: v for k, v in given(args, FinetuneConfig).items() if k in RECIPE_FLAGS}
+    ft = recipe_for(pre.config, FinetuneConfig(**recipe, max_seq_len=cfg.max_seq_len, epochs=cfg.epochs))
     train_examples = read_examples(train_data, args.max_train_examples, training=True)
     dev_examples = read_examples(dev_data, args.max_dev_examples)
     try:

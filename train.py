@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
-import shutil
 from dataclasses import asdict, dataclass
 from dataclasses import replace as dc_replace
 from pathlib import Path
@@ -48,11 +46,9 @@ from electra import (
     ElectraConfig,
     check_config,
     get_config,
-    hf_config_dict,
-    to_hf_state_dicts,
 )
-from hf import HubError, load_electra, released_start
-from plumbing import add_options, at_least, atomic_write, given, non_negative, option, positive
+from hf import HubError, export_hf, load_electra, released_start
+from plumbing import add_options, at_least, given, non_negative, option, positive
 from tokenizer import CONFIG as WORDPIECE
 from tokenizer import Tokenizer
 
@@ -253,37 +249,6 @@ def save_checkpoint(path: Path, model: Electra, optimizer, step: int, cfg: Train
         "vocab_hash": vocab_hash,
         "rng": rng,
     })
-
-
-def export_hf(model: Electra, vocab_path: Path, out: Path) -> list[Path]:
-    """Write the discriminator and generator in HuggingFace's ELECTRA layout.
-
-    out/discriminator/ (ElectraForPreTraining) and out/generator/ (ElectraForMaskedLM), each
-    with config.json, vocab.txt and the weights: model.safetensors when the safetensors package
-    is installed (HF's default format), else pytorch_model.bin (torch.save). Uses electra.py's
-    converter, which flips the discriminator's sign (HF scores "replaced", we score "original").
-    """
-    if model.discriminator is None:
-        raise SystemExit(f"--export-hf: objective {model.config.objective!r} has no ELECTRA discriminator "
-                         f"to export; export works for --objective electra (and electra_15)")
-    disc_sd, gen_sd = to_hf_state_dicts(model)
-    written = []
-    for name, sd, is_gen in (("discriminator", disc_sd, False), ("generator", gen_sd, True)):
-        d = out / name
-        d.mkdir(parents=True, exist_ok=True)
-        sd = {k: v.detach().cpu().contiguous().clone() for k, v in sd.items()}  # no shared storage
-        try:
-            from safetensors.torch import save_file  # optional; HF reads either format
-            weights = d / "model.safetensors"
-            atomic_write(weights, lambda p, sd=sd: save_file(sd, str(p), metadata={"format": "pt"}))
-        except ImportError:
-            weights = d / "pytorch_model.bin"
-            atomic_write(weights, lambda p, sd=sd: torch.save(sd, p))
-        config = json.dumps(hf_config_dict(model.config, generator=is_gen), indent=2)
-        atomic_write(d / "config.json", lambda p, c=config: p.write_text(c + "\n"))
-        atomic_write(d / "vocab.txt", lambda p: shutil.copyfile(vocab_path, p))
-        written += [d / "config.json", weights, d / "vocab.txt"]
-    return written
 
 
 # -----------------------------------------------------------------------------
@@ -514,15 +479,6 @@ def main(argv=None) -> dict:
         finally:
             if world > 1:
                 dist.destroy_process_group()
-
-
-def check_flags(args: argparse.Namespace, ranges: dict) -> None:
-    """finetune.py's and squad.py's range check of their FLAG_RANGES dicts (train.py's flags are checked by
-    plumbing.check_flags). A flag that was not given (None) is not checked."""
-    for flag, (ok, what) in ranges.items():
-        value = getattr(args, flag.lstrip("-").replace("-", "_"))
-        if value is not None and not ok(value):
-            raise SystemExit(f"{flag} {value}: must be {what}")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ HuggingFace's ElectraForMaskedLM (generator) + ElectraForPreTraining (discrimina
     python bench/train_step.py                         # CPU: size tiny, batch 32, seq 128
     python bench/train_step.py --size small --batch 128 --seq 128 --compile   # a GPU
 
-Both sides get the same config, the same weights (copied with electra.to_hf_state_dicts), shared
+Both sides get the same config, the same weights (copied with hf.to_hf_state_dicts), shared
 embeddings (HF: the generator uses the discriminator's embedding module, as ELECTRA ties them),
 the same batch and the same masks and samples: the HF step reuses electra.py's mask_positions /
 mask_tokens / sample / mlm_loss / disc_loss with the same seed, so only the networks differ. A step is
@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 import electra  # noqa: E402
+import hf  # noqa: E402
 import plumbing  # noqa: E402
 import report  # noqa: E402
 import train  # noqa: E402
@@ -59,9 +60,9 @@ class HFElectra(torch.nn.Module):
         super().__init__()
         from transformers import ElectraConfig, ElectraForMaskedLM, ElectraForPreTraining
         self.config = ours.config
-        disc_sd, gen_sd = electra.to_hf_state_dicts(ours)
-        self.disc = ElectraForPreTraining(ElectraConfig(**electra.hf_config_dict(ours.config), attn_implementation=attn))
-        self.gen = ElectraForMaskedLM(ElectraConfig(**electra.hf_config_dict(ours.config, generator=True),
+        disc_sd, gen_sd = hf.to_hf_state_dicts(ours)
+        self.disc = ElectraForPreTraining(ElectraConfig(**hf.hf_config_dict(ours.config), attn_implementation=attn))
+        self.gen = ElectraForMaskedLM(ElectraConfig(**hf.hf_config_dict(ours.config, generator=True),
                                                     attn_implementation=attn))
         self.disc.load_state_dict(disc_sd, strict=False)
         self.gen.load_state_dict(gen_sd, strict=False)

@@ -48,6 +48,7 @@ if str(ROOT) not in sys.path:
 
 import data  # noqa: E402
 import finetune  # noqa: E402
+import glue  # noqa: E402
 import plumbing  # noqa: E402
 import train  # noqa: E402
 from electra import ElectraConfig, generator_config, get_config  # noqa: E402
@@ -149,7 +150,7 @@ def setup(args: argparse.Namespace) -> Context:
         if size not in train.RECIPES:
             raise SystemExit(f"unknown size {size!r}: choose from {', '.join(train.RECIPES)}")
     try:
-        tasks = [finetune.get_task(t).name for t in args.tasks.split(",") if t]
+        tasks = [glue.get_task(t).name for t in args.tasks.split(",") if t]
     except ValueError as e:
         raise SystemExit(f"--tasks: {e}") from None
     if not tasks:
@@ -534,7 +535,7 @@ def summarize(results: dict, runs: list[Run], tasks: list[str], seeds: int, step
                "size": run.size, "generator_fraction": run.generator_fraction, "generator_hidden": run.generator_hidden,
                "step": step, "steps": run.steps, "flops": step * run.flops_per_step, "tasks": {}}
         for task in tasks:
-            metric = finetune.get_task(task).paper_metric
+            metric = glue.get_task(task).paper_metric
             scores = [results["finetune"][k]["dev"][metric] for k in
                       (ft_key(run, step, task, s, args) for s in range(seeds)) if k in results["finetune"]]
             if scores:
@@ -542,7 +543,7 @@ def summarize(results: dict, runs: list[Run], tasks: list[str], seeds: int, step
                                       "min": float(min(scores)), "max": float(max(scores)),
                                       "seeds": scores}
         if len(row["tasks"]) == len(tasks) and all(len(t["seeds"]) == seeds for t in row["tasks"].values()):
-            row["score"] = finetune.glue_score({t: {v["metric"]: v["median"]} for t, v in row["tasks"].items()})
+            row["score"] = glue.glue_score({t: {v["metric"]: v["median"]} for t, v in row["tasks"].items()})
         rows.append(row)
     return rows
 
@@ -559,7 +560,7 @@ def cell(row: dict, task: str) -> str:
 
 def task_header(task: str) -> str:
     """"SST-2 acc" for a table's column."""
-    t = finetune.get_task(task)
+    t = glue.get_task(task)
     return f"{t.folder} {t.paper_metric}"
 
 

@@ -39,3 +39,23 @@ def http_server(tmp_path):
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):  # keep pytest output clean
         pass
+
+
+def hf_pair(cfg, seed=0):
+    """Random HF ElectraForPreTraining and ElectraForMaskedLM for our config (no download), the
+    generator's embeddings tied to D's as in ELECTRA, biases and LayerNorm non-zero so that a wrong
+    mapping cannot hide."""
+    from transformers import ElectraConfig, ElectraForMaskedLM, ElectraForPreTraining
+
+    from hf import hf_config_dict
+
+    torch.manual_seed(seed)
+    d = ElectraForPreTraining(ElectraConfig(**hf_config_dict(cfg))).eval()
+    g = ElectraForMaskedLM(ElectraConfig(**hf_config_dict(cfg, generator=True))).eval()
+    with torch.no_grad():
+        for model in (d, g):
+            for name, p in model.named_parameters():
+                if name.endswith("bias") or "LayerNorm" in name:
+                    p.add_(0.1 * torch.randn_like(p))
+    g.electra.embeddings.load_state_dict(d.electra.embeddings.state_dict())
+    return d, g

@@ -4,33 +4,13 @@ import dataclasses
 
 import pytest
 import torch
+from conftest import hf_pair
 from transformers import BertConfig, BertModel, ElectraConfig, ElectraForMaskedLM, ElectraForPreTraining
 
 import electra
-from electra import (
-    Discriminator,
-    count_params,
-    from_hf_state_dicts,
-    generator_config,
-    get_config,
-    hf_config_dict,
-    load_hf_encoder,
-    to_hf_state_dicts,
-)
-
-
-def hf_pair(cfg: electra.ElectraConfig, seed=0):
-    """HF discriminator and generator for our config, the generator's embeddings tied to D's (as in ELECTRA)."""
-    torch.manual_seed(seed)
-    d = ElectraForPreTraining(ElectraConfig(**hf_config_dict(cfg))).eval()
-    g = ElectraForMaskedLM(ElectraConfig(**hf_config_dict(cfg, generator=True))).eval()
-    with torch.no_grad():  # non-zero biases and LayerNorm so that a wrong mapping cannot hide
-        for model in (d, g):
-            for name, p in model.named_parameters():
-                if name.endswith("bias") or "LayerNorm" in name:
-                    p.add_(0.1 * torch.randn_like(p))
-    g.electra.embeddings.load_state_dict(d.electra.embeddings.state_dict())
-    return d, g
+import hf
+from electra import Discriminator, count_params, generator_config, get_config
+from hf import from_hf_state_dicts, hf_config_dict, load_hf_encoder, to_hf_state_dicts
 
 
 def inputs(vocab, B=3, T=20):
@@ -119,7 +99,7 @@ def test_bert_encoder_loads_and_matches_huggingface():
                           intermediate_size=64)
     torch.manual_seed(0)
     bert = BertModel(bert_cfg, add_pooling_layer=True).eval()
-    cfg = electra.config_from_hf(bert_cfg.to_dict())
+    cfg = hf.config_from_hf(bert_cfg.to_dict())
     assert cfg.embedding_size == cfg.hidden_size == 32
     ours = Discriminator(cfg).eval()
     load_hf_encoder(ours, bert.state_dict(), prefix="")
@@ -131,9 +111,9 @@ def test_bert_encoder_loads_and_matches_huggingface():
 
 def test_config_from_hf_round_trip():
     cfg = get_config("small", vocab_size=1234)
-    back = electra.config_from_hf(hf_config_dict(cfg))
+    back = hf.config_from_hf(hf_config_dict(cfg))
     for f in ("vocab_size", "embedding_size", "hidden_size", "num_layers", "num_heads", "intermediate_size",
               "layer_norm_eps", "max_position"):
         assert getattr(back, f) == getattr(cfg, f), f
     with pytest.raises(ValueError, match="hidden_act 'relu' is not supported"):
-        electra.config_from_hf({**hf_config_dict(cfg), "hidden_act": "relu"})
+        hf.config_from_hf({**hf_config_dict(cfg), "hidden_act": "relu"})

@@ -8,6 +8,8 @@ import torch
 import transformers
 
 import finetune as ft
+import glue
+import hf
 import train
 from electra import Electra, Encoder, get_config
 from tokenizer import Tokenizer
@@ -130,7 +132,7 @@ def test_recipe_by_model_size():
 # --- loading --init -----------------------------------------------------------------------------------
 
 
-def hidden_states(pre: ft.Pretrained, ids, seg, mask):
+def hidden_states(pre: hf.Pretrained, ids, seg, mask):
     enc = Encoder(pre.config)
     enc.load_state_dict(pre.encoder_state)
     return enc.eval().hidden_states(ids, seg, mask)
@@ -232,8 +234,8 @@ def test_a_few_steps_lower_the_loss(tmp_path):
     tok = tiny_tokenizer()
     save_train_checkpoint(tmp_path / "run", tok, tiny_config(tok))
     pre = ft.load_pretrained(tmp_path / "run")
-    task = ft.get_task("sst2")
-    examples = [ft.Example(str(i), row.split("\t")[0], None, int(row[-1])) for i, row in enumerate(sentiment_rows(64))]
+    task = glue.get_task("sst2")
+    examples = [glue.Example(str(i), row.split("\t")[0], None, int(row[-1])) for i, row in enumerate(sentiment_rows(64))]
     data = ft.encode_examples(examples, tok, 16)
     # a random-init encoder barely separates the sentences at [CLS]: a high lr and no decay, 32 steps
     recipe = ft.recipe_for(pre.config, ft.FinetuneConfig(epochs=8, batch_size=16, lr=3e-3, layer_decay=1.0))
@@ -284,9 +286,9 @@ def test_cli_end_to_end(tmp_path, capsys):
 
 
 def test_submission_format(tmp_path):
-    ft.write_submission(ft.get_task("stsb"), tmp_path / "STS-B.tsv", ["0", "1", "2"], [5.7, -0.2, 2.5])
+    glue.write_submission(glue.get_task("stsb"), tmp_path / "STS-B.tsv", ["0", "1", "2"], [5.7, -0.2, 2.5])
     assert (tmp_path / "STS-B.tsv").read_text() == "index\tprediction\n0\t5.000\n1\t0.000\n2\t2.500\n"
-    ft.write_submission(ft.get_task("mnli"), tmp_path / "MNLI-m.tsv", ["0", "1"], [2, 0])
+    glue.write_submission(glue.get_task("mnli"), tmp_path / "MNLI-m.tsv", ["0", "1"], [2, 0])
     assert (tmp_path / "MNLI-m.tsv").read_text() == "index\tprediction\n0\tneutral\n1\tcontradiction\n"
 
 
@@ -330,8 +332,8 @@ def test_predict_keeps_row_order_and_ignores_padding():
     torch.manual_seed(0)
     model = ft.Classifier(tiny_config(tok), num_outputs=1, dropout=0.1)
     texts = ["the film", "a very very good movie .", "bad", "the movie was not great .", "awful film"]
-    data = ft.encode_examples([ft.Example(str(i), t, None, 1.0) for i, t in enumerate(texts)], tok, 16)
-    task = ft.get_task("stsb")
+    data = ft.encode_examples([glue.Example(str(i), t, None, 1.0) for i, t in enumerate(texts)], tok, 16)
+    task = glue.get_task("stsb")
     one_by_one = [ft.predict(model, task, ft.Encoded([i], [s], None, ["0"]), 1, tok.pad_id, torch.device("cpu"))[0]
                   for i, s in zip(data.ids, data.segments)]
     batched = ft.predict(model, task, data, 4, tok.pad_id, torch.device("cpu"))  # sorted by length, padded
@@ -417,9 +419,9 @@ def test_epochs_is_honoured(tmp_path):
     tok = tiny_tokenizer()
     save_train_checkpoint(tmp_path / "run", tok, tiny_config(tok))
     pre = ft.load_pretrained(tmp_path / "run")
-    data = ft.encode_examples([ft.Example(str(i), r.split("\t")[0], None, int(r[-1]))
+    data = ft.encode_examples([glue.Example(str(i), r.split("\t")[0], None, int(r[-1]))
                                for i, r in enumerate(sentiment_rows(4))], tok, 16)
     for epochs, expected in ((1, [1]), (None, [1, 2, 3])):  # None: the task's (SST-2: 3, Table 7)
         recipe = ft.recipe_for(pre.config, ft.FinetuneConfig(epochs=epochs, batch_size=4))
-        run = ft.finetune_seed(ft.get_task("sst2"), pre, data, {"dev": data}, {}, recipe, seed=0, device="cpu")
+        run = ft.finetune_seed(glue.get_task("sst2"), pre, data, {"dev": data}, {}, recipe, seed=0, device="cpu")
         assert [h["epoch"] for h in run["history"]] == expected

@@ -11,12 +11,10 @@ import urllib.parse
 
 import pytest
 import torch
-from transformers import ElectraConfig as HFConfig
-from transformers import ElectraForMaskedLM, ElectraForPreTraining
+from conftest import hf_pair
 
 import electra
 import hf
-from electra import hf_config_dict
 from plumbing import DownloadError
 from tokenizer import CONFIG
 
@@ -35,15 +33,7 @@ def write_vocab(path, size):
 def save_pair(root, org="google", stem="electra-tiny", revision="main", safetensors=True, seed=0):
     """A random HF ElectraForPreTraining and its ElectraForMaskedLM generator (embeddings tied, as
     ELECTRA's are), saved with save_pretrained under root/{org}/{stem}-{role}/{revision}/."""
-    torch.manual_seed(seed)
-    d = ElectraForPreTraining(HFConfig(**hf_config_dict(TINY))).eval()
-    g = ElectraForMaskedLM(HFConfig(**hf_config_dict(TINY, generator=True))).eval()
-    with torch.no_grad():  # non-zero biases and LayerNorm so that a wrong mapping cannot hide
-        for model in (d, g):
-            for name, p in model.named_parameters():
-                if name.endswith("bias") or "LayerNorm" in name:
-                    p.add_(0.1 * torch.randn_like(p))
-    g.electra.embeddings.load_state_dict(d.electra.embeddings.state_dict())
+    d, g = hf_pair(TINY, seed)
     folders = {}
     for role, model in (("discriminator", d), ("generator", g)):
         folder = root / org / f"{stem}-{role}" / revision
@@ -357,7 +347,7 @@ def test_recipe_for_a_hub_checkpoint_is_its_sizes(hub, tmp_path, size):
     write_vocab(folder / "vocab.txt", 30522)
     (folder / "model.safetensors").write_bytes(b"not read here")
     got = hf.hub_files(f"google/electra-{size}-discriminator", cache_dir=tmp_path / "cache")
-    config = electra.config_from_hf(json.loads((got / "config.json").read_text()))
+    config = hf.config_from_hf(json.loads((got / "config.json").read_text()))
     recipe = ft.recipe_for(config, ft.FinetuneConfig())
     assert (recipe.lr, recipe.layer_decay) == (ft.RECIPE_BY_SIZE[size]["lr"], ft.RECIPE_BY_SIZE[size]["layer_decay"])
 

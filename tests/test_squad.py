@@ -12,6 +12,7 @@ from test_finetune_model import (  # the tiny train.py run folder of finetune's 
 )
 
 import squad
+from plumbing import flag_name
 from tokenizer import Tokenizer
 
 
@@ -309,7 +310,9 @@ BAD_FLAGS = {"--seed": "-1", "--lr": "0", "--layer_decay": "1.5", "--epochs": "0
 
 
 def test_every_numeric_flag_is_range_checked_in_one_line(tmp_path):
-    assert set(BAD_FLAGS) == set(squad.FLAG_RANGES)
+    checked = {flag_name(f, "_") for c in (squad.Run, squad.SquadConfig) for f in dataclasses.fields(c)
+               if f.metadata.get("check")}
+    assert set(BAD_FLAGS) == checked | {"--" + name for name in squad.RECIPE_FLAGS}  # the flags with a range
     for flag, value in BAD_FLAGS.items():
         with pytest.raises(SystemExit, match=f"^{flag} [^ ]+: must be") as e:
             squad.main(["--task", "squad1", "--init", "x", flag, value])

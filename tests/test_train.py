@@ -554,7 +554,7 @@ def test_disk_full_while_checkpointing(corpus, tmp_path, monkeypatch, error):
         return save(obj, f, *a, **k)
     monkeypatch.setattr(plumbing.torch, "save", full_disk)
     if error == "torch_write_failed":  # torch's own writer reports no errno: the free space tells
-        monkeypatch.setattr(plumbing.shutil, "disk_usage", lambda p: shutil._ntuple_diskusage(10 ** 9, 10 ** 9, 4096))
+        monkeypatch.setattr(shutil, "disk_usage", lambda p: shutil._ntuple_diskusage(10 ** 9, 10 ** 9, 4096))
     with pytest.raises(SystemExit, match=r"^disk full: could not write .*ckpt.pt .*; 4,096 bytes free on its disk. "
                                          r"ckpt.pt.tmp was removed" if error != "enospc" else r"^disk full: "):
         train.main(args(corpus, out, "--steps", "6", "--ckpt-interval", "2", "--log-interval", "1"))
