@@ -6,6 +6,8 @@
     examples   [CLS] A [SEP] B [SEP] as the official ExampleBuilder packs them: four numbers each
     batches    gathered from the one ids array on the fly, a pure function of the step
 
+pretraining_data, at the end, runs the whole path for train.py.
+
     >>> ids = np.array([7, 8, 9, 5])  # a corpus of the lines "7 8 9", "5" and a blank (the document ends)
     >>> line_offsets = np.array([0, 3, 4, 4])  # line i is ids[line_offsets[i]:line_offsets[i + 1]]
     >>> documents(line_offsets)
@@ -31,7 +33,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from plumbing import DownloadError, atomic_write, download, extract_zip
+from plumbing import DownloadError, atomic_write, download, extract_zip, rank0_first
 from tokenizer import Tokenizer
 from tokenizer import train as train_vocab
 
@@ -490,3 +492,51 @@ def resolve_corpus(data: str, cache_dir: Path, data_url: str = DATA_URL) -> Path
         raise SystemExit(f"--data {data}: no such file or folder. Pass a .txt file, a folder of .txt "
                          f"files, or one of the known corpora: {', '.join(KNOWN_CORPORA)}.")
     return path
+
+
+# -----------------------------------------------------------------------------
+# The whole path, as train.py runs it: corpus -> ids -> documents -> examples -> batches
+
+
+def tokenised_corpus(cfg, progress: bool):
+    """(the corpus path, the tokenizer, the corpus' token ids, its line offsets) of a train.TrainConfig,
+    from the caches when there; a failure is one line (SystemExit)."""
+    cache_dir = Path(cfg.cache_dir)
+    try:
+        corpus = resolve_corpus(cfg.data, cache_dir, cfg.data_url)
+        tok = load_or_train_vocab(cfg, corpus, Path(cfg.out_dir))
+        ids, line_offsets = encode_corpus(corpus, tok, cache_dir, progress=progress)
+    except (DownloadError, FileNotFoundError, ValueError) as e:
+        raise SystemExit(str(e)) from e
+    except KeyboardInterrupt:
+        raise SystemExit("interrupted while preparing the data (download, vocabulary or tokenising), before "
+                         "any training: nothing partial was written; run the same command again to start over") from None
+    return corpus, tok, ids, line_offsets
+
+
+def pretraining_data(cfg, rank: int, world: int, say, vocab_hash: str | None = None):
+    """(corpus, tokenizer, token ids, the training Batches, the held-out examples) of a train.TrainConfig
+    for process `rank` of `world`; rank 0 fills the caches first. vocab_hash: a resumed run's, which the
+    vocabulary must match."""
+    corpus, tok, ids, line_offsets = rank0_first(rank, world, lambda: tokenised_corpus(cfg, progress=rank == 0))
+    if vocab_hash is not None and vocab_hash != tok.hash():
+        out_vocab = Path(cfg.out_dir) / "vocab.txt"
+        raise SystemExit(f"the vocabulary ({cfg.vocab or out_vocab}, sha256 {tok.hash()[:12]}) does not match the "
+                         f"checkpoint's (sha256 {vocab_hash[:12]}): resume with the run's own {out_vocab} "
+                         f"(drop --vocab), or start a new run with another --out")
+    line_offsets, n_split = split_long_lines(ids, line_offsets, cfg.seq_len - 2,
+                                             [tok.vocab[t] for t in SENTENCE_END_TOKENS if t in tok.vocab])
+    if n_split:
+        say(f"split {n_split:,} line(s) longer than {cfg.seq_len - 2} tokens (--seq-len {cfg.seq_len} less "
+            f"[CLS] and [SEP]) into pieces, at sentence ends where possible, so none of their text is dropped")
+    train_ex, eval_ex = build_examples(line_offsets, cfg.seq_len, cfg.seed, cfg.eval_fraction)
+    if len(train_ex) == 0:
+        raise SystemExit(f"--data {cfg.data}: no training examples could be built ({len(ids):,} tokens in "
+                         f"{len(eval_ex)} held-out example(s)); give it more text")
+    if cfg.batch_size % (cfg.grad_accum * world):
+        raise SystemExit(f"--batch-size {cfg.batch_size} must be a multiple of --grad-accum {cfg.grad_accum} x "
+                         f"{world} process(es)")
+    micro_batch = cfg.batch_size // (cfg.grad_accum * world)
+    special = (tok.cls_id, tok.sep_id, tok.pad_id)
+    batches = Batches(ids, train_ex, cfg.batch_size, micro_batch, rank, world, cfg.seq_len, special, cfg.seed)
+    return corpus, tok, ids, batches, eval_ex

@@ -1,6 +1,7 @@
 """Plumbing shared by train.py, finetune.py, squad.py, data.py and tokenizer.py: nothing in here is
-ELECTRA. Downloads (size-checked, renamed only when complete), atomic writes, RNG state, devices and
-precision, DDP, signals and the one-run-per-folder lock. Each lives here once.
+ELECTRA. Downloads (size-checked, renamed only when complete), atomic writes, checkpoint files (with
+the previous one kept as a fallback), RNG state, devices and precision, DDP, signals, the
+one-run-per-folder lock, and command lines derived from config dataclasses. Each lives here once.
 """
 from __future__ import annotations
 
@@ -159,7 +160,7 @@ DISK_FULL_BYTES = 1 << 20
 def atomic_write(path: Path, data, keep_previous: Path | None = None) -> None:
     """Write `data` (str, bytes, or a function writing to the path it is given) to a temporary file
     beside `path`, then rename it to `path`, so `path` is always a whole file. keep_previous: first
-    hard-link the file being replaced there (train.py's fallback checkpoint). A failed write removes
+    hard-link the file being replaced there (write_checkpoint's fallback). A failed write removes
     its .tmp; a full disk (or any other OSError) ends in one line saying so."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -196,6 +197,68 @@ def atomic_write(path: Path, data, keep_previous: Path | None = None) -> None:
 
 
 # -----------------------------------------------------------------------------
+# Checkpoint files: written whole, the file replaced kept beside as the fallback of a later read
+
+
+def previous_checkpoint(path: Path) -> Path:
+    """Where write_checkpoint keeps the checkpoint it replaced: ckpt.pt -> ckpt.prev.pt."""
+    return path.with_name(path.stem + ".prev" + path.suffix)
+
+
+def write_checkpoint(path: Path, state: dict) -> None:
+    """torch.save `state` to a temporary file renamed to `path` (never half a file), first keeping the
+    checkpoint it replaces as previous_checkpoint(path)."""
+    atomic_write(path, lambda p: torch.save(state, p), keep_previous=previous_checkpoint(path))
+
+
+def _read_checkpoint(path: Path) -> tuple[dict | None, str]:
+    """(the checkpoint, "") or (None, why it cannot be read)."""
+    if not path.is_file():
+        return None, "missing"
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True), ""
+    except Exception as e:  # truncated (an interrupted copy), corrupt, or not a checkpoint at all
+        return None, f"unreadable: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+
+
+def _no_checkpoint(path: Path, flag: str) -> SystemExit:
+    return SystemExit(f"{flag}: no checkpoint at {path}; point --out at the run folder that has "
+                      f"{path.name} (or start a new run without {flag})")
+
+
+def load_checkpoint(path: Path, flag: str = "--resume", set_aside: bool = False) -> dict:
+    """The checkpoint at `path`, or, when it is missing or unreadable, the previous one that
+    write_checkpoint kept (saying so). Neither: one line naming both. set_aside (--resume): rename an
+    unreadable `path` to path.unreadable, so the next save does not keep it as the previous one."""
+    saved, why = _read_checkpoint(path)
+    if saved is not None:
+        return saved
+    prev = previous_checkpoint(path)
+    fallback, why_prev = _read_checkpoint(prev)
+    if fallback is None:
+        if why == why_prev == "missing":
+            raise _no_checkpoint(path, flag)
+        raise SystemExit(f"{flag}: no readable checkpoint: {path} is {why}; the previous one {prev} is {why_prev}")
+    note = ""
+    if set_aside and path.is_file():
+        aside = path.with_name(path.name + ".unreadable")
+        os.replace(path, aside)
+        note = f" ({path.name} moved to {aside.name})"
+    print(f"{flag}: {path} is {why}; falling back to the previous checkpoint {prev} (step {fallback['step']:,})"
+          f"{note}")
+    return fallback
+
+
+def check_run_folder(path: Path, resume: bool) -> None:
+    """--resume needs the checkpoint `path` (or the previous one); a new run must not overwrite them."""
+    prev = previous_checkpoint(path)
+    found = [p for p in (path, prev) if p.exists()]
+    if resume and not found:
+        raise _no_checkpoint(path, "--resume")
+    if not resume and found:
+        raise SystemExit(f"{path.parent} holds a run ({', '.join(map(str, found))}): continue it with --resume "
+                         f"(which falls back to {prev.name} if {path.name} is unreadable), or start a new run with "
+                         f"another --out (nothing was overwritten)")
 
 
 # -----------------------------------------------------------------------------
@@ -212,8 +275,6 @@ def set_rng_state(state: dict) -> None:
     torch.set_rng_state(state["torch"])
     if torch.cuda.is_available() and len(state["cuda"]) == torch.cuda.device_count():
         torch.cuda.set_rng_state_all(state["cuda"])
-
-
 
 
 # -----------------------------------------------------------------------------
@@ -262,6 +323,64 @@ def mixed_precision(device: torch.device, precision: str):
 def barrier(world: int) -> None:
     if world > 1:
         dist.barrier()
+
+
+def rank0_first(rank: int, world: int, work):
+    """work() on rank 0, then on the other ranks: rank 0 downloads, trains the vocab and fills the
+    caches; the others then find them."""
+    if rank == 0:
+        result = work()
+    barrier(world)
+    if rank != 0:
+        result = work()
+    barrier(world)
+    return result
+
+
+def all_rng_states(world: int) -> list[dict]:
+    """Every rank's rng_state, in rank order (gathered on every rank)."""
+    if world == 1:
+        return [rng_state()]
+    states = [None] * world
+    dist.all_gather_object(states, rng_state())
+    return states
+
+
+def agree_to_stop(requested: bool, log_step: bool, world: int, device: torch.device) -> bool:
+    """Whether to stop after this update (Ctrl-C or SIGTERM on any rank). The ranks must agree on the
+    step they stop at; they compare at log steps, a sync point anyway (asking at every step would make
+    each step wait for the GPU)."""
+    if world == 1:
+        return requested
+    if not log_step:
+        return False
+    flag = torch.tensor([float(requested)], device=device)
+    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+    return bool(flag.item())
+
+
+def parallel_model(model: torch.nn.Module, world: int, device: torch.device, compile: bool) -> torch.nn.Module:
+    """The module each update runs: `model` DDP-wrapped under torchrun, compiled when asked. On GPUs,
+    TF32 for any fp32 matmul left outside autocast."""
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    if world > 1:
+        model = torch.nn.parallel.DistributedDataParallel(
+            model, device_ids=[device.index] if device.type == "cuda" else None)
+    if compile:
+        # In place, so the model inside keeps its state_dict keys; compiling the DDP wrapper (not the
+        # model inside it) lets torch split the graph at DDP's gradient buckets and overlap communication.
+        model.compile()
+    return model
+
+
+def to_device(arrays, device: torch.device) -> list[torch.Tensor]:
+    """numpy arrays as tensors on `device` (on a GPU: from pinned memory, without waiting for the copy)."""
+    ts = [torch.from_numpy(a) for a in arrays]
+    if device.type == "cuda":
+        return [t.pin_memory().to(device, non_blocking=True) for t in ts]
+    return ts
 
 
 class StopOnSignal:
@@ -338,7 +457,6 @@ def _lock(f, release: bool = False) -> None:
         f.seek(0)
         msvcrt.locking(f.fileno(), msvcrt.LK_UNLCK if release else msvcrt.LK_NBLCK, 1)
         f.seek(pos)
-
 
 
 # -----------------------------------------------------------------------------
@@ -437,3 +555,48 @@ def given(args: argparse.Namespace, config_cls) -> dict:
     """The config fields set on the command line: {name: value} for every flag that was given."""
     return {f.name: getattr(args, f.name) for f in dataclasses.fields(config_cls)
             if getattr(args, f.name, None) is not None}
+
+
+def resumed(config_cls, flags: dict, saved: dict, where: str, sep: str = "-") -> dict:
+    """The fields of a resumed run: the flags given, and the run=True options as the checkpoint's config
+    `saved` has them, which a flag may not contradict (a run changed half-way is not the run that was
+    started): one line naming each flag that does."""
+    run = {f.name: saved[f.name] for f in dataclasses.fields(config_cls) if f.metadata.get("run")}
+    changed = [f"{flag_name(f, sep)} {flags[f.name]} (checkpoint: {run[f.name]})" for f in dataclasses.fields(config_cls)
+               if f.name in run and f.name in flags and flags[f.name] != run[f.name]]
+    if changed:
+        raise SystemExit(f"--resume: the checkpoint in {where} was trained with different settings: "
+                         f"{'; '.join(changed)}. Resume with the checkpoint's settings (drop those flags), or start "
+                         f"a new run with another --out.")
+    return {**flags, **run}
+
+
+def parse_overrides(items: list[str], config_cls, flag: str, fixed: tuple = (), fixed_by: str = "") -> dict:
+    """FIELD=VALUE strings as {field: value}, each value typed by the field of `config_cls`; the
+    `fixed` fields are set by `fixed_by`, not by `flag`. A bad item ends in one line.
+
+    >>> @dataclasses.dataclass
+    ... class C:
+    ...     num_layers: int = 12
+    ...     dropout: float = 0.1
+    ...     vocab_size: int = 30522
+    >>> parse_overrides(["num_layers=2", "dropout=0"], C, "--set")
+    {'num_layers': 2, 'dropout': 0.0}
+    >>> parse_overrides(["vocab_size=8"], C, "--set", fixed=("vocab_size",), fixed_by="the vocabulary")
+    Traceback (most recent call last):
+    SystemExit: --set vocab_size=8: vocab_size comes from the vocabulary, not from --set
+    """
+    kinds = {f.name: f.type if isinstance(f.type, str) else f.type.__name__ for f in dataclasses.fields(config_cls)}
+    casts = {"int": int, "float": float, "bool": lambda v: v.lower() in ("1", "true", "yes")}
+    out = {}
+    for item in items:
+        key, is_set, value = item.partition("=")
+        if not is_set or key not in kinds:
+            raise SystemExit(f"{flag} {item}: expected FIELD=VALUE with FIELD one of {sorted(kinds)}")
+        if key in fixed:
+            raise SystemExit(f"{flag} {item}: {key} comes from {fixed_by}, not from {flag}")
+        try:
+            out[key] = casts.get(kinds[key], str)(value)
+        except ValueError as e:
+            raise SystemExit(f"{flag} {item}: {key} must be a {kinds[key]}") from e
+    return out

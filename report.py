@@ -1,10 +1,10 @@
 """What a pre-training run tells its user; nothing here changes what is trained.
 
-train.py calls these. Read in order: the metrics (METRICS, step_stats) and the metrics file
-(MetricsLog writes metrics.jsonl, read_metrics reads it), the curves drawn from it
-(plot_pretraining_curves), the printed lines (progress_line, startup_report), the FLOPs of a step
-in two conventions (flops_per_step, flops_per_step_official: Table 1's compute), MFU (peak_flops) and
-the time projection of a GPU-sized run started on a CPU (CpuProjection).
+train.py calls these. Read in order: the metrics (METRICS, step_stats), the same on held-out text
+(evaluate_heldout), the metrics file (MetricsLog writes metrics.jsonl, read_metrics reads it), the
+curves drawn from it (plot_pretraining_curves), the printed lines (progress_line, startup_report),
+the FLOPs of a step in two conventions (flops_per_step, flops_per_step_official: Table 1's compute),
+MFU (peak_flops) and the time projection of a GPU-sized run started on a CPU (CpuProjection).
 
     python report.py    # parameters and FLOPs of every preset, and ELECTRA-Small's 1M-step total
 """
@@ -17,9 +17,11 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+import numpy as np
 import torch
 import torch.distributed as dist
 
+from data import pretraining_batch
 from electra import (
     HEAD_SIZE,
     METRICS,
@@ -27,13 +29,15 @@ from electra import (
     Electra,
     ElectraConfig,
     count_params,
+    disc_auc,
     generator_config,
     get_config,
 )
-from plumbing import atomic_write
+from plumbing import atomic_write, to_device
 
 # -----------------------------------------------------------------------------
-# The metrics: what each update measures (electra.METRICS), summed between two lines of metrics.jsonl
+# The metrics: what each update measures (electra.METRICS), summed between two lines of metrics.jsonl,
+# and the same measured on held-out text
 
 
 def step_stats(out) -> torch.Tensor:
@@ -46,6 +50,43 @@ def stats_dict(t: torch.Tensor) -> dict:
     d = dict(zip(METRICS, t.tolist()))
     d["all_original_acc"] = 1.0 - d["replaced_frac"]  # the accuracy of a D that calls every token original
     return d
+
+
+@torch.no_grad()
+def evaluate_heldout(model: torch.nn.Module, ids: np.ndarray, examples: np.ndarray, cfg, micro_batch: int,
+                     special: tuple[int, int, int], device: torch.device, autocast) -> dict:
+    """Held-out metrics: the same quantities as training, dropout off, the same masks every time.
+    `cfg` is the run's train.TrainConfig.
+
+    Runs on the first cfg.eval_batches micro-batches of held-out examples with the torch RNG
+    forked and seeded, so evaluations at different steps see the same corrupted inputs and the
+    training RNG stream is not disturbed. D's AUC is computed once over all of those tokens
+    together (a ranking does not average over batches); the other metrics are batch means.
+    """
+    model.eval()
+    sums, n = torch.zeros(len(METRICS), device=device), 0
+    p_original, is_original, real = [], [], []  # D's scores and labels of every held-out token
+    devices = [device.index or 0] if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(cfg.seed)
+        for i in range(cfg.eval_batches):
+            rows = examples[i * micro_batch:(i + 1) * micro_batch]
+            if len(rows) == 0:
+                break
+            x, segment_ids, attention_mask = to_device(pretraining_batch(ids, rows, cfg.seq_len, *special), device)
+            with autocast:
+                out = model(x, segment_ids, attention_mask)
+            sums += step_stats(out)
+            n += 1
+            if out.p_original is not None:
+                p_original.append(out.p_original.flatten())
+                is_original.append((out.x_corrupt == x).flatten())
+                real.append(attention_mask.flatten())
+    model.train()
+    stats = stats_dict(sums / max(n, 1))
+    if p_original:
+        stats["disc_auc"] = disc_auc(torch.cat(p_original), torch.cat(is_original), torch.cat(real)).item()
+    return stats
 
 
 class MetricsLog:

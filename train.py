@@ -10,21 +10,21 @@
     torchrun --nproc_per_node 4 train.py --size base   # DDP on 4 GPUs
 
 Read top to bottom, like nanoGPT's train.py: the recipe (paper Table 6) and TrainConfig, whose
-fields are the flags; the learning-rate schedule and the optimizer; checkpoints; the run in named
-steps (prepare_data, set_up_model, update, evaluate_heldout, ...) and train(), the loop that calls
-them; last the command line (parse_args, resolve_config, main). The data pipeline is data.py, the
-model electra.py, and what a run prints, logs and draws report.py.
+fields are the flags; the learning-rate schedule and the optimizer; what a checkpoint holds; the run
+in named steps (set_up_model, update, diverged, save_run) and train(), the loop that calls them; last
+the command line (parse_args, resolve_config, main). The data pipeline is data.py, the model
+electra.py, what a run prints, logs and draws report.py, and the plumbing (checkpoint files, DDP,
+devices, signals, the command-line machinery) plumbing.py.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
 import os
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from dataclasses import replace as dc_replace
 from pathlib import Path
 
-import numpy as np
 import torch
 import torch.distributed as dist
 import torch.nn as nn
@@ -35,15 +35,9 @@ import report
 from data import (
     DATA_URL,
     KNOWN_CORPORA,
-    SENTENCE_END_TOKENS,
     SHORT_SEQ_MIN,
     Batches,
-    build_examples,
-    encode_corpus,
-    load_or_train_vocab,
-    pretraining_batch,
-    resolve_corpus,
-    split_long_lines,
+    pretraining_data,
 )
 from electra import (
     METRICS,
@@ -51,11 +45,10 @@ from electra import (
     Electra,
     ElectraConfig,
     check_config,
-    disc_auc,
     get_config,
 )
 from hf import HubError, export_hf, load_electra, released_start
-from plumbing import add_options, at_least, atomic_write, given, non_negative, option, positive
+from plumbing import add_options, at_least, given, non_negative, option, positive
 from tokenizer import CONFIG as WORDPIECE
 from tokenizer import Tokenizer
 
@@ -241,12 +234,13 @@ def build_optimizer(model: nn.Module, cfg: TrainConfig, fused: bool = True) -> t
 
 def save_checkpoint(path: Path, model: Electra, optimizer, step: int, cfg: TrainConfig,
                     mc: ElectraConfig, vocab_hash: str, rng: list[dict]) -> None:
-    """Everything --resume needs, written to a temporary file and renamed (never half a file).
+    """Everything --resume needs, a plain dict (plumbing.write_checkpoint: never half a file, the
+    previous checkpoint kept as plumbing.load_checkpoint's fallback).
 
     The learning-rate schedule is a pure function of the step (learning_rate), and so is the
     data order (Batches), so `step` is their whole state. `rng` holds every rank's RNG states.
     """
-    state = {
+    plumbing.write_checkpoint(path, {
         "model": model.state_dict(),  # generator, discriminator and their shared embeddings
         "optimizer": optimizer.state_dict(),
         "step": step,
@@ -254,108 +248,11 @@ def save_checkpoint(path: Path, model: Electra, optimizer, step: int, cfg: Train
         "model_config": asdict(mc),
         "vocab_hash": vocab_hash,
         "rng": rng,
-    }
-    atomic_write(path, lambda p: torch.save(state, p), keep_previous=previous_checkpoint(path))
-
-
-def previous_checkpoint(path: Path) -> Path:
-    """Where save_checkpoint keeps the checkpoint it replaced: ckpt.pt -> ckpt.prev.pt."""
-    return path.with_name(path.stem + ".prev" + path.suffix)
-
-
-def _read_checkpoint(path: Path) -> tuple[dict | None, str]:
-    """(the checkpoint, "") or (None, why it cannot be read)."""
-    if not path.is_file():
-        return None, "missing"
-    try:
-        return torch.load(path, map_location="cpu", weights_only=True), ""
-    except Exception as e:  # truncated (an interrupted copy), corrupt, or not a checkpoint at all
-        return None, f"unreadable: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-
-
-def _no_checkpoint(path: Path, flag: str) -> SystemExit:
-    return SystemExit(f"{flag}: no checkpoint at {path}; point --out at the run folder that has "
-                      f"ckpt.pt (or start a new run without {flag})")
-
-
-def load_checkpoint(path: Path, flag: str = "--resume", set_aside: bool = False) -> dict:
-    """The checkpoint at `path`, or, when it is missing or unreadable, the previous one that
-    save_checkpoint kept (saying so). Neither: one line naming both. set_aside (--resume): rename an
-    unreadable `path` to path.unreadable, so the next save does not keep it as the previous one."""
-    saved, why = _read_checkpoint(path)
-    if saved is not None:
-        return saved
-    prev = previous_checkpoint(path)
-    fallback, why_prev = _read_checkpoint(prev)
-    if fallback is None:
-        if why == why_prev == "missing":
-            raise _no_checkpoint(path, flag)
-        raise SystemExit(f"{flag}: no readable checkpoint: {path} is {why}; the previous one {prev} is {why_prev}")
-    note = ""
-    if set_aside and path.is_file():
-        aside = path.with_name(path.name + ".unreadable")
-        os.replace(path, aside)
-        note = f" ({path.name} moved to {aside.name})"
-    print(f"{flag}: {path} is {why}; falling back to the previous checkpoint {prev} (step {fallback['step']:,})"
-          f"{note}")
-    return fallback
+    })
 
 
 # -----------------------------------------------------------------------------
 # The run in steps: the data, the model, one update, then the loop that logs, evaluates and checkpoints
-
-
-def rank0_first(rank: int, world: int, work):
-    """work() on rank 0, then on the other ranks: rank 0 downloads, trains the vocab and fills the
-    caches; the others then find them."""
-    if rank == 0:
-        result = work()
-    plumbing.barrier(world)
-    if rank != 0:
-        result = work()
-    plumbing.barrier(world)
-    return result
-
-
-def read_corpus(cfg: TrainConfig, progress: bool):
-    """(the corpus path, the tokenizer, the corpus' token ids, its line offsets), from the caches when there."""
-    cache_dir = Path(cfg.cache_dir)
-    try:
-        corpus = resolve_corpus(cfg.data, cache_dir, cfg.data_url)
-        tok = load_or_train_vocab(cfg, corpus, Path(cfg.out_dir))
-        ids, line_offsets = encode_corpus(corpus, tok, cache_dir, progress=progress)
-    except (plumbing.DownloadError, FileNotFoundError, ValueError) as e:
-        raise SystemExit(str(e)) from e
-    except KeyboardInterrupt:
-        raise SystemExit("interrupted while preparing the data (download, vocabulary or tokenising), before "
-                         "any training: nothing partial was written; run the same command again to start over") from None
-    return corpus, tok, ids, line_offsets
-
-
-def prepare_data(cfg: TrainConfig, saved: dict | None, rank: int, world: int, say):
-    """(corpus, tokenizer, token ids, the training Batches, the held-out examples)."""
-    corpus, tok, ids, line_offsets = rank0_first(rank, world, lambda: read_corpus(cfg, progress=rank == 0))
-    if saved is not None and saved["vocab_hash"] != tok.hash():
-        out_vocab = Path(cfg.out_dir) / "vocab.txt"
-        raise SystemExit(f"the vocabulary ({cfg.vocab or out_vocab}, sha256 {tok.hash()[:12]}) does not match the "
-                         f"checkpoint's (sha256 {saved['vocab_hash'][:12]}): resume with the run's own {out_vocab} "
-                         f"(drop --vocab), or start a new run with another --out")
-    line_offsets, n_split = split_long_lines(ids, line_offsets, cfg.seq_len - 2,
-                                             [tok.vocab[t] for t in SENTENCE_END_TOKENS if t in tok.vocab])
-    if n_split:
-        say(f"split {n_split:,} line(s) longer than {cfg.seq_len - 2} tokens (--seq-len {cfg.seq_len} less "
-            f"[CLS] and [SEP]) into pieces, at sentence ends where possible, so none of their text is dropped")
-    train_ex, eval_ex = build_examples(line_offsets, cfg.seq_len, cfg.seed, cfg.eval_fraction)
-    if len(train_ex) == 0:
-        raise SystemExit(f"--data {cfg.data}: no training examples could be built ({len(ids):,} tokens in "
-                         f"{len(eval_ex)} held-out example(s)); give it more text")
-    if cfg.batch_size % (cfg.grad_accum * world):
-        raise SystemExit(f"--batch-size {cfg.batch_size} must be a multiple of --grad-accum {cfg.grad_accum} x "
-                         f"{world} process(es)")
-    micro_batch = cfg.batch_size // (cfg.grad_accum * world)
-    special = (tok.cls_id, tok.sep_id, tok.pad_id)
-    batches = Batches(ids, train_ex, cfg.batch_size, micro_batch, rank, world, cfg.seq_len, special, cfg.seed)
-    return corpus, tok, ids, batches, eval_ex
 
 
 def set_up_model(cfg: TrainConfig, saved: dict | None, tok: Tokenizer, rank: int, world: int, device):
@@ -378,25 +275,7 @@ def set_up_model(cfg: TrainConfig, saved: dict | None, tok: Tokenizer, rank: int
         plumbing.set_rng_state(saved["rng"][rank])
     else:
         torch.manual_seed(cfg.seed + rank)  # different masks and dropout on each rank
-    if device.type == "cuda":
-        torch.backends.cuda.matmul.allow_tf32 = True  # TF32 for any fp32 matmul left outside autocast
-        torch.backends.cudnn.allow_tf32 = True
-    model = raw
-    if world > 1:
-        model = nn.parallel.DistributedDataParallel(raw, device_ids=[device.index] if device.type == "cuda" else None)
-    if cfg.compile:
-        # In place, so `raw` keeps its state_dict keys; compiling the DDP wrapper (not the model inside
-        # it) lets torch split the graph at DDP's gradient buckets and overlap communication.
-        model.compile()
-    return mc, raw, model, optimizer, step
-
-
-def to_device(arrays, device: torch.device) -> list[torch.Tensor]:
-    """numpy arrays as tensors on `device` (on a GPU: from pinned memory, without waiting for the copy)."""
-    ts = [torch.from_numpy(a) for a in arrays]
-    if device.type == "cuda":
-        return [t.pin_memory().to(device, non_blocking=True) for t in ts]
-    return ts
+    return mc, raw, plumbing.parallel_model(raw, world, device, cfg.compile), optimizer, step
 
 
 def update(model: nn.Module, raw: Electra, optimizer, batches: Batches, step: int, cfg: TrainConfig,
@@ -410,7 +289,7 @@ def update(model: nn.Module, raw: Electra, optimizer, batches: Batches, step: in
     stats = torch.zeros(len(METRICS), device=device)
     try:
         for micro in range(cfg.grad_accum):
-            x, segment_ids, attention_mask = to_device(batches.get(step, micro), device)  # [b, T] each
+            x, segment_ids, attention_mask = plumbing.to_device(batches.get(step, micro), device)  # [b, T] each
             last = micro == cfg.grad_accum - 1
             with model.no_sync() if batches.world > 1 and not last else contextlib.nullcontext():
                 with autocast:
@@ -432,69 +311,17 @@ def update(model: nn.Module, raw: Electra, optimizer, batches: Batches, step: in
 def diverged(step: int, cfg: TrainConfig, last_ckpt: int | None) -> SystemExit:
     """The one line that stops a run whose loss or gradient norm was not finite at update `step`."""
     ckpt_path = Path(cfg.out_dir) / "ckpt.pt"
-    good = ckpt_path if ckpt_path.is_file() else previous_checkpoint(ckpt_path)  # after a fallback
+    good = ckpt_path if ckpt_path.is_file() else plumbing.previous_checkpoint(ckpt_path)  # after a fallback
     kept = (f"the last good checkpoint, {good} at step {last_ckpt:,}, is untouched"
             if last_ckpt is not None else "no checkpoint was written")
     return SystemExit(f"the loss is not finite at step {step:,} (lr {cfg.lr:g}): the run diverged and was "
                       f"stopped; {kept}. Start a new run with a lower --lr (e.g. {cfg.lr / 10:g}) or a longer --warmup")
 
 
-@torch.no_grad()
-def evaluate_heldout(model: nn.Module, ids: np.ndarray, examples: np.ndarray, cfg: TrainConfig, micro_batch: int,
-                     special: tuple[int, int, int], device: torch.device, autocast) -> dict:
-    """Held-out metrics: the same quantities as training, dropout off, the same masks every time.
-
-    Runs on the first cfg.eval_batches micro-batches of held-out examples with the torch RNG
-    forked and seeded, so evaluations at different steps see the same corrupted inputs and the
-    training RNG stream is not disturbed. D's AUC is computed once over all of those tokens
-    together (a ranking does not average over batches); the other metrics are batch means.
-    """
-    model.eval()
-    sums, n = torch.zeros(len(METRICS), device=device), 0
-    p_original, is_original, real = [], [], []  # D's scores and labels of every held-out token
-    devices = [device.index or 0] if device.type == "cuda" else []
-    with torch.random.fork_rng(devices=devices):
-        torch.manual_seed(cfg.seed)
-        for i in range(cfg.eval_batches):
-            rows = examples[i * micro_batch:(i + 1) * micro_batch]
-            if len(rows) == 0:
-                break
-            x, segment_ids, attention_mask = to_device(pretraining_batch(ids, rows, cfg.seq_len, *special), device)
-            with autocast:
-                out = model(x, segment_ids, attention_mask)
-            sums += report.step_stats(out)
-            n += 1
-            if out.p_original is not None:
-                p_original.append(out.p_original.flatten())
-                is_original.append((out.x_corrupt == x).flatten())
-                real.append(attention_mask.flatten())
-    model.train()
-    stats = report.stats_dict(sums / max(n, 1))
-    if p_original:
-        stats["disc_auc"] = disc_auc(torch.cat(p_original), torch.cat(is_original), torch.cat(real)).item()
-    return stats
-
-
-def agree_to_stop(requested: bool, log_step: bool, world: int, device: torch.device) -> bool:
-    """Whether to stop after this update (Ctrl-C or SIGTERM on any rank). The ranks must agree on the
-    step they stop at; they compare at log steps, a sync point anyway (asking at every step would make
-    each step wait for the GPU)."""
-    if world == 1:
-        return requested
-    if not log_step:
-        return False
-    flag = torch.tensor([float(requested)], device=device)
-    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-    return bool(flag.item())
-
-
 def save_run(raw: Electra, optimizer, step: int, cfg: TrainConfig, mc: ElectraConfig, tok: Tokenizer,
              world: int, master: bool) -> None:
     """The checkpoint, with every rank's RNG states (gathered on rank 0), and curves.png."""
-    states = [plumbing.rng_state()]
-    if world > 1:
-        states = [None] * world
-        dist.all_gather_object(states, plumbing.rng_state())
+    states = plumbing.all_rng_states(world)
     if master:
         out_dir = Path(cfg.out_dir)
         save_checkpoint(out_dir / "ckpt.pt", raw, optimizer, step, cfg, mc, tok.hash(), states)
@@ -508,7 +335,7 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device: t
     say = print if master else (lambda *a, **k: None)
     out_dir = Path(cfg.out_dir)
     metrics_path, ckpt_path, curves_path = out_dir / "metrics.jsonl", out_dir / "ckpt.pt", out_dir / "curves.png"
-    corpus, tok, ids, batches, eval_ex = prepare_data(cfg, saved, rank, world, say)
+    corpus, tok, ids, batches, eval_ex = pretraining_data(cfg, rank, world, say, saved and saved["vocab_hash"])
     mc, raw, model, optimizer, step = set_up_model(cfg, saved, tok, rank, world, device)
     precision, autocast = plumbing.mixed_precision(device, cfg.precision)
     flops = report.flops_per_step(mc, cfg.batch_size, cfg.seq_len)
@@ -548,12 +375,12 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device: t
                 last_train = log.train_row(step, lr, batches.epoch(step))
                 bar.set_postfix_str(report.progress_line(last_train, cfg.objective), refresh=False)
             if master and len(eval_ex) and eval_step:
-                held = evaluate_heldout(raw, ids, eval_ex, cfg, batches.micro_batch, batches.special, device, autocast)
+                held = report.evaluate_heldout(raw, ids, eval_ex, cfg, batches.micro_batch, batches.special, device, autocast)
                 last_eval = {"step": step, "split": "eval", **held, "elapsed_s": log.elapsed()}
                 log.write(last_eval)
                 report.plot_pretraining_curves(metrics_path, curves_path)
                 bar.write(f"step {step:,} held-out: {report.progress_line(last_eval, cfg.objective)}")
-            interrupted = agree_to_stop(stop.requested, log_step, world, device)
+            interrupted = plumbing.agree_to_stop(stop.requested, log_step, world, device)
             if ckpt_step or interrupted:
                 save_run(raw, optimizer, step, cfg, mc, tok, world, master)
                 last_ckpt = step
@@ -589,22 +416,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
+# ElectraConfig fields that --set may not change: they come from --objective and the vocabulary
+NOT_SET = ("objective", "vocab_size", "pad_id", "cls_id", "sep_id", "mask_id")
+
+
 def parse_overrides(items: list[str]) -> dict:
-    """["num_layers=2", "dropout=0"] -> {"num_layers": 2, "dropout": 0.0}, typed by ElectraConfig."""
-    kinds = {f.name: f.type if isinstance(f.type, str) else f.type.__name__ for f in fields(ElectraConfig)}
-    casts = {"int": int, "float": float, "bool": lambda v: v.lower() in ("1", "true", "yes")}
-    out = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or key not in kinds:
-            raise SystemExit(f"--set {item}: expected FIELD=VALUE with FIELD one of {sorted(kinds)}")
-        if key in ("objective", "vocab_size", "pad_id", "cls_id", "sep_id", "mask_id"):
-            raise SystemExit(f"--set {item}: {key} comes from --objective / the vocabulary, not from --set")
-        try:
-            out[key] = casts.get(kinds[key], str)(value)
-        except ValueError as e:
-            raise SystemExit(f"--set {item}: {key} must be a {kinds[key]}") from e
-    return out
+    """--set's ["num_layers=2", "dropout=0"] -> {"num_layers": 2, "dropout": 0.0}, typed by ElectraConfig."""
+    return plumbing.parse_overrides(items, ElectraConfig, "--set", NOT_SET, "--objective / the vocabulary")
 
 
 def resolve_config(args: argparse.Namespace, saved: dict | None) -> TrainConfig:
@@ -614,14 +432,7 @@ def resolve_config(args: argparse.Namespace, saved: dict | None) -> TrainConfig:
     if "overrides" in flags:
         flags["overrides"] = parse_overrides(flags["overrides"])
     if saved is not None:
-        run = {f.name: saved[f.name] for f in fields(TrainConfig) if f.metadata.get("run")}
-        changed = {k: (run[k], v) for k, v in flags.items() if k in run and run[k] != v}
-        if changed:
-            what = "; ".join(f"--{k.replace('_', '-')} {new} (checkpoint: {old})" for k, (old, new) in changed.items())
-            raise SystemExit(f"--resume: the checkpoint in {args.out_dir or TrainConfig.out_dir} was trained with different settings: "
-                             f"{what}. Resume with the checkpoint's settings (drop those flags), or start a new run "
-                             f"with another --out.")
-        return TrainConfig(**{**flags, **run})
+        return TrainConfig(**plumbing.resumed(TrainConfig, flags, saved, args.out_dir or TrainConfig.out_dir))
     size = flags.get("size", TrainConfig.size)
     try:
         check_config(get_config(size, **flags.get("overrides", {})))
@@ -637,7 +448,7 @@ def main(argv=None) -> dict:
     out_dir = Path(args.out_dir or TrainConfig.out_dir)  # a flag not given is None (add_options)
     ckpt_path = out_dir / "ckpt.pt"
     if args.export_hf:
-        saved = load_checkpoint(ckpt_path, "--export-hf")
+        saved = plumbing.load_checkpoint(ckpt_path, "--export-hf")
         model = Electra(ElectraConfig(**saved["model_config"]))
         model.load_state_dict(saved["model"])
         files = export_hf(model, out_dir / "vocab.txt", Path(args.export_hf))
@@ -645,13 +456,7 @@ def main(argv=None) -> dict:
         for f in files:
             print(f"  {f}")
         return {"model": model, "step": saved["step"], "files": files}
-    prev_path = previous_checkpoint(ckpt_path)
-    if args.resume and not (ckpt_path.exists() or prev_path.exists()):
-        raise _no_checkpoint(ckpt_path, "--resume")
-    if not args.resume and (ckpt_path.exists() or prev_path.exists()):
-        raise SystemExit(f"{out_dir} holds a run ({', '.join(str(p) for p in (ckpt_path, prev_path) if p.exists())}): "
-                         f"continue it with --resume (which falls back to {prev_path.name} if {ckpt_path.name} is "
-                         f"unreadable), or start a new run with another --out (nothing was overwritten)")
+    plumbing.check_run_folder(ckpt_path, args.resume)
     if args.init_from:  # continued pre-training: the released model's shape (as --set), vocab and size
         if args.resume or args.vocab or args.objective not in (None, "electra", "electra_15"):
             raise SystemExit("--init-from starts a new ELECTRA run from a released generator and discriminator, "
@@ -666,7 +471,7 @@ def main(argv=None) -> dict:
     plumbing.check_writable(out_dir)
     rank = int(os.environ.get("RANK", "0"))  # torchrun's; plumbing.setup_distributed joins the group below
     with plumbing.run_lock(out_dir, rank):
-        saved = load_checkpoint(ckpt_path, set_aside=rank == 0) if args.resume else None
+        saved = plumbing.load_checkpoint(ckpt_path, set_aside=rank == 0) if args.resume else None
         cfg = resolve_config(args, saved["train_config"] if saved else None)
         rank, _, world, device = plumbing.setup_distributed(cfg.device)
         try:

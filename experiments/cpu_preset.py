@@ -97,7 +97,7 @@ def context_free_auc(run_dir: Path, cache_dir: Path) -> tuple[float, float]:
     rate = type_replaced_rate(*(torch.cat([t.flatten() for t in ts]) for ts in
                                 ([o.x_corrupt for o, _, _ in seen], [i for _, i, _ in seen], [r for *_, r in seen])),
                               mc.vocab_size)  # [V]
-    torch.manual_seed(cfg.seed)  # the held-out corruptions of train.evaluate_heldout
+    torch.manual_seed(cfg.seed)  # the held-out corruptions of report.evaluate_heldout
     held = [corrupt(eval_ex[i * cfg.batch_size:(i + 1) * cfg.batch_size]) for i in range(cfg.eval_batches)]
     is_original = torch.cat([i.flatten() for _, i, _ in held])
     real = torch.cat([r.flatten() for *_, r in held])

@@ -67,7 +67,7 @@ def main(argv=None) -> None:
         model.eval()
         p_d, p_free, orig, real, gen_acc = [], [], [], [], []
         with torch.no_grad(), torch.random.fork_rng():
-            torch.manual_seed(cfg.seed)  # the same held-out corruptions every time, as train.evaluate_heldout
+            torch.manual_seed(cfg.seed)  # the same held-out corruptions every time, as report.evaluate_heldout
             for i in range(cfg.eval_batches):
                 x, s, m = (torch.from_numpy(a) for a in
                            data.pretraining_batch(ids, eval_ex[i * cfg.batch_size:(i + 1) * cfg.batch_size], cfg.seq_len,

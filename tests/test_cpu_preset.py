@@ -58,7 +58,7 @@ def test_cpu_preset_runs_candidates_draws_and_skips_what_is_done(corpus, monkeyp
         held = [r for r in map(json.loads, (corpus / "runs" / name / "metrics.jsonl").read_text().splitlines())
                 if r["split"] == "eval"]
         assert [r["step"] for r in held] == [2, 4]
-        # the held-out corruptions are train.evaluate_heldout's: D's AUC measured here is the run's own
+        # the held-out corruptions are report.evaluate_heldout's: D's AUC measured here is the run's own
         d_auc, free_auc = cpu_preset.context_free_auc(corpus / "runs" / name, corpus / "runs" / "cache")
         assert d_auc == pytest.approx(held[-1]["disc_auc"], abs=1e-6)
         assert 0.0 <= free_auc <= 1.0

@@ -21,6 +21,7 @@ import torch
 import transformers
 
 import data
+import plumbing
 import report
 import train
 from electra import Electra, disc_auc
@@ -106,7 +107,7 @@ def test_held_out_auc_ranks_all_held_out_tokens_together(corpus, tmp_path):
     ids, line_offsets = data.encode_corpus(Path(corpus[0]), tok, corpus[2], progress=False)
     _, eval_ex = data.build_examples(line_offsets, cfg.seq_len, cfg.seed, cfg.eval_fraction)
     special = (tok.cls_id, tok.sep_id, tok.pad_id)
-    got = train.evaluate_heldout(model, ids, eval_ex, cfg, 8, special, torch.device("cpu"), contextlib.nullcontext())
+    got = report.evaluate_heldout(model, ids, eval_ex, cfg, 8, special, torch.device("cpu"), contextlib.nullcontext())
     # the same held-out batches and corruptions, redone by hand
     model.eval()
     torch.manual_seed(cfg.seed)
@@ -551,7 +552,7 @@ def test_disk_full_while_checkpointing(corpus, tmp_path, monkeypatch, error):
                 raise OSError(errno.ENOSPC, "No space left on device")
             raise RuntimeError("[enforce fail at inline_container.cc:626] . unexpected pos 256 vs 128")
         return save(obj, f, *a, **k)
-    monkeypatch.setattr(train.torch, "save", full_disk)
+    monkeypatch.setattr(plumbing.torch, "save", full_disk)
     if error == "torch_write_failed":  # torch's own writer reports no errno: the free space tells
         monkeypatch.setattr(shutil, "disk_usage", lambda p: shutil._ntuple_diskusage(10 ** 9, 10 ** 9, 4096))
     with pytest.raises(SystemExit, match=r"^disk full: could not write .*ckpt.pt .*; 4,096 bytes free on its disk. "
