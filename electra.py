@@ -95,12 +95,10 @@ OBJECTIVES = ("electra", "bert", "electra_15", "replace_mlm", "all_tokens_mlm")
 # small/base/large are the paper's (Table 6; official configure_pretraining.py). Training recipes
 # (batch, lr, steps, sequence length) belong to train.py.
 SIZES = {
-    # ours, for CPUs (README, "See ELECTRA learn on a CPU"; experiments/cpu_preset.py). An 8192-piece
-    # vocab, as sampling from p_G and the MLM softmax cost O(V) per masked token. Three values differ
-    # from the paper's Small so that D visibly learns in a 15-minute CPU run (at the paper's values its
-    # held-out AUC stays near chance): temperature 2 keeps G's samples detectable while D learns
-    # context; mask_prob 0.25 (as Large) gives D more replaced tokens per update; no dropout, as so
-    # short a run cannot overfit.
+    # ours, for CPUs (README, "See ELECTRA learn on a CPU"; experiments/cpu_preset.py): 8192 pieces, as p_G's
+    # softmax and sampling cost O(V) per masked token, and three changes from Small so that D visibly learns in a
+    # 15-minute CPU run (at the paper's values its held-out AUC stays near chance): temperature 2 keeps G's samples
+    # detectable while D learns context; mask_prob 0.25 (as Large), more replaced tokens; no dropout (no overfitting).
     "tiny": dict(vocab_size=8192, hidden_size=128, num_layers=4, num_heads=2, intermediate_size=512,
                  temperature=2.0, mask_prob=0.25, dropout=0.0, attention_dropout=0.0),
     "small": {},
@@ -122,8 +120,7 @@ def get_config(size: str, **overrides) -> ElectraConfig:
 
 
 def check_config(config: ElectraConfig) -> None:
-    """Raise ValueError, naming the field, for a config no model can be built from (the discriminator's
-    and the generator_config derived from it)."""
+    """Raise ValueError, naming the field, for a config no D (or the G derived from it) can be built from."""
     c = config
     if c.objective not in OBJECTIVES:
         raise ValueError(f"unknown objective {c.objective!r}: choose one of {', '.join(OBJECTIVES)}")
@@ -172,8 +169,7 @@ class Embeddings(nn.Module):
         self.drop = nn.Dropout(config.dropout)
 
     def forward(self, input_ids, segment_ids):
-        T = input_ids.shape[1]
-        pos = torch.arange(T, device=input_ids.device)
+        pos = torch.arange(input_ids.shape[1], device=input_ids.device)  # [T]
         e = self.word(input_ids) + self.position(pos) + self.segment(segment_ids)  # [B, T, E]
         return self.drop(self.ln(e))
 
@@ -215,7 +211,8 @@ def attention_reference(q, k, v, keep, dropout: nn.Module):
 
 
 class Block(nn.Module):
-    """A post-LayerNorm Transformer block (BERT): h = LN(h + Attn(h)); h = LN(h + FFN(h))."""
+    """A post-LayerNorm Transformer block (BERT): h = LN(h + Attn(h)); h = LN(h + FFN(h)),
+    FFN(h) = fc2(GELU(fc1(h))) with GELU in its exact erf form, as BERT and the official code use."""
 
     def __init__(self, config: ElectraConfig):
         super().__init__()
@@ -228,7 +225,6 @@ class Block(nn.Module):
 
     def forward(self, h, keep):
         h = self.ln1(h + self.drop(self.attn(h, keep)))
-        # GELU in its exact erf form, as BERT and the official code use
         return self.ln2(h + self.drop(self.fc2(F.gelu(self.fc1(h)))))
 
 
