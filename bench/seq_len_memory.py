@@ -16,7 +16,6 @@ import importlib.util
 import json
 import os
 import resource
-import subprocess
 import sys
 import time
 from dataclasses import replace
@@ -132,11 +131,8 @@ def main(argv=None):
     base = list(argv if argv is not None else sys.argv[1:])
     for seq in args.seq:
         for objective in OBJECTIVES:
-            done = subprocess.run([sys.executable, __file__, *base, "--one", objective, str(seq)],
-                                  capture_output=True, text=True, env=os.environ)
-            if done.returncode != 0:
-                raise SystemExit(f"{objective} at seq {seq} failed:\n{done.stderr[-3000:]}")
-            results.append(json.loads(done.stdout.strip().splitlines()[-1]))
+            results.append(train_step.run_point([sys.executable, __file__, *base, "--one", objective, str(seq)],
+                                                f"{objective} at seq {seq}"))
     print(f"device: {results[0]['device']}")
     print(f"{'objective':9} {'seq':>5} {'params':>11} {'steps/s':>9} {'tokens/s':>11} {'peak MiB':>9}")
     for r in results:

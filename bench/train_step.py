@@ -145,6 +145,15 @@ def run_variant(args) -> dict:
             "device": torch.cuda.get_device_name(device) if cuda else f"cpu, {torch.get_num_threads()} threads"}
 
 
+def run_point(cmd: list[str], what: str) -> dict:
+    """Run one benchmark point in its own process, so that its peak memory is its own; the JSON line it
+    prints last is its result."""
+    done = subprocess.run(cmd, capture_output=True, text=True, env=os.environ)
+    if done.returncode != 0:
+        raise SystemExit(f"{what} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     cuda = torch.cuda.is_available()
@@ -173,10 +182,7 @@ def main(argv=None):
         for variant in ("ours", "hf"):
             cmd = [sys.executable, __file__, *(argv if argv is not None else sys.argv[1:]), "--variant", variant]
             cmd = [c for c in cmd if c != "--compile"] + (["--compile"] if compiled else [])
-            done = subprocess.run(cmd, capture_output=True, text=True, env=os.environ)
-            if done.returncode != 0:
-                raise SystemExit(f"{variant} failed:\n{done.stderr[-3000:]}")
-            results.append(json.loads(done.stdout.strip().splitlines()[-1]))
+            results.append(run_point(cmd, variant))
     print(f"device: {results[0]['device']}")
     print(f"{'variant':18} {'steps/s':>9} {'tokens/s':>11} {'peak MiB':>9} {'MFU':>7} {'loss (no dropout)':>18}")
     for r in results:
