@@ -27,143 +27,127 @@ from tokenizer import Tokenizer
 
 # -----------------------------------------------------------------------------
 # State dicts: ours <-> HuggingFace's ElectraForPreTraining (D), ElectraForMaskedLM (G), BertModel
+#
+# Each table pairs our parameter's name with HF's. HF keeps query, key and value apart: their names
+# come as a triple, stacked into our fused qkv. D's last layer is negated both ways: the paper's D
+# predicts *original*, HF's scores *replaced*, so logit_original = -logit_replaced.
 
 
-def _encoder_keys(enc: Encoder, prefix: str) -> list[tuple[str, str]]:
-    """(our name, HF name) pairs for the embeddings, projection and blocks of an encoder.
-    The fused qkv is handled separately (HF stores query, key, value apart)."""
-    pairs = [("embeddings.word.weight", "embeddings.word_embeddings.weight"),
-             ("embeddings.position.weight", "embeddings.position_embeddings.weight"),
-             ("embeddings.segment.weight", "embeddings.token_type_embeddings.weight"),
-             ("embeddings.ln.weight", "embeddings.LayerNorm.weight"),
-             ("embeddings.ln.bias", "embeddings.LayerNorm.bias")]
+def _encoder_keys(enc: Encoder, prefix: str) -> list[tuple[str, str | tuple[str, ...]]]:
+    """(our name, HF's name) for the embeddings, projection and blocks of an encoder."""
+    e = prefix + "embeddings."
+    pairs = [("embeddings.word.weight", e + "word_embeddings.weight"),
+             ("embeddings.position.weight", e + "position_embeddings.weight"),
+             ("embeddings.segment.weight", e + "token_type_embeddings.weight"),
+             ("embeddings.ln.weight", e + "LayerNorm.weight"), ("embeddings.ln.bias", e + "LayerNorm.bias")]
     if enc.embeddings_project is not None:
-        pairs += [("embeddings_project.weight", "embeddings_project.weight"),
-                  ("embeddings_project.bias", "embeddings_project.bias")]
+        pairs += [(f"embeddings_project.{p}", f"{prefix}embeddings_project.{p}") for p in ("weight", "bias")]
     for i in range(len(enc.layers)):
-        ours, hf = f"layers.{i}.", f"encoder.layer.{i}."
+        ours, hf = f"layers.{i}.", f"{prefix}encoder.layer.{i}."
         for p in ("weight", "bias"):
-            pairs += [(ours + "attn.out." + p, hf + "attention.output.dense." + p),
+            pairs += [(ours + "attn.qkv." + p, tuple(f"{hf}attention.self.{n}.{p}" for n in ("query", "key", "value"))),
+                      (ours + "attn.out." + p, hf + "attention.output.dense." + p),
                       (ours + "ln1." + p, hf + "attention.output.LayerNorm." + p),
                       (ours + "fc1." + p, hf + "intermediate.dense." + p),
                       (ours + "fc2." + p, hf + "output.dense." + p),
                       (ours + "ln2." + p, hf + "output.LayerNorm." + p)]
-    return [(o, prefix + h) for o, h in pairs]
+    return pairs
 
 
-_QKV = ("query", "key", "value")
+D_HEAD = [("head.weight", "discriminator_predictions.dense.weight"),
+          ("head.bias", "discriminator_predictions.dense.bias"),
+          ("head_out.weight", "discriminator_predictions.dense_prediction.weight"),
+          ("head_out.bias", "discriminator_predictions.dense_prediction.bias")]
+G_HEAD = [("head.weight", "generator_predictions.dense.weight"), ("head.bias", "generator_predictions.dense.bias"),
+          ("head_ln.weight", "generator_predictions.LayerNorm.weight"),
+          ("head_ln.bias", "generator_predictions.LayerNorm.bias"), ("output_bias", "generator_lm_head.bias")]
+FLIPPED = ("head_out.weight", "head_out.bias")  # D's last layer, negated both ways
 
 
-def _load(module: nn.Module, pairs, sd: dict, what: str, qkv_layers: int = 0, qkv_prefix: str = "",
-          transform=None):
-    """Copy sd[hf] into module's `ours` for each pair; gather every problem into one clear error."""
+def _names(hf) -> tuple[str, ...]:
+    return (hf,) if isinstance(hf, str) else hf
+
+
+def _listed(what: str, items: list[str], sep: str) -> list[str]:
+    return [f"  {what}: " + sep.join(items[:8]) + (" ..." if len(items) > 8 else "")] if items else []
+
+
+def _load(module: nn.Module, pairs, sd: dict, what: str) -> None:
+    """Copy HF's sd[hf] into module's `ours` for each pair; gather every problem into one error."""
     own = module.state_dict()
     missing, mismatched, new = [], [], {}
     for ours, hf in pairs:
-        if hf not in sd:
-            missing.append(hf)
+        names = _names(hf)
+        if any(n not in sd for n in names):
+            missing += [n for n in names if n not in sd]
             continue
-        t = sd[hf] if transform is None else transform(ours, sd[hf])
-        if tuple(t.shape) != tuple(own[ours].shape):
-            mismatched.append(f"{hf}: checkpoint {tuple(t.shape)} vs config {tuple(own[ours].shape)}")
+        t = torch.cat([sd[n] for n in names])  # query, key, value: 3 x [H, ...] -> [3H, ...]
+        t = -t if ours in FLIPPED else t
+        if t.shape != own[ours].shape:
+            mismatched.append(f"{names[0]}{' (+key, value)' if len(names) > 1 else ''}: checkpoint "
+                              f"{tuple(t.shape)} vs config {tuple(own[ours].shape)}")
         else:
             new[ours] = t
-    for i in range(qkv_layers):
-        for p in ("weight", "bias"):
-            names = [f"{qkv_prefix}encoder.layer.{i}.attention.self.{n}.{p}" for n in _QKV]
-            if any(n not in sd for n in names):
-                missing += [n for n in names if n not in sd]
-                continue
-            t = torch.cat([sd[n] for n in names], dim=0)  # [3H, H] or [3H]
-            ours = f"layers.{i}.attn.qkv.{p}"
-            if tuple(t.shape) != tuple(own[ours].shape):
-                mismatched.append(f"{names[0]} (+key, value): checkpoint {tuple(t.shape)} vs config "
-                                  f"{tuple(own[ours].shape)}")
-            else:
-                new[ours] = t
     if missing or mismatched:
-        lines = [f"the {what} state dict does not fit the config:"]
-        if missing:
-            lines.append(f"  missing keys ({len(missing)}): " + ", ".join(missing[:8]) +
-                         (" ..." if len(missing) > 8 else ""))
-        if mismatched:
-            lines.append("  shape mismatches: " + "; ".join(mismatched[:8]) + (" ..." if len(mismatched) > 8 else ""))
-        lines.append("  check that the config (size, vocab_size, embedding_size, layers) matches the checkpoint")
-        raise ValueError("\n".join(lines))
+        raise ValueError("\n".join([f"the {what} state dict does not fit the config:",
+                                    *_listed(f"missing keys ({len(missing)})", missing, ", "),
+                                    *_listed("shape mismatches", mismatched, "; "),
+                                    "  check that the config (size, vocab_size, embedding_size, layers) "
+                                    "matches the checkpoint"]))
     with torch.no_grad():
         for ours, t in new.items():
             own[ours].copy_(t)
 
 
-def load_hf_encoder(encoder: Encoder, state_dict: dict, prefix: str = "electra."):
+def _export(module: nn.Module, pairs) -> dict:
+    """module's parameters under HF's names (copies, sharing no storage)."""
+    own, out = module.state_dict(), {}
+    for ours, hf in pairs:
+        t = -own[ours] if ours in FLIPPED else own[ours]
+        names = _names(hf)
+        for name, part in zip(names, t.detach().chunk(len(names))):  # [3H, ...] -> query, key, value
+            out[name] = part.contiguous().clone()
+    return out
+
+
+def load_hf_encoder(encoder: Encoder, state_dict: dict, prefix: str | None = None):
     """Load embeddings (+ projection) and blocks from a HuggingFace ELECTRA or BERT state dict.
 
     `prefix` is "electra." for ElectraForPreTraining / ElectraForMaskedLM, "bert." for
-    BertForMaskedLM/BertForPreTraining, "" for a bare ElectraModel/BertModel. BERT's extra pooler
-    and its position_ids buffer are ignored. Raises ValueError naming missing or mismatched keys.
+    BertForMaskedLM / BertForPreTraining, "" for a bare ElectraModel / BertModel; None: whichever
+    the state dict has. BERT's pooler and position_ids buffer are ignored. Raises ValueError naming
+    missing or mismatched keys.
     """
-    if prefix == "" and any(k.startswith("bert.") for k in state_dict):
-        prefix = "bert."
-    # The encoder's own state dict names embeddings as embeddings.*, projection and layers at the top.
-    _load(encoder, _encoder_keys(encoder, prefix), state_dict, "encoder",
-          qkv_layers=len(encoder.layers), qkv_prefix=prefix)
-
-
-# (our name, HF's name) of the heads' parameters, used both ways. D's last layer is sign-flipped both ways.
-D_HEAD = [("head.weight", "discriminator_predictions.dense.weight"),
-          ("head.bias", "discriminator_predictions.dense.bias")]
-D_OUT = [("head_out.weight", "discriminator_predictions.dense_prediction.weight"),
-         ("head_out.bias", "discriminator_predictions.dense_prediction.bias")]
-G_HEAD = [("head.weight", "generator_predictions.dense.weight"), ("head.bias", "generator_predictions.dense.bias"),
-          ("head_ln.weight", "generator_predictions.LayerNorm.weight"),
-          ("head_ln.bias", "generator_predictions.LayerNorm.bias"), ("output_bias", "generator_lm_head.bias")]
-
-
-def _flip_sign(name, t):
-    """HF's last discriminator layer scores *replaced*; ours scores *original*: negate it."""
-    return -t
+    if prefix is None:
+        prefix = next((p for p in ("electra.", "bert.", "") if f"{p}embeddings.word_embeddings.weight" in state_dict),
+                      None)
+        if prefix is None:
+            raise ValueError("no embeddings.word_embeddings.weight (under electra., bert. or no prefix) in its "
+                             "weights: not an ELECTRA/BERT encoder")
+    _load(encoder, _encoder_keys(encoder, prefix), state_dict, "encoder")
 
 
 def from_hf_state_dicts(config: ElectraConfig, disc_sd: dict, gen_sd: dict | None = None) -> Electra:
     """Build an Electra from HuggingFace ElectraForPreTraining (D) and ElectraForMaskedLM (G) state dicts.
 
-    HF's discriminator predicts *replaced*; ours predicts *original* (the paper's D), so the sign of
-    the last layer is flipped: logit_original = -logit_replaced. The embeddings come from D (G's copy
-    in an HF generator checkpoint is the same table: ELECTRA ties them). Without gen_sd the generator
-    keeps its random initialisation (enough for fine-tuning, which uses D alone).
+    D's last layer is negated (see FLIPPED). The embeddings come from D (G's copy in an HF generator
+    checkpoint is the same table: ELECTRA ties them). Without gen_sd the generator keeps its random
+    initialisation (enough for fine-tuning, which uses D alone).
     """
     model = Electra(dc_replace(config, objective="electra"))
     D, G = model.discriminator, model.generator
-    load_hf_encoder(D, disc_sd, "electra.")
-    _load(D, D_HEAD, disc_sd, "discriminator")
-    _load(D, D_OUT, disc_sd, "discriminator", transform=_flip_sign)
+    _load(D, _encoder_keys(D, "electra.") + D_HEAD, disc_sd, "discriminator")
     if gen_sd is not None:
         pairs = [p for p in _encoder_keys(G, "electra.") if not p[0].startswith("embeddings.")] + G_HEAD
-        _load(G, pairs, gen_sd, "generator", qkv_layers=len(G.layers), qkv_prefix="electra.")
+        _load(G, pairs, gen_sd, "generator")
     return model
 
 
 def to_hf_state_dicts(model: Electra) -> tuple[dict, dict]:
     """(disc_sd, gen_sd) in HuggingFace's ElectraForPreTraining / ElectraForMaskedLM layout."""
-
-    def export(module: nn.Module, pairs, transform=None) -> dict:
-        own = module.state_dict()
-        return {hf: (own[ours] if transform is None else transform(ours, own[ours])).detach().clone()
-                for ours, hf in pairs}
-
-    def encoder_sd(enc: Encoder) -> dict:
-        out, own = export(enc, _encoder_keys(enc, "electra.")), enc.state_dict()
-        for i in range(len(enc.layers)):
-            for p in ("weight", "bias"):
-                q, k, v = own[f"layers.{i}.attn.qkv.{p}"].detach().clone().chunk(3, dim=0)  # [3H, ...] -> 3 x [H, ...]
-                for name, t in zip(_QKV, (q, k, v)):
-                    out[f"electra.encoder.layer.{i}.attention.self.{name}.{p}"] = t.contiguous()
-        return out
-
     D, G = model.discriminator, model.generator
-    disc = {**encoder_sd(D), **export(D, D_HEAD), **export(D, D_OUT, transform=_flip_sign)}
-    gen = {**encoder_sd(G), **export(G, G_HEAD),
-           "generator_lm_head.weight": G.embeddings.word.weight.detach().clone()}  # tied to the embeddings
+    disc, gen = _export(D, _encoder_keys(D, "electra.") + D_HEAD), _export(G, _encoder_keys(G, "electra.") + G_HEAD)
+    gen["generator_lm_head.weight"] = gen["electra.embeddings.word_embeddings.weight"].clone()  # tied to them
     return disc, gen
 
 
@@ -295,13 +279,12 @@ def load_hf_folder(folder: Path, vocab=None) -> Pretrained:
         raise ValueError(f"{folder / 'config.json'} lacks {e.args[0]!r}: not a complete ELECTRA/BERT "
                          f"config.json") from None
     sd = read_weights(folder)
-    prefix = next((p for p in ("electra.", "bert.", "") if f"{p}embeddings.word_embeddings.weight" in sd), None)
-    if prefix is None:
-        raise ValueError(f"{folder}: no embeddings.word_embeddings.weight (under electra., bert. or no prefix) "
-                         f"in its weights: not an ELECTRA/BERT encoder")
     tok, config = folder_tokenizer(folder, config, vocab)
     encoder = Encoder(config)
-    load_hf_encoder(encoder, sd, prefix)
+    try:
+        load_hf_encoder(encoder, sd)
+    except ValueError as e:
+        raise ValueError(f"{folder}: {e}") from None
     return Pretrained(config, encoder.state_dict(), tok, f"HuggingFace {d['model_type']} folder {folder}")
 
 
