@@ -20,6 +20,7 @@ from pathlib import Path
 
 import torch
 import torch.nn as nn
+from safetensors.torch import load_file, save_file
 
 from electra import Electra, ElectraConfig, Encoder, generator_config
 from plumbing import DownloadError, atomic_write, download
@@ -172,14 +173,14 @@ def hf_config_dict(config: ElectraConfig, generator: bool = False) -> dict:
             "pad_token_id": c.pad_id, **{key: getattr(c, name) for name, key, _ in CONFIG_KEYS}}
 
 
-def config_from_hf(d: dict, **overrides) -> ElectraConfig:
+def config_from_hf(d: dict) -> ElectraConfig:
     """Our config from a HuggingFace ELECTRA or BERT config.json dict (BERT: embedding = hidden)."""
     act = d.get("hidden_act", "gelu")
     if act != "gelu":
         raise ValueError(f"hidden_act {act!r} is not supported: this implementation uses exact GELU")
     fields = {name: d[key] if default is None else d.get(key, default) for name, key, default in CONFIG_KEYS}
-    return ElectraConfig(**{**fields, "embedding_size": d.get("embedding_size", d["hidden_size"]),
-                            "pad_id": d.get("pad_token_id", 0) or 0, **overrides})
+    return ElectraConfig(**fields, embedding_size=d.get("embedding_size", d["hidden_size"]),
+                         pad_id=d.get("pad_token_id", 0) or 0)
 
 
 # -----------------------------------------------------------------------------
@@ -199,8 +200,8 @@ def read_json(path: Path) -> dict:
     return data
 
 
-def read_config(folder: Path, model_types=("electra", "bert")) -> dict:
-    """The folder's config.json, whose model_type must be one of `model_types`."""
+def read_config(folder: Path, model_types=("electra", "bert")) -> tuple[str, ElectraConfig]:
+    """(model_type, our config) of the folder's config.json, whose model_type must be one of `model_types`."""
     path = Path(folder) / "config.json"
     if not path.is_file():
         raise FileNotFoundError(f"{folder} is a folder without config.json: not a HuggingFace ELECTRA/BERT "
@@ -209,7 +210,10 @@ def read_config(folder: Path, model_types=("electra", "bert")) -> dict:
     if d.get("model_type") not in model_types:
         raise ValueError(f"{path}: model_type {d.get('model_type')!r} is not supported; use an "
                          f"{' or '.join(t.upper() for t in model_types)} checkpoint")
-    return d
+    try:
+        return d["model_type"], config_from_hf(d)
+    except KeyError as e:
+        raise ValueError(f"{path} lacks {e.args[0]!r}: not a complete ELECTRA/BERT config.json") from None
 
 
 def read_weights(folder: Path) -> dict:
@@ -220,8 +224,6 @@ def read_weights(folder: Path) -> dict:
         raise FileNotFoundError(f"{folder} has config.json but no {' or '.join(WEIGHTS)}")
     try:
         if weights.suffix == ".safetensors":
-            from safetensors.torch import load_file
-
             return load_file(str(weights))
         return torch.load(weights, map_location="cpu", weights_only=True)
     except Exception as e:  # truncated or corrupt: SafetensorError, pickle and zip errors
@@ -272,12 +274,7 @@ def load_hf_folder(folder: Path, vocab=None) -> Pretrained:
     Heads and BERT's pooler are dropped.
     """
     folder = Path(folder)
-    d = read_config(folder)
-    try:
-        config = config_from_hf(d)
-    except KeyError as e:
-        raise ValueError(f"{folder / 'config.json'} lacks {e.args[0]!r}: not a complete ELECTRA/BERT "
-                         f"config.json") from None
+    model_type, config = read_config(folder)
     sd = read_weights(folder)
     tok, config = folder_tokenizer(folder, config, vocab)
     encoder = Encoder(config)
@@ -285,32 +282,116 @@ def load_hf_folder(folder: Path, vocab=None) -> Pretrained:
         load_hf_encoder(encoder, sd)
     except ValueError as e:
         raise ValueError(f"{folder}: {e}") from None
-    return Pretrained(config, encoder.state_dict(), tok, f"HuggingFace {d['model_type']} folder {folder}")
+    return Pretrained(config, encoder.state_dict(), tok, f"HuggingFace {model_type} folder {folder}")
 
 
 def export_hf(model: Electra, vocab_path: Path, out: Path) -> list[Path]:
     """Write out/discriminator/ (ElectraForPreTraining) and out/generator/ (ElectraForMaskedLM), each
-    with config.json, vocab.txt and the weights: model.safetensors when the safetensors package is
-    installed (HF's default format), else pytorch_model.bin (torch.save)."""
+    with config.json, vocab.txt and model.safetensors (HF's default format)."""
     if model.discriminator is None:
         raise SystemExit(f"--export-hf: objective {model.config.objective!r} has no ELECTRA discriminator "
                          f"to export; export works for --objective electra (and electra_15)")
-    disc_sd, gen_sd = to_hf_state_dicts(model)
     written = []
-    for name, sd, is_gen in (("discriminator", disc_sd, False), ("generator", gen_sd, True)):
+    for name, sd in zip(("discriminator", "generator"), to_hf_state_dicts(model)):
         d = Path(out) / name
-        sd = {k: v.detach().cpu().contiguous().clone() for k, v in sd.items()}  # no shared storage
-        try:
-            from safetensors.torch import save_file  # optional; HF reads either format
-            weights = d / WEIGHTS[0]
-            atomic_write(weights, lambda p, sd=sd: save_file(sd, str(p), metadata={"format": "pt"}))
-        except ImportError:
-            weights = d / WEIGHTS[1]
-            atomic_write(weights, lambda p, sd=sd: torch.save(sd, p))
-        atomic_write(d / "config.json", json.dumps(hf_config_dict(model.config, generator=is_gen), indent=2) + "\n")
+        sd = {k: v.cpu() for k, v in sd.items()}
+        atomic_write(d / WEIGHTS[0], lambda p, sd=sd: save_file(sd, str(p), metadata={"format": "pt"}))
+        atomic_write(d / "config.json", json.dumps(hf_config_dict(model.config, name == "generator"), indent=2) + "\n")
         atomic_write(d / "vocab.txt", lambda p: shutil.copyfile(vocab_path, p))
-        written += [d / "config.json", weights, d / "vocab.txt"]
+        written += [d / "config.json", d / WEIGHTS[0], d / "vocab.txt"]
     return written
+
+
+# -----------------------------------------------------------------------------
+# Google's released generator and discriminator as one Electra (the notebooks, train.py --init-from)
+
+PAIR_SUFFIXES = ("-discriminator", "-generator")  # Google's names: google/electra-{size}-{role}
+# A generator's shape, read from its config.json, must be the one electra.generator_config derives
+# from the discriminator's; these are the fields compared.
+GENERATOR_FIELDS = ("hidden_size", "intermediate_size", "num_heads", "num_layers", "embedding_size", "vocab_size")
+# ElectraConfig fields that make a released model's shape; train.py --init-from passes them as --set.
+SHAPE_FIELDS = tuple(name for name, _, _ in CONFIG_KEYS if name != "vocab_size") + (
+    "embedding_size", "generator_fraction", "generator_layers")
+
+
+def pair_names(name: str) -> tuple[str, str]:
+    """(discriminator, generator) hub names for a released pair, by Google's naming.
+
+    >>> pair_names("google/electra-small")
+    ('google/electra-small-discriminator', 'google/electra-small-generator')
+    >>> pair_names("google/electra-base-discriminator")
+    ('google/electra-base-discriminator', 'google/electra-base-generator')
+    """
+    stem = next((name[:-len(s)] for s in PAIR_SUFFIXES if name.endswith(s)), name)
+    return stem + PAIR_SUFFIXES[0], stem + PAIR_SUFFIXES[1]
+
+
+def released_folders(disc, generator=None, revision: str = "main", cache_dir=None,
+                     endpoint=None) -> tuple[Path, Path]:
+    """Local folders (discriminator, generator) for a full Electra. `disc` is a hub name (a pair's
+    stem such as google/electra-small, or its -discriminator), or a local folder: an HF discriminator
+    folder, or a train.py --export-hf folder holding discriminator/ and generator/. `generator`
+    (a hub name or folder) overrides the one found by that naming."""
+    if is_hub_name(disc):
+        disc_name, gen_name = pair_names(str(disc))
+        disc_folder = hub_files(disc_name, revision, cache_dir, endpoint)
+        return disc_folder, pretrained_folder(generator or gen_name, revision, cache_dir, endpoint)
+    folder = Path(disc)
+    if generator is not None:
+        return folder, pretrained_folder(generator, revision, cache_dir, endpoint)
+    if all((folder / role / "config.json").is_file() for role in ("discriminator", "generator")):
+        return folder / "discriminator", folder / "generator"
+    if not folder.exists():
+        raise FileNotFoundError(f"{disc} is neither a local folder nor a hub name (org/model)")
+    raise FileNotFoundError(f"no generator for {disc}: a full ELECTRA needs one; pass --generator NAME_OR_FOLDER "
+                            f"(e.g. google/electra-small-generator, or a folder with config.json and weights)")
+
+
+def electra_config_from_folders(disc_folder: Path, gen_folder: Path) -> tuple[ElectraConfig, Tokenizer]:
+    """(ElectraConfig, tokenizer) of a released pair: D's config.json, with the generator's size
+    expressed as electra.py's generator_fraction and generator_layers (Google's ELECTRA-Small generator
+    is as wide as its discriminator, fraction 1; Base's is 256 wide, 1/3), checked against the
+    generator's own config.json; special ids from D's vocab.txt."""
+    (_, d), (_, g) = read_config(disc_folder, ("electra",)), read_config(gen_folder, ("electra",))
+    config = dc_replace(d, generator_fraction=g.hidden_size / d.hidden_size,
+                        generator_layers=g.num_layers / d.num_layers)
+    derived = generator_config(config)
+    diff = [f"{f} {getattr(g, f)} (derived: {getattr(derived, f)})" for f in GENERATOR_FIELDS
+            if getattr(g, f) != getattr(derived, f)]
+    if diff:
+        raise ValueError(f"{gen_folder}: this generator's shape is not one electra.generator_config derives from "
+                         f"{disc_folder}'s (heads = hidden // 64, FFN = 4 x hidden, the embeddings shared): "
+                         + ", ".join(diff))
+    tok, config = folder_tokenizer(disc_folder, config)
+    return config, tok
+
+
+def load_electra(disc, generator=None, revision: str = "main", cache_dir=None, endpoint=None):
+    """(Electra, vocab.txt path): a full ELECTRA, generator and discriminator, from HF checkpoints.
+
+    `disc` and `generator` as released_folders takes them.
+
+    >>> model, vocab = load_electra("google/electra-small")  # doctest: +SKIP
+    """
+    disc_folder, gen_folder = released_folders(disc, generator, revision, cache_dir, endpoint)
+    config, _ = electra_config_from_folders(disc_folder, gen_folder)
+    model = from_hf_state_dicts(config, read_weights(disc_folder), read_weights(gen_folder))
+    return model, vocab_beside(disc_folder)
+
+
+def released_start(disc, generator=None, revision: str = "main", cache_dir=None) -> tuple[str, dict, Path]:
+    """What train.py --init-from needs before it builds a model: (size, shape, vocab.txt). size is the
+    recipe preset for the model's hidden size (small, base or large, as finetune.py chooses Table 7's),
+    shape the SHAPE_FIELDS of the released pair. Fetches the files (once); the weights are read later
+    by load_electra, from the cache."""
+    from finetune import paper_size  # finetune imports hf
+
+    disc_folder, gen_folder = released_folders(disc, generator, revision, cache_dir)
+    config, tok = electra_config_from_folders(disc_folder, gen_folder)
+    if not tok.lowercase:
+        raise ValueError(f"{disc_folder} is a cased model (do_lower_case false); train.py's tokenizer lowercases, "
+                         f"so it cannot continue pre-training it")
+    return paper_size(config), {f: getattr(config, f) for f in SHAPE_FIELDS}, vocab_beside(disc_folder)
 
 
 # -----------------------------------------------------------------------------
@@ -492,106 +573,3 @@ def pretrained_folder(name_or_path, revision: str = "main", cache_dir=None, endp
     if is_hub_name(name_or_path):
         return hub_files(str(name_or_path), revision, cache_dir, endpoint)
     return Path(name_or_path)
-
-
-# -----------------------------------------------------------------------------
-# Google's released generator and discriminator as one Electra (the notebooks, train.py --init-from)
-
-PAIR_SUFFIXES = ("-discriminator", "-generator")  # Google's names: google/electra-{size}-{role}
-# A generator's shape, read from its config.json, must be the one electra.generator_config derives
-# from the discriminator's; these are the fields compared.
-GENERATOR_FIELDS = ("hidden_size", "intermediate_size", "num_heads", "num_layers", "embedding_size", "vocab_size")
-
-
-def pair_names(name: str) -> tuple[str, str]:
-    """(discriminator, generator) hub names for a released pair, by Google's naming.
-
-    >>> pair_names("google/electra-small")
-    ('google/electra-small-discriminator', 'google/electra-small-generator')
-    >>> pair_names("google/electra-base-discriminator")
-    ('google/electra-base-discriminator', 'google/electra-base-generator')
-    """
-    stem = next((name[:-len(s)] for s in PAIR_SUFFIXES if name.endswith(s)), name)
-    return stem + PAIR_SUFFIXES[0], stem + PAIR_SUFFIXES[1]
-
-
-def released_folders(disc, generator=None, revision: str = "main", cache_dir=None,
-                     endpoint=None) -> tuple[Path, Path]:
-    """Local folders (discriminator, generator) for a full Electra. `disc` is a hub name (a pair's
-    stem such as google/electra-small, or its -discriminator), or a local folder: an HF discriminator
-    folder, or a train.py --export-hf folder holding discriminator/ and generator/. `generator`
-    (a hub name or folder) overrides the one found by that naming."""
-    if not is_hub_name(disc) and generator is None:
-        folder = Path(disc)
-        if (folder / "discriminator" / "config.json").is_file() and (folder / "generator" / "config.json").is_file():
-            return folder / "discriminator", folder / "generator"
-        if not folder.exists():
-            raise FileNotFoundError(f"{disc} is neither a local folder nor a hub name (org/model)")
-        raise FileNotFoundError(f"no generator for {disc}: a full ELECTRA needs one; pass --generator NAME_OR_FOLDER "
-                                f"(e.g. google/electra-small-generator, or a folder with config.json and weights)")
-    if is_hub_name(disc):
-        disc_name, gen_name = pair_names(str(disc))
-        disc_folder = hub_files(disc_name, revision, cache_dir, endpoint)
-    else:
-        disc_folder = Path(disc)
-    gen = generator if generator is not None else gen_name
-    return disc_folder, pretrained_folder(gen, revision, cache_dir, endpoint)
-
-
-def electra_config_from_folders(disc_folder: Path, gen_folder: Path) -> tuple[ElectraConfig, Tokenizer]:
-    """(ElectraConfig, tokenizer) of a released pair: D's config.json, with the generator's size
-    expressed as electra.py's generator_fraction and generator_layers (Google's ELECTRA-Small generator
-    is as wide as its discriminator, fraction 1; Base's is 256 wide, 1/3), checked against the
-    generator's own config.json; special ids from D's vocab.txt."""
-    d, g = read_config(disc_folder, ("electra",)), read_config(gen_folder, ("electra",))
-    try:
-        config = config_from_hf(d, generator_fraction=g["hidden_size"] / d["hidden_size"],
-                                generator_layers=g["num_hidden_layers"] / d["num_hidden_layers"])
-        want = config_from_hf(g)
-    except KeyError as e:
-        raise ValueError(f"{disc_folder} or {gen_folder}: config.json lacks {e.args[0]!r}") from None
-    got = generator_config(config)
-    diff = [f"{f} {getattr(want, f)} (derived: {getattr(got, f)})" for f in GENERATOR_FIELDS
-            if getattr(want, f) != getattr(got, f)]
-    if diff:
-        raise ValueError(f"{gen_folder}: this generator's shape is not one electra.generator_config derives from "
-                         f"{disc_folder}'s (heads = hidden // 64, FFN = 4 x hidden, the embeddings shared): "
-                         + ", ".join(diff))
-    tok, config = folder_tokenizer(disc_folder, config)
-    return config, tok
-
-
-def load_electra(disc, generator=None, revision: str = "main", cache_dir=None, endpoint=None):
-    """(Electra, vocab.txt path): a full ELECTRA, generator and discriminator, from HF checkpoints.
-
-    `disc`: a hub name (google/electra-small, google/electra-small-discriminator), an HF
-    discriminator folder, or a train.py --export-hf folder; `generator` overrides the generator
-    found by Google's naming (see released_folders).
-
-    >>> model, vocab = load_electra("google/electra-small")  # doctest: +SKIP
-    """
-    disc_folder, gen_folder = released_folders(disc, generator, revision, cache_dir, endpoint)
-    config, _ = electra_config_from_folders(disc_folder, gen_folder)
-    model = from_hf_state_dicts(config, read_weights(disc_folder), read_weights(gen_folder))
-    return model, vocab_beside(disc_folder)
-
-
-# ElectraConfig fields that make a released model's shape; train.py --init-from passes them as --set.
-SHAPE_FIELDS = ("embedding_size", "hidden_size", "num_layers", "num_heads", "intermediate_size", "max_position",
-                "type_vocab_size", "dropout", "attention_dropout", "layer_norm_eps", "init_std",
-                "generator_fraction", "generator_layers")
-
-
-def released_start(disc, generator=None, revision: str = "main", cache_dir=None) -> tuple[str, dict, Path]:
-    """What train.py --init-from needs before it builds a model: (size, shape, vocab.txt). size is the
-    recipe preset for the model's hidden size (small, base or large, as finetune.py chooses Table 7's),
-    shape the ElectraConfig fields of the released pair (generator_fraction included). Fetches the
-    files (once); the weights are read later by load_electra, from the cache."""
-    from finetune import paper_size  # finetune imports hf
-
-    disc_folder, gen_folder = released_folders(disc, generator, revision, cache_dir)
-    config, tok = electra_config_from_folders(disc_folder, gen_folder)
-    if not tok.lowercase:
-        raise ValueError(f"{disc_folder} is a cased model (do_lower_case false); train.py's tokenizer lowercases, "
-                         f"so it cannot continue pre-training it")
-    return paper_size(config), {f: getattr(config, f) for f in SHAPE_FIELDS}, vocab_beside(disc_folder)
