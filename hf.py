@@ -1,6 +1,6 @@
 """HuggingFace's ELECTRA layout, in one place: state dicts both ways (with the discriminator's sign
-flip), the config mapping, checkpoint folders on disk (read and written), and Google's released
-checkpoints by name from the hub. Nothing here is the paper's algorithm; electra.py holds that.
+flip), the config mapping, checkpoint folders on disk (read and written), Google's released pairs,
+and checkpoints by name from the hub. Nothing here is the paper's algorithm; electra.py holds that.
 Only torch and the standard library (safetensors to read and write model.safetensors); transformers
 is never imported.
 """
@@ -23,7 +23,7 @@ import torch.nn as nn
 from safetensors.torch import load_file, save_file
 
 from electra import Electra, ElectraConfig, Encoder, generator_config
-from plumbing import DownloadError, atomic_write, download
+from plumbing import DOWNLOAD_TIMEOUT_S, DownloadError, atomic_write, download
 from tokenizer import Tokenizer
 
 # -----------------------------------------------------------------------------
@@ -395,21 +395,16 @@ def released_start(disc, generator=None, revision: str = "main", cache_dir=None)
 
 
 # -----------------------------------------------------------------------------
-# The hub: `org/model` names fetched once into a cache (standard library only)
+# The hub: `org/model` names fetched once into a cache (urllib only: no huggingface_hub, no requests)
 #
-# A name like `google/electra-small-discriminator` is a repository on the HuggingFace hub. Its files
-# are at {endpoint}/{name}/resolve/{revision}/{file}; large ones (the weights) are stored with git LFS,
-# and the hub answers them with a redirect to a CDN whose headers carry X-Linked-Size and
-# X-Linked-Etag (the sha256 of the file). We fetch config.json, vocab.txt, tokenizer_config.json
-# (when there is one) and the weights into a temporary folder beside the cache entry, check every
-# size (and the sha256 where the hub sends it), and rename the folder into place only when all are
-# complete: a cache entry that exists is whole, a second call reads it without the network, and a
-# failure leaves nothing behind. Only urllib: no huggingface_hub, no requests.
+# A repository's files are at {endpoint}/{name}/resolve/{revision}/{file}. The hub answers a large
+# file (the weights, kept with git LFS) with a redirect to a CDN whose headers carry X-Linked-Size
+# and X-Linked-Etag (the file's sha256): each file is asked for with HEAD first, then fetched by
+# plumbing.download, which checks its size and sha256.
 
 HUB_ENDPOINT = "https://huggingface.co"  # HF_ENDPOINT overrides it (a mirror, or a local test server)
 HUB_REQUIRED = ("config.json", "vocab.txt")  # fetched before the weights: a wrong name fails fast
 HUB_OPTIONAL = ("tokenizer_config.json",)  # do_lower_case for cased models; absent in many repos
-HUB_TIMEOUT_S = 30.0  # seconds without an answer before a request gives up (urllib socket timeout)
 HUB_MAX_REDIRECTS = 10  # relative redirects followed (a renamed repository); more means a loop
 # A hub name: org/model, letters, digits, "-", "_" and "." (HF's own rule for repository ids).
 HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -437,16 +432,6 @@ def hub_cache_dir(cache_dir=None) -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "electra-from-scratch" / "hub"
 
 
-def hub_endpoint(endpoint=None) -> str:
-    return (endpoint or os.environ.get("HF_ENDPOINT") or HUB_ENDPOINT).rstrip("/")
-
-
-def _auth_headers() -> dict:
-    """HF_TOKEN, when set, for gated or private repositories (sent to the hub only, never to the CDN)."""
-    token = os.environ.get("HF_TOKEN")
-    return {"Authorization": f"Bearer {token}"} if token else {}
-
-
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     """Stop at a redirect so that its headers (X-Linked-Etag, X-Linked-Size, Location) can be read."""
 
@@ -463,17 +448,16 @@ def _hub_failed(name: str, revision: str, file: str, reason: str) -> HubError:
 
 def _resolve(name: str, file: str, revision: str, endpoint: str) -> tuple[str, dict, int | None, str | None] | None:
     """HEAD {endpoint}/{name}/resolve/{revision}/{file}: (URL to GET, headers to send, size, sha256),
-    or None when the repository exists but has no such file. Relative redirects (a renamed
-    repository) are followed; a redirect to another host is the LFS file's CDN and ends the walk
-    there, its X-Linked-* headers giving the size and sha256. Raises HubError for a repository that
-    is gated, private or missing, and for a server that cannot be reached."""
+    or None when the repository exists but has no such file. Relative redirects are followed; a
+    redirect to another host is the CDN and ends the walk. Raises HubError for a repository that is
+    gated, private or missing, and for a server that cannot be reached."""
     url = f"{endpoint}/{name}/resolve/{urllib.parse.quote(revision, safe='')}/{file}"
-    auth = _auth_headers()
-    host = urllib.parse.urlsplit(endpoint).netloc
+    token = os.environ.get("HF_TOKEN")  # gated or private repositories; sent to the hub only, never the CDN
+    auth = {"Authorization": f"Bearer {token}"} if token else {}
     for _ in range(HUB_MAX_REDIRECTS):
-        request = urllib.request.Request(url, method="HEAD", headers=auth)
         try:
-            with _head_opener.open(request, timeout=HUB_TIMEOUT_S) as response:
+            with _head_opener.open(urllib.request.Request(url, method="HEAD", headers=auth),
+                                   timeout=DOWNLOAD_TIMEOUT_S) as response:
                 headers, location = response.headers, None
         except urllib.error.HTTPError as e:
             headers, location = e.headers, e.headers.get("Location") if 300 <= e.code < 400 else None
@@ -485,22 +469,22 @@ def _resolve(name: str, file: str, revision: str, endpoint: str) -> tuple[str, d
                 if e.code in (401, 403, 404):
                     raise _hub_failed(name, revision, file, f"HTTP {e.code}: no repository {name} with revision "
                                       f"{revision} at {endpoint} (nor a local path of that name), or it is gated "
-                                      f"or private. Check the name and "
-                                      f"--revision; for a gated model accept its terms on the hub and set HF_TOKEN; "
-                                      f"or download its files yourself and pass the folder") from None
+                                      f"or private. Check the name and --revision; for a gated model accept its "
+                                      f"terms on the hub and set HF_TOKEN; or download its files yourself and pass "
+                                      f"the folder") from None
                 raise _hub_failed(name, revision, file, f"HTTP {e.code} {e.reason}") from None
         except (urllib.error.URLError, OSError) as e:
-            reason = getattr(e, "reason", None) or e
-            raise _hub_failed(name, revision, file, f"{endpoint} cannot be reached ({reason}); check the "
-                              f"network (or HF_ENDPOINT), or download the files yourself and pass the folder") from None
-        linked_sha = (headers.get("X-Linked-Etag") or headers.get("ETag") or "").removeprefix("W/").strip('"').lower()
+            raise _hub_failed(name, revision, file, f"{endpoint} cannot be reached ({getattr(e, 'reason', None) or e}); "
+                              f"check the network (or HF_ENDPOINT), or download the files yourself and pass "
+                              f"the folder") from None
+        etag = (headers.get("X-Linked-Etag") or headers.get("ETag") or "").removeprefix("W/").strip('"').lower()
         size = headers.get("X-Linked-Size") or (headers.get("Content-Length") if location is None else None)
-        sha = linked_sha if SHA256_HEX.match(linked_sha) else None
+        size, sha = int(size) if size else None, etag if SHA256_HEX.match(etag) else None
         if location is None:
-            return url, auth, int(size) if size else None, sha
+            return url, auth, size, sha
         next_url = urllib.parse.urljoin(url, location)
-        if urllib.parse.urlsplit(next_url).netloc != host or headers.get("X-Linked-Etag"):
-            return next_url, {}, int(size) if size else None, sha  # the CDN: no hub token there
+        if urllib.parse.urlsplit(next_url).netloc != urllib.parse.urlsplit(url).netloc or headers.get("X-Linked-Etag"):
+            return next_url, {}, size, sha  # the CDN: no hub token there
         url = next_url
     raise _hub_failed(name, revision, file, f"more than {HUB_MAX_REDIRECTS} redirects")
 
@@ -512,25 +496,21 @@ def _fetch(name: str, file: str, revision: str, endpoint: str, folder: Path) -> 
         return None
     url, headers, size, sha = found
     try:
-        return download(url, folder / file, expected_size=size, desc=f"{name} {file}", timeout=HUB_TIMEOUT_S,
-                        sha256=sha, headers=headers)
-    except DownloadError as e:
+        return download(url, folder / file, expected_size=size, desc=f"{name} {file}", sha256=sha, headers=headers)
+    except DownloadError as e:  # its first line's reason: download's advice is for --data
         raise _hub_failed(name, revision, file, str(e).splitlines()[0].split(": ", 1)[-1].rstrip(".")) from None
 
 
 def _complete(folder: Path) -> bool:
-    return folder.is_dir() and all((folder / f).is_file() for f in HUB_REQUIRED) and \
-        any((folder / f).is_file() for f in WEIGHTS)
+    return all((folder / f).is_file() for f in HUB_REQUIRED) and any((folder / f).is_file() for f in WEIGHTS)
 
 
 def hub_files(name: str, revision: str = "main", cache_dir=None, endpoint=None) -> Path:
-    """The local folder holding `name`'s config.json, vocab.txt and weights, fetched once.
-
-    The cache entry is {cache}/{org}/{model}/{revision}; it exists only when complete, so a second
-    call returns it at once without the network. A revision is cached as first fetched: delete the
-    folder (or pass another --revision, e.g. a commit hash) to fetch it afresh. Raises HubError
-    (one line) for a missing or gated repository, no network, a truncated or corrupted transfer;
-    nothing partial is left in the cache.
+    """The local folder {cache}/{org}/{model}/{revision} holding `name`'s config.json, vocab.txt and
+    weights, fetched once into a temporary folder beside it and renamed into place only when whole:
+    a second call returns it without the network, and a failure (a missing or gated repository, no
+    network, a truncated or corrupted transfer: HubError, one line) leaves nothing behind. A revision
+    is cached as first fetched: delete the folder (or pass another --revision) to fetch it afresh.
 
     >>> hub_files("google/electra-small-discriminator")  # doctest: +SKIP
     PosixPath('/home/me/.cache/electra-from-scratch/hub/google/electra-small-discriminator/main')
@@ -540,7 +520,7 @@ def hub_files(name: str, revision: str = "main", cache_dir=None, endpoint=None) 
     folder = hub_cache_dir(cache_dir) / name / urllib.parse.quote(revision, safe="")
     if _complete(folder):
         return folder
-    endpoint = hub_endpoint(endpoint)
+    endpoint = (endpoint or os.environ.get("HF_ENDPOINT") or HUB_ENDPOINT).rstrip("/")
     try:
         if folder.exists() and not _complete(folder):  # emptied by hand (complete: another process's, keep it)
             shutil.rmtree(folder)
