@@ -267,12 +267,8 @@ class Pretrained:
 
 
 def load_hf_folder(folder: Path, vocab=None) -> Pretrained:
-    """An HF ELECTRA or BERT folder's encoder: config.json, model.safetensors or pytorch_model.bin, vocab.txt.
-
-    ELECTRA (ElectraForPreTraining / ElectraModel) and BERT (BertForMaskedLM / BertForPreTraining /
-    BertModel) share the encoder layout; BERT has no embedding projection (embedding size = hidden size).
-    Heads and BERT's pooler are dropped.
-    """
+    """An HF ELECTRA or BERT folder's encoder (config.json, weights, vocab.txt); heads and BERT's pooler
+    are dropped."""
     folder = Path(folder)
     model_type, config = read_config(folder)
     sd = read_weights(folder)
@@ -446,11 +442,12 @@ def _hub_failed(name: str, revision: str, file: str, reason: str) -> HubError:
     return HubError(f"could not fetch {file} of {name} (revision {revision}) from the hub: {reason}")
 
 
-def _resolve(name: str, file: str, revision: str, endpoint: str) -> tuple[str, dict, int | None, str | None] | None:
-    """HEAD {endpoint}/{name}/resolve/{revision}/{file}: (URL to GET, headers to send, size, sha256),
-    or None when the repository exists but has no such file. Relative redirects are followed; a
-    redirect to another host is the CDN and ends the walk. Raises HubError for a repository that is
-    gated, private or missing, and for a server that cannot be reached."""
+def _fetch(name: str, file: str, revision: str, endpoint: str, folder: Path) -> Path | None:
+    """One file of the repository into `folder`, or None when the repository exists but has no such
+    file. HEAD {endpoint}/{name}/resolve/{revision}/{file} first: relative redirects are followed; a
+    redirect to another host is the CDN and ends the walk. The size and sha256 found on the way are
+    checked by plumbing.download. Raises HubError for a repository that is gated, private or missing,
+    a server that cannot be reached, and a truncated or corrupted transfer."""
     url = f"{endpoint}/{name}/resolve/{urllib.parse.quote(revision, safe='')}/{file}"
     token = os.environ.get("HF_TOKEN")  # gated or private repositories; sent to the hub only, never the CDN
     auth = {"Authorization": f"Bearer {token}"} if token else {}
@@ -479,24 +476,18 @@ def _resolve(name: str, file: str, revision: str, endpoint: str) -> tuple[str, d
                               f"the folder") from None
         etag = (headers.get("X-Linked-Etag") or headers.get("ETag") or "").removeprefix("W/").strip('"').lower()
         size = headers.get("X-Linked-Size") or (headers.get("Content-Length") if location is None else None)
-        size, sha = int(size) if size else None, etag if SHA256_HEX.match(etag) else None
         if location is None:
-            return url, auth, size, sha
+            break
         next_url = urllib.parse.urljoin(url, location)
         if urllib.parse.urlsplit(next_url).netloc != urllib.parse.urlsplit(url).netloc or headers.get("X-Linked-Etag"):
-            return next_url, {}, size, sha  # the CDN: no hub token there
+            url, auth = next_url, {}  # the CDN: no hub token there
+            break
         url = next_url
-    raise _hub_failed(name, revision, file, f"more than {HUB_MAX_REDIRECTS} redirects")
-
-
-def _fetch(name: str, file: str, revision: str, endpoint: str, folder: Path) -> Path | None:
-    """One file of the repository into folder (size- and sha-checked), or None if it has no such file."""
-    found = _resolve(name, file, revision, endpoint)
-    if found is None:
-        return None
-    url, headers, size, sha = found
+    else:
+        raise _hub_failed(name, revision, file, f"more than {HUB_MAX_REDIRECTS} redirects")
     try:
-        return download(url, folder / file, expected_size=size, desc=f"{name} {file}", sha256=sha, headers=headers)
+        return download(url, folder / file, expected_size=int(size) if size else None, desc=f"{name} {file}",
+                        sha256=etag if SHA256_HEX.match(etag) else None, headers=auth)
     except DownloadError as e:  # its first line's reason: download's advice is for --data
         raise _hub_failed(name, revision, file, str(e).splitlines()[0].split(": ", 1)[-1].rstrip(".")) from None
 
