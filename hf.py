@@ -1,6 +1,6 @@
 """HuggingFace's ELECTRA layout, in one place: state dicts both ways (with the discriminator's sign
-flip), the config mapping, checkpoint folders on disk (read and written), and Google's released
-checkpoints by name from the hub. Nothing here is the paper's algorithm; electra.py holds that.
+flip), the config mapping, checkpoint folders on disk (read and written), Google's released pairs,
+and checkpoints by name from the hub. Nothing here is the paper's algorithm; electra.py holds that.
 Only torch and the standard library (safetensors to read and write model.safetensors); transformers
 is never imported.
 """
@@ -20,150 +20,135 @@ from pathlib import Path
 
 import torch
 import torch.nn as nn
+from safetensors.torch import load_file, save_file
 
 from electra import Electra, ElectraConfig, Encoder, generator_config
-from plumbing import DownloadError, atomic_write, download
+from plumbing import DOWNLOAD_TIMEOUT_S, DownloadError, atomic_write, download
 from tokenizer import Tokenizer
 
 # -----------------------------------------------------------------------------
 # State dicts: ours <-> HuggingFace's ElectraForPreTraining (D), ElectraForMaskedLM (G), BertModel
+#
+# Each table pairs our parameter's name with HF's. HF keeps query, key and value apart: their names
+# come as a triple, stacked into our fused qkv. D's last layer is negated both ways: the paper's D
+# predicts *original*, HF's scores *replaced*, so logit_original = -logit_replaced.
 
 
-def _encoder_keys(enc: Encoder, prefix: str) -> list[tuple[str, str]]:
-    """(our name, HF name) pairs for the embeddings, projection and blocks of an encoder.
-    The fused qkv is handled separately (HF stores query, key, value apart)."""
-    pairs = [("embeddings.word.weight", "embeddings.word_embeddings.weight"),
-             ("embeddings.position.weight", "embeddings.position_embeddings.weight"),
-             ("embeddings.segment.weight", "embeddings.token_type_embeddings.weight"),
-             ("embeddings.ln.weight", "embeddings.LayerNorm.weight"),
-             ("embeddings.ln.bias", "embeddings.LayerNorm.bias")]
+def _encoder_keys(enc: Encoder, prefix: str) -> list[tuple[str, str | tuple[str, ...]]]:
+    """(our name, HF's name) for the embeddings, projection and blocks of an encoder."""
+    e = prefix + "embeddings."
+    pairs = [("embeddings.word.weight", e + "word_embeddings.weight"),
+             ("embeddings.position.weight", e + "position_embeddings.weight"),
+             ("embeddings.segment.weight", e + "token_type_embeddings.weight"),
+             ("embeddings.ln.weight", e + "LayerNorm.weight"), ("embeddings.ln.bias", e + "LayerNorm.bias")]
     if enc.embeddings_project is not None:
-        pairs += [("embeddings_project.weight", "embeddings_project.weight"),
-                  ("embeddings_project.bias", "embeddings_project.bias")]
+        pairs += [(f"embeddings_project.{p}", f"{prefix}embeddings_project.{p}") for p in ("weight", "bias")]
     for i in range(len(enc.layers)):
-        ours, hf = f"layers.{i}.", f"encoder.layer.{i}."
+        ours, hf = f"layers.{i}.", f"{prefix}encoder.layer.{i}."
         for p in ("weight", "bias"):
-            pairs += [(ours + "attn.out." + p, hf + "attention.output.dense." + p),
+            pairs += [(ours + "attn.qkv." + p, tuple(f"{hf}attention.self.{n}.{p}" for n in ("query", "key", "value"))),
+                      (ours + "attn.out." + p, hf + "attention.output.dense." + p),
                       (ours + "ln1." + p, hf + "attention.output.LayerNorm." + p),
                       (ours + "fc1." + p, hf + "intermediate.dense." + p),
                       (ours + "fc2." + p, hf + "output.dense." + p),
                       (ours + "ln2." + p, hf + "output.LayerNorm." + p)]
-    return [(o, prefix + h) for o, h in pairs]
+    return pairs
 
 
-_QKV = ("query", "key", "value")
+D_HEAD = [("head.weight", "discriminator_predictions.dense.weight"),
+          ("head.bias", "discriminator_predictions.dense.bias"),
+          ("head_out.weight", "discriminator_predictions.dense_prediction.weight"),
+          ("head_out.bias", "discriminator_predictions.dense_prediction.bias")]
+G_HEAD = [("head.weight", "generator_predictions.dense.weight"), ("head.bias", "generator_predictions.dense.bias"),
+          ("head_ln.weight", "generator_predictions.LayerNorm.weight"),
+          ("head_ln.bias", "generator_predictions.LayerNorm.bias"), ("output_bias", "generator_lm_head.bias")]
+FLIPPED = ("head_out.weight", "head_out.bias")  # D's last layer, negated both ways
 
 
-def _load(module: nn.Module, pairs, sd: dict, what: str, qkv_layers: int = 0, qkv_prefix: str = "",
-          transform=None):
-    """Copy sd[hf] into module's `ours` for each pair; gather every problem into one clear error."""
+def _names(hf) -> tuple[str, ...]:
+    return (hf,) if isinstance(hf, str) else hf
+
+
+def _listed(what: str, items: list[str], sep: str) -> list[str]:
+    return [f"  {what}: " + sep.join(items[:8]) + (" ..." if len(items) > 8 else "")] if items else []
+
+
+def _load(module: nn.Module, pairs, sd: dict, what: str) -> None:
+    """Copy HF's sd[hf] into module's `ours` for each pair; gather every problem into one error."""
     own = module.state_dict()
     missing, mismatched, new = [], [], {}
     for ours, hf in pairs:
-        if hf not in sd:
-            missing.append(hf)
+        names = _names(hf)
+        if any(n not in sd for n in names):
+            missing += [n for n in names if n not in sd]
             continue
-        t = sd[hf] if transform is None else transform(ours, sd[hf])
-        if tuple(t.shape) != tuple(own[ours].shape):
-            mismatched.append(f"{hf}: checkpoint {tuple(t.shape)} vs config {tuple(own[ours].shape)}")
+        t = torch.cat([sd[n] for n in names])  # query, key, value: 3 x [H, ...] -> [3H, ...]
+        t = -t if ours in FLIPPED else t
+        if t.shape != own[ours].shape:
+            mismatched.append(f"{names[0]}{' (+key, value)' if len(names) > 1 else ''}: checkpoint "
+                              f"{tuple(t.shape)} vs config {tuple(own[ours].shape)}")
         else:
             new[ours] = t
-    for i in range(qkv_layers):
-        for p in ("weight", "bias"):
-            names = [f"{qkv_prefix}encoder.layer.{i}.attention.self.{n}.{p}" for n in _QKV]
-            if any(n not in sd for n in names):
-                missing += [n for n in names if n not in sd]
-                continue
-            t = torch.cat([sd[n] for n in names], dim=0)  # [3H, H] or [3H]
-            ours = f"layers.{i}.attn.qkv.{p}"
-            if tuple(t.shape) != tuple(own[ours].shape):
-                mismatched.append(f"{names[0]} (+key, value): checkpoint {tuple(t.shape)} vs config "
-                                  f"{tuple(own[ours].shape)}")
-            else:
-                new[ours] = t
     if missing or mismatched:
-        lines = [f"the {what} state dict does not fit the config:"]
-        if missing:
-            lines.append(f"  missing keys ({len(missing)}): " + ", ".join(missing[:8]) +
-                         (" ..." if len(missing) > 8 else ""))
-        if mismatched:
-            lines.append("  shape mismatches: " + "; ".join(mismatched[:8]) + (" ..." if len(mismatched) > 8 else ""))
-        lines.append("  check that the config (size, vocab_size, embedding_size, layers) matches the checkpoint")
-        raise ValueError("\n".join(lines))
+        raise ValueError("\n".join([f"the {what} state dict does not fit the config:",
+                                    *_listed(f"missing keys ({len(missing)})", missing, ", "),
+                                    *_listed("shape mismatches", mismatched, "; "),
+                                    "  check that the config (size, vocab_size, embedding_size, layers) "
+                                    "matches the checkpoint"]))
     with torch.no_grad():
         for ours, t in new.items():
             own[ours].copy_(t)
 
 
-def load_hf_encoder(encoder: Encoder, state_dict: dict, prefix: str = "electra."):
+def _export(module: nn.Module, pairs) -> dict:
+    """module's parameters under HF's names (copies, sharing no storage)."""
+    own, out = module.state_dict(), {}
+    for ours, hf in pairs:
+        t = -own[ours] if ours in FLIPPED else own[ours]
+        names = _names(hf)
+        for name, part in zip(names, t.detach().chunk(len(names))):  # [3H, ...] -> query, key, value
+            out[name] = part.contiguous().clone()
+    return out
+
+
+def load_hf_encoder(encoder: Encoder, state_dict: dict, prefix: str | None = None):
     """Load embeddings (+ projection) and blocks from a HuggingFace ELECTRA or BERT state dict.
 
     `prefix` is "electra." for ElectraForPreTraining / ElectraForMaskedLM, "bert." for
-    BertForMaskedLM/BertForPreTraining, "" for a bare ElectraModel/BertModel. BERT's extra pooler
-    and its position_ids buffer are ignored. Raises ValueError naming missing or mismatched keys.
+    BertForMaskedLM / BertForPreTraining, "" for a bare ElectraModel / BertModel; None: whichever
+    the state dict has. BERT's pooler and position_ids buffer are ignored. Raises ValueError naming
+    missing or mismatched keys.
     """
-    if prefix == "" and any(k.startswith("bert.") for k in state_dict):
-        prefix = "bert."
-    # The encoder's own state dict names embeddings as embeddings.*, projection and layers at the top.
-    _load(encoder, _encoder_keys(encoder, prefix), state_dict, "encoder",
-          qkv_layers=len(encoder.layers), qkv_prefix=prefix)
-
-
-# (our name, HF's name) of the heads' parameters, used both ways. D's last layer is sign-flipped both ways.
-D_HEAD = [("head.weight", "discriminator_predictions.dense.weight"),
-          ("head.bias", "discriminator_predictions.dense.bias")]
-D_OUT = [("head_out.weight", "discriminator_predictions.dense_prediction.weight"),
-         ("head_out.bias", "discriminator_predictions.dense_prediction.bias")]
-G_HEAD = [("head.weight", "generator_predictions.dense.weight"), ("head.bias", "generator_predictions.dense.bias"),
-          ("head_ln.weight", "generator_predictions.LayerNorm.weight"),
-          ("head_ln.bias", "generator_predictions.LayerNorm.bias"), ("output_bias", "generator_lm_head.bias")]
-
-
-def _flip_sign(name, t):
-    """HF's last discriminator layer scores *replaced*; ours scores *original*: negate it."""
-    return -t
+    if prefix is None:
+        prefix = next((p for p in ("electra.", "bert.", "") if f"{p}embeddings.word_embeddings.weight" in state_dict),
+                      None)
+        if prefix is None:
+            raise ValueError("no embeddings.word_embeddings.weight (under electra., bert. or no prefix) in its "
+                             "weights: not an ELECTRA/BERT encoder")
+    _load(encoder, _encoder_keys(encoder, prefix), state_dict, "encoder")
 
 
 def from_hf_state_dicts(config: ElectraConfig, disc_sd: dict, gen_sd: dict | None = None) -> Electra:
     """Build an Electra from HuggingFace ElectraForPreTraining (D) and ElectraForMaskedLM (G) state dicts.
 
-    HF's discriminator predicts *replaced*; ours predicts *original* (the paper's D), so the sign of
-    the last layer is flipped: logit_original = -logit_replaced. The embeddings come from D (G's copy
-    in an HF generator checkpoint is the same table: ELECTRA ties them). Without gen_sd the generator
-    keeps its random initialisation (enough for fine-tuning, which uses D alone).
+    D's last layer is negated (see FLIPPED). The embeddings come from D (G's copy in an HF generator
+    checkpoint is the same table: ELECTRA ties them). Without gen_sd the generator keeps its random
+    initialisation (enough for fine-tuning, which uses D alone).
     """
     model = Electra(dc_replace(config, objective="electra"))
     D, G = model.discriminator, model.generator
-    load_hf_encoder(D, disc_sd, "electra.")
-    _load(D, D_HEAD, disc_sd, "discriminator")
-    _load(D, D_OUT, disc_sd, "discriminator", transform=_flip_sign)
+    _load(D, _encoder_keys(D, "electra.") + D_HEAD, disc_sd, "discriminator")
     if gen_sd is not None:
         pairs = [p for p in _encoder_keys(G, "electra.") if not p[0].startswith("embeddings.")] + G_HEAD
-        _load(G, pairs, gen_sd, "generator", qkv_layers=len(G.layers), qkv_prefix="electra.")
+        _load(G, pairs, gen_sd, "generator")
     return model
 
 
 def to_hf_state_dicts(model: Electra) -> tuple[dict, dict]:
     """(disc_sd, gen_sd) in HuggingFace's ElectraForPreTraining / ElectraForMaskedLM layout."""
-
-    def export(module: nn.Module, pairs, transform=None) -> dict:
-        own = module.state_dict()
-        return {hf: (own[ours] if transform is None else transform(ours, own[ours])).detach().clone()
-                for ours, hf in pairs}
-
-    def encoder_sd(enc: Encoder) -> dict:
-        out, own = export(enc, _encoder_keys(enc, "electra.")), enc.state_dict()
-        for i in range(len(enc.layers)):
-            for p in ("weight", "bias"):
-                q, k, v = own[f"layers.{i}.attn.qkv.{p}"].detach().clone().chunk(3, dim=0)  # [3H, ...] -> 3 x [H, ...]
-                for name, t in zip(_QKV, (q, k, v)):
-                    out[f"electra.encoder.layer.{i}.attention.self.{name}.{p}"] = t.contiguous()
-        return out
-
     D, G = model.discriminator, model.generator
-    disc = {**encoder_sd(D), **export(D, D_HEAD), **export(D, D_OUT, transform=_flip_sign)}
-    gen = {**encoder_sd(G), **export(G, G_HEAD),
-           "generator_lm_head.weight": G.embeddings.word.weight.detach().clone()}  # tied to the embeddings
+    disc, gen = _export(D, _encoder_keys(D, "electra.") + D_HEAD), _export(G, _encoder_keys(G, "electra.") + G_HEAD)
+    gen["generator_lm_head.weight"] = gen["electra.embeddings.word_embeddings.weight"].clone()  # tied to them
     return disc, gen
 
 
@@ -188,14 +173,14 @@ def hf_config_dict(config: ElectraConfig, generator: bool = False) -> dict:
             "pad_token_id": c.pad_id, **{key: getattr(c, name) for name, key, _ in CONFIG_KEYS}}
 
 
-def config_from_hf(d: dict, **overrides) -> ElectraConfig:
+def config_from_hf(d: dict) -> ElectraConfig:
     """Our config from a HuggingFace ELECTRA or BERT config.json dict (BERT: embedding = hidden)."""
     act = d.get("hidden_act", "gelu")
     if act != "gelu":
         raise ValueError(f"hidden_act {act!r} is not supported: this implementation uses exact GELU")
     fields = {name: d[key] if default is None else d.get(key, default) for name, key, default in CONFIG_KEYS}
-    return ElectraConfig(**{**fields, "embedding_size": d.get("embedding_size", d["hidden_size"]),
-                            "pad_id": d.get("pad_token_id", 0) or 0, **overrides})
+    return ElectraConfig(**fields, embedding_size=d.get("embedding_size", d["hidden_size"]),
+                         pad_id=d.get("pad_token_id", 0) or 0)
 
 
 # -----------------------------------------------------------------------------
@@ -215,8 +200,8 @@ def read_json(path: Path) -> dict:
     return data
 
 
-def read_config(folder: Path, model_types=("electra", "bert")) -> dict:
-    """The folder's config.json, whose model_type must be one of `model_types`."""
+def read_config(folder: Path, model_types=("electra", "bert")) -> tuple[str, ElectraConfig]:
+    """(model_type, our config) of the folder's config.json, whose model_type must be one of `model_types`."""
     path = Path(folder) / "config.json"
     if not path.is_file():
         raise FileNotFoundError(f"{folder} is a folder without config.json: not a HuggingFace ELECTRA/BERT "
@@ -225,7 +210,10 @@ def read_config(folder: Path, model_types=("electra", "bert")) -> dict:
     if d.get("model_type") not in model_types:
         raise ValueError(f"{path}: model_type {d.get('model_type')!r} is not supported; use an "
                          f"{' or '.join(t.upper() for t in model_types)} checkpoint")
-    return d
+    try:
+        return d["model_type"], config_from_hf(d)
+    except KeyError as e:
+        raise ValueError(f"{path} lacks {e.args[0]!r}: not a complete ELECTRA/BERT config.json") from None
 
 
 def read_weights(folder: Path) -> dict:
@@ -236,8 +224,6 @@ def read_weights(folder: Path) -> dict:
         raise FileNotFoundError(f"{folder} has config.json but no {' or '.join(WEIGHTS)}")
     try:
         if weights.suffix == ".safetensors":
-            from safetensors.torch import load_file
-
             return load_file(str(weights))
         return torch.load(weights, map_location="cpu", weights_only=True)
     except Exception as e:  # truncated or corrupt: SafetensorError, pickle and zip errors
@@ -281,71 +267,140 @@ class Pretrained:
 
 
 def load_hf_folder(folder: Path, vocab=None) -> Pretrained:
-    """An HF ELECTRA or BERT folder's encoder: config.json, model.safetensors or pytorch_model.bin, vocab.txt.
-
-    ELECTRA (ElectraForPreTraining / ElectraModel) and BERT (BertForMaskedLM / BertForPreTraining /
-    BertModel) share the encoder layout; BERT has no embedding projection (embedding size = hidden size).
-    Heads and BERT's pooler are dropped.
-    """
+    """An HF ELECTRA or BERT folder's encoder (config.json, weights, vocab.txt); heads and BERT's pooler
+    are dropped."""
     folder = Path(folder)
-    d = read_config(folder)
-    try:
-        config = config_from_hf(d)
-    except KeyError as e:
-        raise ValueError(f"{folder / 'config.json'} lacks {e.args[0]!r}: not a complete ELECTRA/BERT "
-                         f"config.json") from None
+    model_type, config = read_config(folder)
     sd = read_weights(folder)
-    prefix = next((p for p in ("electra.", "bert.", "") if f"{p}embeddings.word_embeddings.weight" in sd), None)
-    if prefix is None:
-        raise ValueError(f"{folder}: no embeddings.word_embeddings.weight (under electra., bert. or no prefix) "
-                         f"in its weights: not an ELECTRA/BERT encoder")
     tok, config = folder_tokenizer(folder, config, vocab)
     encoder = Encoder(config)
-    load_hf_encoder(encoder, sd, prefix)
-    return Pretrained(config, encoder.state_dict(), tok, f"HuggingFace {d['model_type']} folder {folder}")
+    try:
+        load_hf_encoder(encoder, sd)
+    except ValueError as e:
+        raise ValueError(f"{folder}: {e}") from None
+    return Pretrained(config, encoder.state_dict(), tok, f"HuggingFace {model_type} folder {folder}")
 
 
 def export_hf(model: Electra, vocab_path: Path, out: Path) -> list[Path]:
     """Write out/discriminator/ (ElectraForPreTraining) and out/generator/ (ElectraForMaskedLM), each
-    with config.json, vocab.txt and the weights: model.safetensors when the safetensors package is
-    installed (HF's default format), else pytorch_model.bin (torch.save)."""
+    with config.json, vocab.txt and model.safetensors (HF's default format)."""
     if model.discriminator is None:
         raise SystemExit(f"--export-hf: objective {model.config.objective!r} has no ELECTRA discriminator "
                          f"to export; export works for --objective electra (and electra_15)")
-    disc_sd, gen_sd = to_hf_state_dicts(model)
     written = []
-    for name, sd, is_gen in (("discriminator", disc_sd, False), ("generator", gen_sd, True)):
+    for name, sd in zip(("discriminator", "generator"), to_hf_state_dicts(model)):
         d = Path(out) / name
-        sd = {k: v.detach().cpu().contiguous().clone() for k, v in sd.items()}  # no shared storage
-        try:
-            from safetensors.torch import save_file  # optional; HF reads either format
-            weights = d / WEIGHTS[0]
-            atomic_write(weights, lambda p, sd=sd: save_file(sd, str(p), metadata={"format": "pt"}))
-        except ImportError:
-            weights = d / WEIGHTS[1]
-            atomic_write(weights, lambda p, sd=sd: torch.save(sd, p))
-        atomic_write(d / "config.json", json.dumps(hf_config_dict(model.config, generator=is_gen), indent=2) + "\n")
+        sd = {k: v.cpu() for k, v in sd.items()}
+        atomic_write(d / WEIGHTS[0], lambda p, sd=sd: save_file(sd, str(p), metadata={"format": "pt"}))
+        atomic_write(d / "config.json", json.dumps(hf_config_dict(model.config, name == "generator"), indent=2) + "\n")
         atomic_write(d / "vocab.txt", lambda p: shutil.copyfile(vocab_path, p))
-        written += [d / "config.json", weights, d / "vocab.txt"]
+        written += [d / "config.json", d / WEIGHTS[0], d / "vocab.txt"]
     return written
 
 
 # -----------------------------------------------------------------------------
-# The hub: `org/model` names fetched once into a cache (standard library only)
+# Google's released generator and discriminator as one Electra (the notebooks, train.py --init-from)
+
+PAIR_SUFFIXES = ("-discriminator", "-generator")  # Google's names: google/electra-{size}-{role}
+# A generator's shape, read from its config.json, must be the one electra.generator_config derives
+# from the discriminator's; these are the fields compared.
+GENERATOR_FIELDS = ("hidden_size", "intermediate_size", "num_heads", "num_layers", "embedding_size", "vocab_size")
+# ElectraConfig fields that make a released model's shape; train.py --init-from passes them as --set.
+SHAPE_FIELDS = tuple(name for name, _, _ in CONFIG_KEYS if name != "vocab_size") + (
+    "embedding_size", "generator_fraction", "generator_layers")
+
+
+def pair_names(name: str) -> tuple[str, str]:
+    """(discriminator, generator) hub names for a released pair, by Google's naming.
+
+    >>> pair_names("google/electra-small")
+    ('google/electra-small-discriminator', 'google/electra-small-generator')
+    >>> pair_names("google/electra-base-discriminator")
+    ('google/electra-base-discriminator', 'google/electra-base-generator')
+    """
+    stem = next((name[:-len(s)] for s in PAIR_SUFFIXES if name.endswith(s)), name)
+    return stem + PAIR_SUFFIXES[0], stem + PAIR_SUFFIXES[1]
+
+
+def released_folders(disc, generator=None, revision: str = "main", cache_dir=None,
+                     endpoint=None) -> tuple[Path, Path]:
+    """Local folders (discriminator, generator) for a full Electra. `disc` is a hub name (a pair's
+    stem such as google/electra-small, or its -discriminator), or a local folder: an HF discriminator
+    folder, or a train.py --export-hf folder holding discriminator/ and generator/. `generator`
+    (a hub name or folder) overrides the one found by that naming."""
+    if is_hub_name(disc):
+        disc_name, gen_name = pair_names(str(disc))
+        disc_folder = hub_files(disc_name, revision, cache_dir, endpoint)
+        return disc_folder, pretrained_folder(generator or gen_name, revision, cache_dir, endpoint)
+    folder = Path(disc)
+    if generator is not None:
+        return folder, pretrained_folder(generator, revision, cache_dir, endpoint)
+    if all((folder / role / "config.json").is_file() for role in ("discriminator", "generator")):
+        return folder / "discriminator", folder / "generator"
+    if not folder.exists():
+        raise FileNotFoundError(f"{disc} is neither a local folder nor a hub name (org/model)")
+    raise FileNotFoundError(f"no generator for {disc}: a full ELECTRA needs one; pass --generator NAME_OR_FOLDER "
+                            f"(e.g. google/electra-small-generator, or a folder with config.json and weights)")
+
+
+def electra_config_from_folders(disc_folder: Path, gen_folder: Path) -> tuple[ElectraConfig, Tokenizer]:
+    """(ElectraConfig, tokenizer) of a released pair: D's config.json, with the generator's size
+    expressed as electra.py's generator_fraction and generator_layers (Google's ELECTRA-Small generator
+    is as wide as its discriminator, fraction 1; Base's is 256 wide, 1/3), checked against the
+    generator's own config.json; special ids from D's vocab.txt."""
+    (_, d), (_, g) = read_config(disc_folder, ("electra",)), read_config(gen_folder, ("electra",))
+    config = dc_replace(d, generator_fraction=g.hidden_size / d.hidden_size,
+                        generator_layers=g.num_layers / d.num_layers)
+    derived = generator_config(config)
+    diff = [f"{f} {getattr(g, f)} (derived: {getattr(derived, f)})" for f in GENERATOR_FIELDS
+            if getattr(g, f) != getattr(derived, f)]
+    if diff:
+        raise ValueError(f"{gen_folder}: this generator's shape is not one electra.generator_config derives from "
+                         f"{disc_folder}'s (heads = hidden // 64, FFN = 4 x hidden, the embeddings shared): "
+                         + ", ".join(diff))
+    tok, config = folder_tokenizer(disc_folder, config)
+    return config, tok
+
+
+def load_electra(disc, generator=None, revision: str = "main", cache_dir=None, endpoint=None):
+    """(Electra, vocab.txt path): a full ELECTRA, generator and discriminator, from HF checkpoints.
+
+    `disc` and `generator` as released_folders takes them.
+
+    >>> model, vocab = load_electra("google/electra-small")  # doctest: +SKIP
+    """
+    disc_folder, gen_folder = released_folders(disc, generator, revision, cache_dir, endpoint)
+    config, _ = electra_config_from_folders(disc_folder, gen_folder)
+    model = from_hf_state_dicts(config, read_weights(disc_folder), read_weights(gen_folder))
+    return model, vocab_beside(disc_folder)
+
+
+def released_start(disc, generator=None, revision: str = "main", cache_dir=None) -> tuple[str, dict, Path]:
+    """What train.py --init-from needs before it builds a model: (size, shape, vocab.txt). size is the
+    recipe preset for the model's hidden size (small, base or large, as finetune.py chooses Table 7's),
+    shape the SHAPE_FIELDS of the released pair. Fetches the files (once); the weights are read later
+    by load_electra, from the cache."""
+    from finetune import paper_size  # finetune imports hf
+
+    disc_folder, gen_folder = released_folders(disc, generator, revision, cache_dir)
+    config, tok = electra_config_from_folders(disc_folder, gen_folder)
+    if not tok.lowercase:
+        raise ValueError(f"{disc_folder} is a cased model (do_lower_case false); train.py's tokenizer lowercases, "
+                         f"so it cannot continue pre-training it")
+    return paper_size(config), {f: getattr(config, f) for f in SHAPE_FIELDS}, vocab_beside(disc_folder)
+
+
+# -----------------------------------------------------------------------------
+# The hub: `org/model` names fetched once into a cache (urllib only: no huggingface_hub, no requests)
 #
-# A name like `google/electra-small-discriminator` is a repository on the HuggingFace hub. Its files
-# are at {endpoint}/{name}/resolve/{revision}/{file}; large ones (the weights) are stored with git LFS,
-# and the hub answers them with a redirect to a CDN whose headers carry X-Linked-Size and
-# X-Linked-Etag (the sha256 of the file). We fetch config.json, vocab.txt, tokenizer_config.json
-# (when there is one) and the weights into a temporary folder beside the cache entry, check every
-# size (and the sha256 where the hub sends it), and rename the folder into place only when all are
-# complete: a cache entry that exists is whole, a second call reads it without the network, and a
-# failure leaves nothing behind. Only urllib: no huggingface_hub, no requests.
+# A repository's files are at {endpoint}/{name}/resolve/{revision}/{file}. The hub answers a large
+# file (the weights, kept with git LFS) with a redirect to a CDN whose headers carry X-Linked-Size
+# and X-Linked-Etag (the file's sha256): each file is asked for with HEAD first, then fetched by
+# plumbing.download, which checks its size and sha256.
 
 HUB_ENDPOINT = "https://huggingface.co"  # HF_ENDPOINT overrides it (a mirror, or a local test server)
 HUB_REQUIRED = ("config.json", "vocab.txt")  # fetched before the weights: a wrong name fails fast
 HUB_OPTIONAL = ("tokenizer_config.json",)  # do_lower_case for cased models; absent in many repos
-HUB_TIMEOUT_S = 30.0  # seconds without an answer before a request gives up (urllib socket timeout)
 HUB_MAX_REDIRECTS = 10  # relative redirects followed (a renamed repository); more means a loop
 # A hub name: org/model, letters, digits, "-", "_" and "." (HF's own rule for repository ids).
 HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -373,16 +428,6 @@ def hub_cache_dir(cache_dir=None) -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "electra-from-scratch" / "hub"
 
 
-def hub_endpoint(endpoint=None) -> str:
-    return (endpoint or os.environ.get("HF_ENDPOINT") or HUB_ENDPOINT).rstrip("/")
-
-
-def _auth_headers() -> dict:
-    """HF_TOKEN, when set, for gated or private repositories (sent to the hub only, never to the CDN)."""
-    token = os.environ.get("HF_TOKEN")
-    return {"Authorization": f"Bearer {token}"} if token else {}
-
-
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     """Stop at a redirect so that its headers (X-Linked-Etag, X-Linked-Size, Location) can be read."""
 
@@ -397,19 +442,19 @@ def _hub_failed(name: str, revision: str, file: str, reason: str) -> HubError:
     return HubError(f"could not fetch {file} of {name} (revision {revision}) from the hub: {reason}")
 
 
-def _resolve(name: str, file: str, revision: str, endpoint: str) -> tuple[str, dict, int | None, str | None] | None:
-    """HEAD {endpoint}/{name}/resolve/{revision}/{file}: (URL to GET, headers to send, size, sha256),
-    or None when the repository exists but has no such file. Relative redirects (a renamed
-    repository) are followed; a redirect to another host is the LFS file's CDN and ends the walk
-    there, its X-Linked-* headers giving the size and sha256. Raises HubError for a repository that
-    is gated, private or missing, and for a server that cannot be reached."""
+def _fetch(name: str, file: str, revision: str, endpoint: str, folder: Path) -> Path | None:
+    """One file of the repository into `folder`, or None when the repository exists but has no such
+    file. HEAD {endpoint}/{name}/resolve/{revision}/{file} first: relative redirects are followed; a
+    redirect to another host is the CDN and ends the walk. The size and sha256 found on the way are
+    checked by plumbing.download. Raises HubError for a repository that is gated, private or missing,
+    a server that cannot be reached, and a truncated or corrupted transfer."""
     url = f"{endpoint}/{name}/resolve/{urllib.parse.quote(revision, safe='')}/{file}"
-    auth = _auth_headers()
-    host = urllib.parse.urlsplit(endpoint).netloc
+    token = os.environ.get("HF_TOKEN")  # gated or private repositories; sent to the hub only, never the CDN
+    auth = {"Authorization": f"Bearer {token}"} if token else {}
     for _ in range(HUB_MAX_REDIRECTS):
-        request = urllib.request.Request(url, method="HEAD", headers=auth)
         try:
-            with _head_opener.open(request, timeout=HUB_TIMEOUT_S) as response:
+            with _head_opener.open(urllib.request.Request(url, method="HEAD", headers=auth),
+                                   timeout=DOWNLOAD_TIMEOUT_S) as response:
                 headers, location = response.headers, None
         except urllib.error.HTTPError as e:
             headers, location = e.headers, e.headers.get("Location") if 300 <= e.code < 400 else None
@@ -421,52 +466,42 @@ def _resolve(name: str, file: str, revision: str, endpoint: str) -> tuple[str, d
                 if e.code in (401, 403, 404):
                     raise _hub_failed(name, revision, file, f"HTTP {e.code}: no repository {name} with revision "
                                       f"{revision} at {endpoint} (nor a local path of that name), or it is gated "
-                                      f"or private. Check the name and "
-                                      f"--revision; for a gated model accept its terms on the hub and set HF_TOKEN; "
-                                      f"or download its files yourself and pass the folder") from None
+                                      f"or private. Check the name and --revision; for a gated model accept its "
+                                      f"terms on the hub and set HF_TOKEN; or download its files yourself and pass "
+                                      f"the folder") from None
                 raise _hub_failed(name, revision, file, f"HTTP {e.code} {e.reason}") from None
         except (urllib.error.URLError, OSError) as e:
-            reason = getattr(e, "reason", None) or e
-            raise _hub_failed(name, revision, file, f"{endpoint} cannot be reached ({reason}); check the "
-                              f"network (or HF_ENDPOINT), or download the files yourself and pass the folder") from None
-        linked_sha = (headers.get("X-Linked-Etag") or headers.get("ETag") or "").removeprefix("W/").strip('"').lower()
+            raise _hub_failed(name, revision, file, f"{endpoint} cannot be reached ({getattr(e, 'reason', None) or e}); "
+                              f"check the network (or HF_ENDPOINT), or download the files yourself and pass "
+                              f"the folder") from None
+        etag = (headers.get("X-Linked-Etag") or headers.get("ETag") or "").removeprefix("W/").strip('"').lower()
         size = headers.get("X-Linked-Size") or (headers.get("Content-Length") if location is None else None)
-        sha = linked_sha if SHA256_HEX.match(linked_sha) else None
         if location is None:
-            return url, auth, int(size) if size else None, sha
+            break
         next_url = urllib.parse.urljoin(url, location)
-        if urllib.parse.urlsplit(next_url).netloc != host or headers.get("X-Linked-Etag"):
-            return next_url, {}, int(size) if size else None, sha  # the CDN: no hub token there
+        if urllib.parse.urlsplit(next_url).netloc != urllib.parse.urlsplit(url).netloc or headers.get("X-Linked-Etag"):
+            url, auth = next_url, {}  # the CDN: no hub token there
+            break
         url = next_url
-    raise _hub_failed(name, revision, file, f"more than {HUB_MAX_REDIRECTS} redirects")
-
-
-def _fetch(name: str, file: str, revision: str, endpoint: str, folder: Path) -> Path | None:
-    """One file of the repository into folder (size- and sha-checked), or None if it has no such file."""
-    found = _resolve(name, file, revision, endpoint)
-    if found is None:
-        return None
-    url, headers, size, sha = found
+    else:
+        raise _hub_failed(name, revision, file, f"more than {HUB_MAX_REDIRECTS} redirects")
     try:
-        return download(url, folder / file, expected_size=size, desc=f"{name} {file}", timeout=HUB_TIMEOUT_S,
-                        sha256=sha, headers=headers)
-    except DownloadError as e:
+        return download(url, folder / file, expected_size=int(size) if size else None, desc=f"{name} {file}",
+                        sha256=etag if SHA256_HEX.match(etag) else None, headers=auth)
+    except DownloadError as e:  # its first line's reason: download's advice is for --data
         raise _hub_failed(name, revision, file, str(e).splitlines()[0].split(": ", 1)[-1].rstrip(".")) from None
 
 
 def _complete(folder: Path) -> bool:
-    return folder.is_dir() and all((folder / f).is_file() for f in HUB_REQUIRED) and \
-        any((folder / f).is_file() for f in WEIGHTS)
+    return all((folder / f).is_file() for f in HUB_REQUIRED) and any((folder / f).is_file() for f in WEIGHTS)
 
 
 def hub_files(name: str, revision: str = "main", cache_dir=None, endpoint=None) -> Path:
-    """The local folder holding `name`'s config.json, vocab.txt and weights, fetched once.
-
-    The cache entry is {cache}/{org}/{model}/{revision}; it exists only when complete, so a second
-    call returns it at once without the network. A revision is cached as first fetched: delete the
-    folder (or pass another --revision, e.g. a commit hash) to fetch it afresh. Raises HubError
-    (one line) for a missing or gated repository, no network, a truncated or corrupted transfer;
-    nothing partial is left in the cache.
+    """The local folder {cache}/{org}/{model}/{revision} holding `name`'s config.json, vocab.txt and
+    weights, fetched once into a temporary folder beside it and renamed into place only when whole:
+    a second call returns it without the network, and a failure (a missing or gated repository, no
+    network, a truncated or corrupted transfer: HubError, one line) leaves nothing behind. A revision
+    is cached as first fetched: delete the folder (or pass another --revision) to fetch it afresh.
 
     >>> hub_files("google/electra-small-discriminator")  # doctest: +SKIP
     PosixPath('/home/me/.cache/electra-from-scratch/hub/google/electra-small-discriminator/main')
@@ -476,7 +511,7 @@ def hub_files(name: str, revision: str = "main", cache_dir=None, endpoint=None) 
     folder = hub_cache_dir(cache_dir) / name / urllib.parse.quote(revision, safe="")
     if _complete(folder):
         return folder
-    endpoint = hub_endpoint(endpoint)
+    endpoint = (endpoint or os.environ.get("HF_ENDPOINT") or HUB_ENDPOINT).rstrip("/")
     try:
         if folder.exists() and not _complete(folder):  # emptied by hand (complete: another process's, keep it)
             shutil.rmtree(folder)
@@ -509,106 +544,3 @@ def pretrained_folder(name_or_path, revision: str = "main", cache_dir=None, endp
     if is_hub_name(name_or_path):
         return hub_files(str(name_or_path), revision, cache_dir, endpoint)
     return Path(name_or_path)
-
-
-# -----------------------------------------------------------------------------
-# Google's released generator and discriminator as one Electra (the notebooks, train.py --init-from)
-
-PAIR_SUFFIXES = ("-discriminator", "-generator")  # Google's names: google/electra-{size}-{role}
-# A generator's shape, read from its config.json, must be the one electra.generator_config derives
-# from the discriminator's; these are the fields compared.
-GENERATOR_FIELDS = ("hidden_size", "intermediate_size", "num_heads", "num_layers", "embedding_size", "vocab_size")
-
-
-def pair_names(name: str) -> tuple[str, str]:
-    """(discriminator, generator) hub names for a released pair, by Google's naming.
-
-    >>> pair_names("google/electra-small")
-    ('google/electra-small-discriminator', 'google/electra-small-generator')
-    >>> pair_names("google/electra-base-discriminator")
-    ('google/electra-base-discriminator', 'google/electra-base-generator')
-    """
-    stem = next((name[:-len(s)] for s in PAIR_SUFFIXES if name.endswith(s)), name)
-    return stem + PAIR_SUFFIXES[0], stem + PAIR_SUFFIXES[1]
-
-
-def released_folders(disc, generator=None, revision: str = "main", cache_dir=None,
-                     endpoint=None) -> tuple[Path, Path]:
-    """Local folders (discriminator, generator) for a full Electra. `disc` is a hub name (a pair's
-    stem such as google/electra-small, or its -discriminator), or a local folder: an HF discriminator
-    folder, or a train.py --export-hf folder holding discriminator/ and generator/. `generator`
-    (a hub name or folder) overrides the one found by that naming."""
-    if not is_hub_name(disc) and generator is None:
-        folder = Path(disc)
-        if (folder / "discriminator" / "config.json").is_file() and (folder / "generator" / "config.json").is_file():
-            return folder / "discriminator", folder / "generator"
-        if not folder.exists():
-            raise FileNotFoundError(f"{disc} is neither a local folder nor a hub name (org/model)")
-        raise FileNotFoundError(f"no generator for {disc}: a full ELECTRA needs one; pass --generator NAME_OR_FOLDER "
-                                f"(e.g. google/electra-small-generator, or a folder with config.json and weights)")
-    if is_hub_name(disc):
-        disc_name, gen_name = pair_names(str(disc))
-        disc_folder = hub_files(disc_name, revision, cache_dir, endpoint)
-    else:
-        disc_folder = Path(disc)
-    gen = generator if generator is not None else gen_name
-    return disc_folder, pretrained_folder(gen, revision, cache_dir, endpoint)
-
-
-def electra_config_from_folders(disc_folder: Path, gen_folder: Path) -> tuple[ElectraConfig, Tokenizer]:
-    """(ElectraConfig, tokenizer) of a released pair: D's config.json, with the generator's size
-    expressed as electra.py's generator_fraction and generator_layers (Google's ELECTRA-Small generator
-    is as wide as its discriminator, fraction 1; Base's is 256 wide, 1/3), checked against the
-    generator's own config.json; special ids from D's vocab.txt."""
-    d, g = read_config(disc_folder, ("electra",)), read_config(gen_folder, ("electra",))
-    try:
-        config = config_from_hf(d, generator_fraction=g["hidden_size"] / d["hidden_size"],
-                                generator_layers=g["num_hidden_layers"] / d["num_hidden_layers"])
-        want = config_from_hf(g)
-    except KeyError as e:
-        raise ValueError(f"{disc_folder} or {gen_folder}: config.json lacks {e.args[0]!r}") from None
-    got = generator_config(config)
-    diff = [f"{f} {getattr(want, f)} (derived: {getattr(got, f)})" for f in GENERATOR_FIELDS
-            if getattr(want, f) != getattr(got, f)]
-    if diff:
-        raise ValueError(f"{gen_folder}: this generator's shape is not one electra.generator_config derives from "
-                         f"{disc_folder}'s (heads = hidden // 64, FFN = 4 x hidden, the embeddings shared): "
-                         + ", ".join(diff))
-    tok, config = folder_tokenizer(disc_folder, config)
-    return config, tok
-
-
-def load_electra(disc, generator=None, revision: str = "main", cache_dir=None, endpoint=None):
-    """(Electra, vocab.txt path): a full ELECTRA, generator and discriminator, from HF checkpoints.
-
-    `disc`: a hub name (google/electra-small, google/electra-small-discriminator), an HF
-    discriminator folder, or a train.py --export-hf folder; `generator` overrides the generator
-    found by Google's naming (see released_folders).
-
-    >>> model, vocab = load_electra("google/electra-small")  # doctest: +SKIP
-    """
-    disc_folder, gen_folder = released_folders(disc, generator, revision, cache_dir, endpoint)
-    config, _ = electra_config_from_folders(disc_folder, gen_folder)
-    model = from_hf_state_dicts(config, read_weights(disc_folder), read_weights(gen_folder))
-    return model, vocab_beside(disc_folder)
-
-
-# ElectraConfig fields that make a released model's shape; train.py --init-from passes them as --set.
-SHAPE_FIELDS = ("embedding_size", "hidden_size", "num_layers", "num_heads", "intermediate_size", "max_position",
-                "type_vocab_size", "dropout", "attention_dropout", "layer_norm_eps", "init_std",
-                "generator_fraction", "generator_layers")
-
-
-def released_start(disc, generator=None, revision: str = "main", cache_dir=None) -> tuple[str, dict, Path]:
-    """What train.py --init-from needs before it builds a model: (size, shape, vocab.txt). size is the
-    recipe preset for the model's hidden size (small, base or large, as finetune.py chooses Table 7's),
-    shape the ElectraConfig fields of the released pair (generator_fraction included). Fetches the
-    files (once); the weights are read later by load_electra, from the cache."""
-    from finetune import paper_size  # finetune imports hf
-
-    disc_folder, gen_folder = released_folders(disc, generator, revision, cache_dir)
-    config, tok = electra_config_from_folders(disc_folder, gen_folder)
-    if not tok.lowercase:
-        raise ValueError(f"{disc_folder} is a cased model (do_lower_case false); train.py's tokenizer lowercases, "
-                         f"so it cannot continue pre-training it")
-    return paper_size(config), {f: getattr(config, f) for f in SHAPE_FIELDS}, vocab_beside(disc_folder)
