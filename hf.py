@@ -488,8 +488,8 @@ def _fetch(name: str, file: str, revision: str, endpoint: str, folder: Path) -> 
     try:
         return download(url, folder / file, expected_size=int(size) if size else None, desc=f"{name} {file}",
                         sha256=etag if SHA256_HEX.match(etag) else None, headers=auth)
-    except DownloadError as e:  # its first line's reason: download's advice is for --data
-        raise _hub_failed(name, revision, file, str(e).splitlines()[0].split(": ", 1)[-1].rstrip(".")) from None
+    except DownloadError as e:  # its reason only: download's advice is for --data
+        raise _hub_failed(name, revision, file, e.reason or str(e)) from None
 
 
 def _complete(folder: Path) -> bool:

@@ -43,7 +43,12 @@ DOWNLOAD_TIMEOUT_S = 60.0  # seconds without data before we give up (urllib sock
 
 
 class DownloadError(RuntimeError):
-    """A download or archive check failed; the message says what failed and what to do instead."""
+    """A download or archive check failed; the message says what failed and what to do instead,
+    `reason` (when a download failed) only what failed, for callers that give their own advice."""
+
+    def __init__(self, message: str, reason: str | None = None):
+        super().__init__(message)
+        self.reason = reason
 
 
 def _download_failed(what: str, url: str, dest: Path, reason: str) -> DownloadError:
@@ -51,8 +56,7 @@ def _download_failed(what: str, url: str, dest: Path, reason: str) -> DownloadEr
         f"could not download {what} from {url}: {reason}.\n"
         f"If you are offline or the server is unreachable, fetch the file another way and put it at "
         f"{dest}, or pass a local path instead (e.g. `python train.py --data PATH` with a .txt file "
-        f"or a folder of them)."
-    )
+        f"or a folder of them).", reason)
 
 
 def download(url: str, dest: Path, expected_size: int | None = None, desc: str | None = None,
