@@ -7,14 +7,6 @@
     batches    gathered from the one ids array on the fly, a pure function of the step
 
 pretraining_data, at the end, runs the whole path for train.py.
-
-    >>> ids = np.array([7, 8, 9, 5])  # a corpus of the lines "7 8 9", "5" and a blank (the document ends)
-    >>> line_offsets = np.array([0, 3, 4, 4])  # line i is ids[line_offsets[i]:line_offsets[i + 1]]
-    >>> documents(line_offsets)
-    [(0, 2)]
-    >>> x, segments, mask = pretraining_batch(ids, np.array([[0, 3, 3, 1]]), 8, cls_id=2, sep_id=3, pad_id=0)
-    >>> x.tolist(), segments.tolist()
-    ([[2, 7, 8, 9, 3, 5, 3, 0]], [[0, 0, 0, 0, 0, 1, 1, 0]])
 """
 from __future__ import annotations
 
@@ -227,7 +219,10 @@ def encode_corpus(path: str | os.PathLike, tok: Tokenizer, cache_dir: str | os.P
 def documents(line_offsets: np.ndarray) -> list[tuple[int, int]]:
     """Split the corpus's lines into documents: (first_line, end_line) runs of non-empty lines.
 
-    A line with no tokens is a DOCUMENT_END. Example: line lengths [3, 2, 0, 0, 4] -> [(0, 2), (4, 5)].
+    A line with no tokens is a DOCUMENT_END. Line i is ids[line_offsets[i]:line_offsets[i + 1]]:
+
+    >>> documents(np.array([0, 3, 5, 5, 5, 9]))  # line lengths 3, 2, 0, 0, 4
+    [(0, 2), (4, 5)]
     """
     nonblank = np.concatenate([[0], np.diff(line_offsets) > 0, [0]]).astype(np.int8)  # [num_lines + 2]
     edges = np.diff(nonblank)  # +1 where a document starts, -1 just after one ends
@@ -370,8 +365,10 @@ def pretraining_batch(ids: np.ndarray, examples: np.ndarray, max_len: int, cls_i
     Returns numpy arrays input_ids [B, T] int64, segment_ids [B, T] int64 (1 on B and its
     [SEP]), attention_mask [B, T] bool (False on padding), with T = max_len.
 
-    Example (max_len 8): ids = [7, 8, 9], example (0, 2, 2, 1) ->
-    input_ids [CLS 7 8 SEP 9 SEP PAD PAD], segment_ids [0 0 0 0 1 1 0 0], mask [1 1 1 1 1 1 0 0].
+    >>> x, segments, mask = pretraining_batch(np.array([7, 8, 9]), np.array([[0, 2, 2, 1]]), 8,
+    ...                                       cls_id=2, sep_id=3, pad_id=0)  # A = 7 8, B = 9
+    >>> x.tolist(), segments.tolist(), mask.astype(int).tolist()
+    ([[2, 7, 8, 3, 9, 3, 0, 0]], [[0, 0, 0, 0, 1, 1, 0, 0]], [[1, 1, 1, 1, 1, 1, 0, 0]])
     """
     t = np.arange(max_len)[None, :]  # [1, T] positions
     a, la, b, lb = (examples[:, i:i + 1] for i in range(4))  # each [B, 1]
