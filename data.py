@@ -16,7 +16,6 @@ import multiprocessing
 import os
 import random
 import re
-import sys
 from collections.abc import Iterator
 from contextlib import nullcontext
 from itertools import chain
@@ -25,7 +24,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from plumbing import DownloadError, atomic_write, download, extract_zip, rank0_first
+from plumbing import DownloadError, atomic_write, decode_text, download, extract_zip, rank0_first
 from tokenizer import Tokenizer
 from tokenizer import train as train_vocab
 
@@ -35,39 +34,9 @@ from tokenizer import train as train_vocab
 DOCUMENT_END = ""
 
 # -----------------------------------------------------------------------------
-# Corpus: text files, decoded.
+# Corpus: text files, decoded (plumbing.decode_text: UTF-8 or Latin-1, binaries refused by name).
 
 CORPUS_SUFFIXES = (".txt", ".raw")  # text files in a corpus folder (WikiText ships .raw)
-# Not text: a NUL byte (as git and grep decide), or more than this share of control characters other than
-# whitespace in the first BINARY_SNIFF_CHARS (text, even Latin-1 read as such, has almost none; noise ~25%).
-BINARY_CONTROL_FRACTION, BINARY_SNIFF_CHARS = 0.1, 1 << 20
-_NON_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # control characters but \t \n \r
-
-
-def decode_text(data: bytes, name: str | os.PathLike) -> str:
-    """Bytes to text: UTF-8 (a leading BOM dropped), else Latin-1 with a one-line warning.
-
-    Latin-1 maps every byte to a character, so no text is ever dropped. Line endings CRLF and CR
-    become LF. A file that is not text (a NUL byte, or mostly control characters: a program, an
-    image) raises ValueError naming it, instead of being trained on.
-
-    >>> decode_text(b"caf\\xc3\\xa9\\r\\nnext\\rlast", "a.txt")
-    'café\\nnext\\nlast'
-    """
-    if b"\x00" in data:
-        raise ValueError(f"{name} is not a text file (it has NUL bytes): pass .txt files of plain text")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        print(f"warning: {name} is not UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start}); read as Latin-1",
-              file=sys.stderr)
-        text = data.decode("latin-1")
-    sample = text[:BINARY_SNIFF_CHARS]
-    controls = len(_NON_TEXT.findall(sample))
-    if controls > BINARY_CONTROL_FRACTION * len(sample):
-        raise ValueError(f"{name} is not a text file ({controls / len(sample):.0%} of its characters are control "
-                         f"characters): pass .txt files of plain text")
-    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def read_corpus(path: str | os.PathLike) -> Iterator[tuple[str, str]]:
