@@ -103,7 +103,7 @@ def load_or_train_vocab(cfg, corpus: Path, out_dir: Path) -> Tokenizer:
 
 CHUNK_CHARS = 1 << 20  # ~1 MB of text per task sent to a worker process
 CACHE_FORMAT = "electra-wordpiece-corpus-v1"  # part of the cache key; bump when the ids would change
-_WORKER_TOKENIZER: Tokenizer | None = None  # each worker process's copy, set once by _init_worker
+_WORKER_TOKENIZER: Tokenizer | None = None  # the tokenizer of _encode_lines, set once per process by _init_worker
 
 
 def _init_worker(tok: Tokenizer) -> None:
@@ -111,10 +111,9 @@ def _init_worker(tok: Tokenizer) -> None:
     _WORKER_TOKENIZER = tok
 
 
-def _encode_lines(lines: list[str], tok: Tokenizer | None = None) -> tuple[np.ndarray, np.ndarray]:
+def _encode_lines(lines: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """Ids of lines concatenated (uint32) and the number of ids of each line (int64)."""
-    tok = tok or _WORKER_TOKENIZER
-    encoded = [tok.encode(line) for line in lines]
+    encoded = [_WORKER_TOKENIZER.encode(line) for line in lines]
     lengths = np.fromiter((len(e) for e in encoded), dtype=np.int64, count=len(encoded))
     ids = np.fromiter(chain.from_iterable(encoded), dtype=np.uint32, count=int(lengths.sum()))
     return ids, lengths
@@ -163,15 +162,13 @@ def encode_corpus(path: str | os.PathLike, tok: Tokenizer, cache_dir: str | os.P
 
     chunks = list(_corpus_chunks([text for _, text in named_texts], chunk_chars))
     workers = min(workers or os.cpu_count() or 1, len(chunks))
-    parallel = workers > 1
-    with multiprocessing.get_context().Pool(workers, _init_worker, (tok,)) if parallel else nullcontext() as pool:
-        results = pool.imap(_encode_lines, chunks) if parallel else (_encode_lines(c, tok) for c in chunks)
+    _init_worker(tok)  # with one worker, this process is it
+    with multiprocessing.get_context().Pool(workers, _init_worker, (tok,)) if workers > 1 else nullcontext() as pool:
+        results = pool.imap(_encode_lines, chunks) if pool else map(_encode_lines, chunks)
         parts = list(tqdm(results, total=len(chunks), desc=f"tokenising {path}", unit="chunk", disable=not progress))
-    dtype = np.uint16 if len(tok) <= np.iinfo(np.uint16).max + 1 else np.uint32
-    ids = np.concatenate([p[0] for p in parts]).astype(dtype)
-    lengths = np.concatenate([p[1] for p in parts])
-    line_offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=line_offsets[1:])
+    ids, lengths = (np.concatenate(arrays) for arrays in zip(*parts))
+    ids = ids.astype(np.uint16 if len(tok) <= np.iinfo(np.uint16).max + 1 else np.uint32)
+    line_offsets = np.concatenate([[0], np.cumsum(lengths)])  # int64
 
     def write(tmp: Path) -> None:
         with open(tmp, "wb") as f:  # a file object: np.savez would add ".npz" to a path
@@ -188,7 +185,7 @@ def encode_corpus(path: str | os.PathLike, tok: Tokenizer, cache_dir: str | os.P
 def documents(line_offsets: np.ndarray) -> list[tuple[int, int]]:
     """Split the corpus's lines into documents: (first_line, end_line) runs of non-empty lines.
 
-    A line with no tokens is a DOCUMENT_END. Line i is ids[line_offsets[i]:line_offsets[i + 1]]:
+    A line with no tokens is a DOCUMENT_END:
 
     >>> documents(np.array([0, 3, 5, 5, 5, 9]))  # line lengths 3, 2, 0, 0, 4
     [(0, 2), (4, 5)]
