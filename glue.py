@@ -110,7 +110,7 @@ class Columns:
     """Where one kind of GLUE TSV keeps its fields (0-based; negative indexes count from the end)."""
     a: int                    # first sentence
     b: int | None             # second sentence; None for single-sentence tasks (CoLA, SST-2)
-    label: int | None         # None on test splits: GLUE keeps their labels hidden
+    label: int | None = None  # None in test files: GLUE keeps their labels hidden
     header: bool = True       # every GLUE file has a header row except CoLA's train/dev
     width: int | None = None  # fields per row when there is no header to count them from
 
@@ -122,15 +122,17 @@ class Task:
     folder: str                        # folder inside GLUE's zip and in --data_dir, e.g. "SST-2"
     labels: tuple[str, ...] | None     # label strings as written in the TSV, index = class id; None = regression
     columns: Columns                   # layout of train.tsv and dev*.tsv
-    test_columns: Columns              # layout of test*.tsv (no label column)
-    metrics: tuple[str, ...]           # what the dev split reports (x100, as the paper's tables)
-    paper_metric: str                  # the one number the paper reports (section 3.1)
-    leaderboard_metrics: tuple[str, ...]  # averaged into one task score by GLUE's leaderboard
+    metrics: tuple[str, ...]           # GLUE's (its leaderboard averages them); the first is the paper's
+    test_columns: Columns | None = None  # layout of test*.tsv; None = the sentences where `columns` has them
     dev_splits: tuple[tuple[str, str], ...] = (("dev", ""),)  # (file stem, suffix added to metric names)
     test_splits: tuple[tuple[str, str], ...] = (("test", ""),)  # (file stem, GLUE submission file stem)
-    epochs: int = 3                    # Table 7: "3 for other tasks"
+    epochs: int = 3                    # Table 7: "3 for other tasks" ("10 for RTE and STS")
     symmetric: bool = False            # sentence order carries no meaning (official code's double_unordered)
     zip_name: str = ""                 # file under the GLUE download URL; "" = f"{folder}.zip"
+
+    @property
+    def paper_metric(self) -> str:
+        return self.metrics[0]
 
     @property
     def regression(self) -> bool:
@@ -144,40 +146,30 @@ class Task:
 BINARY = ("0", "1")
 NLI2 = ("entailment", "not_entailment")
 PAIR = Columns(a=1, b=2, label=3)        # index, sentence1, sentence2, label   (QNLI, RTE, WNLI)
-PAIR_TEST = Columns(a=1, b=2, label=None)
 # Column positions follow the official code's readers (finetune/classification/classification_tasks.py).
 TASKS: dict[str, Task] = {t.name: t for t in [
     # CoLA train/dev: no header; source, label, original label mark, sentence. Test: index, sentence.
-    Task("cola", "CoLA", BINARY, Columns(a=3, b=None, label=1, header=False, width=4), Columns(a=1, b=None, label=None),
-         metrics=("mcc", "acc"), paper_metric="mcc", leaderboard_metrics=("mcc",)),
+    Task("cola", "CoLA", BINARY, Columns(a=3, b=None, label=1, header=False, width=4), ("mcc",),
+         test_columns=Columns(a=1, b=None)),
     # SST-2: sentence, label. Test: index, sentence.
-    Task("sst2", "SST-2", BINARY, Columns(a=0, b=None, label=1), Columns(a=1, b=None, label=None),
-         metrics=("acc",), paper_metric="acc", leaderboard_metrics=("acc",)),
+    Task("sst2", "SST-2", BINARY, Columns(a=0, b=None, label=1), ("acc",), test_columns=Columns(a=1, b=None)),
     # MRPC: header starts with a UTF-8 byte-order mark; Quality, #1 ID, #2 ID, #1 String, #2 String.
     # Test: index, #1 ID, #2 ID, #1 String, #2 String. Not hosted as a zip (licence): see download_task.
-    Task("mrpc", "MRPC", BINARY, Columns(a=3, b=4, label=0), Columns(a=3, b=4, label=None),
-         metrics=("acc", "f1"), paper_metric="acc", leaderboard_metrics=("acc", "f1"), symmetric=True),
+    Task("mrpc", "MRPC", BINARY, Columns(a=3, b=4, label=0), ("acc", "f1"), symmetric=True),
     # STS-B: 10 columns index, genre, filename, year, old_index, source1, source2, sentence1, sentence2,
     # score (0-5). Test has the first 9.
-    Task("stsb", "STS-B", None, Columns(a=7, b=8, label=9), Columns(a=7, b=8, label=None),
-         metrics=("pearson", "spearman"), paper_metric="spearman", leaderboard_metrics=("pearson", "spearman"),
-         epochs=10, symmetric=True),
+    Task("stsb", "STS-B", None, Columns(a=7, b=8, label=9), ("spearman", "pearson"), epochs=10, symmetric=True),
     # QQP: id, qid1, qid2, question1, question2, is_duplicate. Test: id, question1, question2.
-    Task("qqp", "QQP", BINARY, Columns(a=3, b=4, label=5), Columns(a=1, b=2, label=None),
-         metrics=("acc", "f1"), paper_metric="acc", leaderboard_metrics=("acc", "f1"), zip_name="QQP-clean.zip"),
+    Task("qqp", "QQP", BINARY, Columns(a=3, b=4, label=5), ("acc", "f1"), test_columns=Columns(a=1, b=2),
+         zip_name="QQP-clean.zip"),
     # MNLI: index, promptID, pairID, genre, 4 parse columns, sentence1, sentence2, then 1 (train) or 5
     # (dev) annotator labels, gold_label last. Test: the first 10 columns.
     Task("mnli", "MNLI", ("contradiction", "entailment", "neutral"), Columns(a=8, b=9, label=-1),
-         Columns(a=8, b=9, label=None), metrics=("acc_m", "acc_mm"), paper_metric="acc_m",
-         leaderboard_metrics=("acc_m", "acc_mm"),
-         dev_splits=(("dev_matched", "_m"), ("dev_mismatched", "_mm")),
+         ("acc_m", "acc_mm"), dev_splits=(("dev_matched", "_m"), ("dev_mismatched", "_mm")),
          test_splits=(("test_matched", "MNLI-m"), ("test_mismatched", "MNLI-mm"))),
-    Task("qnli", "QNLI", NLI2, PAIR, PAIR_TEST, metrics=("acc",), paper_metric="acc",
-         leaderboard_metrics=("acc",), zip_name="QNLIv2.zip"),
-    # Table 7: "10 for RTE and STS".
-    Task("rte", "RTE", NLI2, PAIR, PAIR_TEST, metrics=("acc",), paper_metric="acc", leaderboard_metrics=("acc",),
-         epochs=10),
-    Task("wnli", "WNLI", BINARY, PAIR, PAIR_TEST, metrics=("acc",), paper_metric="acc", leaderboard_metrics=("acc",)),
+    Task("qnli", "QNLI", NLI2, PAIR, ("acc",), zip_name="QNLIv2.zip"),
+    Task("rte", "RTE", NLI2, PAIR, ("acc",), epochs=10),
+    Task("wnli", "WNLI", BINARY, PAIR, ("acc",)),
 ]}
 # The paper's dev-set average leaves WNLI out (Table 8 and Tables 1-2 list CoLA SST MRPC STS QQP MNLI QNLI
 # RTE), following BERT, whose authors found every system does no better than the majority class on it.
@@ -194,9 +186,9 @@ def get_task(name: str) -> Task:
 
 
 def task_metrics(task: Task, pred, gold, suffix: str = "") -> dict[str, float]:
-    """The task's dev metrics on one split, x100 as in the paper's tables.
-
-    Classification takes class ids, STS-B takes scores. `suffix` names MNLI's matched/mismatched splits.
+    """The task's dev metrics on one split (its GLUE metrics, and accuracy for every classification
+    task), x100 as in the paper's tables. Classification takes class ids, STS-B takes scores. `suffix`
+    names MNLI's matched/mismatched splits.
     """
     pred, gold = np.asarray(pred), np.asarray(gold)
     if task.regression:
@@ -231,7 +223,7 @@ def glue_score(results: dict[str, dict[str, float]], leaderboard: bool = False) 
     for name, metrics in results.items():
         task = get_task(name)
         if leaderboard:
-            scores.append(sum(metrics[m] for m in task.leaderboard_metrics) / len(task.leaderboard_metrics))
+            scores.append(sum(metrics[m] for m in task.metrics) / len(task.metrics))
         elif task.name in PAPER_AVERAGE_TASKS:
             scores.append(metrics[task.paper_metric])
     if not scores:
@@ -291,7 +283,8 @@ def read_split(task: Task, folder, split: str, max_examples: int | None = None) 
             f"{path} not found: --data_dir for {task.folder} must be the folder from GLUE's {task.folder} "
             f"download (train.tsv, {', '.join(s for s, _ in task.dev_splits)}.tsv); "
             f"leave out --data_dir to download it")
-    cols = task.test_columns if split.startswith("test") else task.columns
+    test = split.startswith("test")
+    cols = (task.test_columns or Columns(task.columns.a, task.columns.b)) if test else task.columns
     rows = read_tsv(path)
     if cols.header:
         if not rows:
@@ -303,8 +296,8 @@ def read_split(task: Task, folder, split: str, max_examples: int | None = None) 
     for line, fields in rows:
         if len(fields) != width:
             raise ValueError(f"{path}, line {line}: expected {width} tab-separated fields, found {len(fields)}")
-        label = None if cols.label is None else parse_label(task, fields[cols.label], f"{path}, line {line}")
-        index = fields[0] if split.startswith("test") else str(line)
+        label = None if test else parse_label(task, fields[cols.label], f"{path}, line {line}")
+        index = fields[0] if test else str(line)
         examples.append(Example(index, fields[cols.a], None if cols.b is None else fields[cols.b], label))
         if max_examples is not None and len(examples) >= max_examples:
             break
