@@ -18,7 +18,9 @@ from plumbing import atomic_write, download, extract_zip
 
 # -----------------------------------------------------------------------------
 # Metrics. Each returns a plain float on the raw scale (accuracy in [0, 1], correlations in [-1, 1]);
-# `task_metrics` multiplies by 100, the scale of the paper's tables.
+# `task_metrics` multiplies by 100, the scale of the paper's tables. A metric whose denominator is 0 (F1
+# with no positive prediction nor label, MCC with an empty margin, a correlation with a constant input)
+# is 0, as scikit-learn's zero_division=0 (scipy's correlations return nan).
 
 
 def accuracy(pred, gold) -> float:
@@ -27,8 +29,7 @@ def accuracy(pred, gold) -> float:
     >>> accuracy([1, 0, 1, 1], [1, 1, 1, 0])
     0.5
     """
-    pred, gold = np.asarray(pred), np.asarray(gold)
-    return float(np.mean(pred == gold))
+    return float(np.mean(np.asarray(pred) == np.asarray(gold)))
 
 
 def _confusion(pred, gold, positive=1):
@@ -40,8 +41,6 @@ def _confusion(pred, gold, positive=1):
 def f1(pred, gold, positive=1) -> float:
     """F1 of the positive class (GLUE's F1 for MRPC and QQP): F1 = 2TP / (2TP + FP + FN).
 
-    0 when there is no positive prediction nor gold label (scikit-learn's zero_division=0).
-
     >>> f1([1, 1, 0, 0], [1, 0, 1, 0])  # TP=1, FP=1, FN=1: 2/(2+1+1)
     0.5
     """
@@ -50,7 +49,7 @@ def f1(pred, gold, positive=1) -> float:
 
 
 def matthews_corrcoef(pred, gold) -> float:
-    """Matthews correlation of binary labels (GLUE's metric for CoLA), 0 when a margin is empty:
+    """Matthews correlation of binary labels (GLUE's metric for CoLA):
 
         MCC = (TP*TN - FP*FN) / sqrt((TP+FP) (TP+FN) (TN+FP) (TN+FN))
 
@@ -64,8 +63,6 @@ def matthews_corrcoef(pred, gold) -> float:
 
 def pearson(x, y) -> float:
     """Pearson correlation r = sum (x-mean x)(y-mean y) / sqrt(sum (x-mean x)^2 * sum (y-mean y)^2).
-
-    0 when either input is constant (the correlation is undefined; scipy returns nan).
 
     >>> round(pearson([1, 2, 3], [2, 4, 9]), 4)  # dx=(-1,0,1), dy=(-3,-1,4): 7/sqrt(2*26)
     0.9707
@@ -244,7 +241,7 @@ class Example:
     label: int | float | None
 
 
-def read_tsv(path: Path) -> list[tuple[int, list[str]]]:
+def read_tsv(path: Path, encoding: str = "utf-8-sig") -> list[tuple[int, list[str]]]:
     """(1-based line number, fields) for each line of a GLUE TSV.
 
     GLUE's TSVs are not CSV: quotes are ordinary characters (MRPC and STS-B sentences contain unbalanced
@@ -252,7 +249,7 @@ def read_tsv(path: Path) -> list[tuple[int, list[str]]]:
     utf-8-sig drops MRPC's byte-order mark; lines end at "\\n" only and a trailing "\\r" is dropped, so a
     stray carriage return inside a sentence does not split a row.
     """
-    with open(path, encoding="utf-8-sig", newline="\n") as f:
+    with open(path, encoding=encoding, newline="\n") as f:
         return [(i, line.rstrip("\n").rstrip("\r").split("\t")) for i, line in enumerate(f, start=1)]
 
 
@@ -370,21 +367,17 @@ def _download_mrpc(cache_dir: Path, base_url: str, mrpc_base_url: str) -> Path:
     files = {name: download(f"{url}/{name}", raw / name, desc=f"GLUE MRPC {name}")
              for url, name in [(mrpc_base_url, "msr_paraphrase_train.txt"),
                                (mrpc_base_url, "msr_paraphrase_test.txt"), (base_url, "mrpc_dev_ids.tsv")]}
-
-    def lines(name):
-        with open(files[name], encoding="utf-8", newline="\n") as f:
-            return [line.rstrip("\n").rstrip("\r") for line in f]
-
-    dev_ids = {tuple(line.split("\t")) for line in lines("mrpc_dev_ids.tsv") if line}
-    header, *rows = lines("msr_paraphrase_train.txt")
+    # The rows that are not blank; "utf-8" keeps the byte-order mark of the header, as GLUE's files have it.
+    rows = {name: [fields for _, fields in read_tsv(path, "utf-8") if fields != [""]] for name, path in files.items()}
+    dev_ids = {tuple(fields) for fields in rows["mrpc_dev_ids.tsv"]}
+    header, *train_rows = rows["msr_paraphrase_train.txt"]
     train, dev = [header], [header]
-    for row in filter(None, rows):
-        (dev if tuple(row.split("\t")[1:3]) in dev_ids else train).append(row)
-    _, *test_rows = lines("msr_paraphrase_test.txt")
-    test = ["index\t#1 ID\t#2 ID\t#1 String\t#2 String"]
-    test += [f"{i}\t" + "\t".join(row.split("\t")[1:]) for i, row in enumerate(filter(None, test_rows))]
+    for fields in train_rows:
+        (dev if tuple(fields[1:3]) in dev_ids else train).append(fields)
+    test = [["index", "#1 ID", "#2 ID", "#1 String", "#2 String"]]
+    test += [[str(i), *fields[1:]] for i, fields in enumerate(rows["msr_paraphrase_test.txt"][1:])]
     for name, out in [("dev.tsv", dev), ("test.tsv", test), ("train.tsv", train)]:  # train.tsv last: complete
-        atomic_write(folder / name, "".join(line + "\n" for line in out))
+        atomic_write(folder / name, "".join("\t".join(fields) + "\n" for fields in out))
     return folder
 
 
