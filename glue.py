@@ -1,6 +1,5 @@
-"""GLUE (Wang et al. 2019), the benchmark the paper scores its discriminators on (section 3.1): the nine
-tasks and their TSV files, their metrics computed by hand, the GLUE score, GLUE's public downloads and
-its submission format. Nothing here is a model; finetune.py fine-tunes on what this reads.
+"""GLUE (Wang et al. 2019), the benchmark the paper scores its discriminators on (section 3.1). Nothing
+here is a model; finetune.py fine-tunes on what this reads.
 
     metrics      accuracy, F1, Matthews correlation, Pearson, Spearman   (numpy, by hand)
     tasks        the nine tasks, how each is scored, the GLUE score
@@ -335,11 +334,7 @@ def task_folder(task: Task, data_dir, cache_dir, base_url: str, mrpc_base_url: s
 
 def download_task(task: Task, cache_dir=DEFAULT_CACHE, base_url: str = GLUE_BASE_URL,
                   mrpc_base_url: str = MRPC_BASE_URL) -> Path:
-    """Download and unpack `task` under `cache_dir` once; return the folder holding its TSVs.
-
-    A second call finds the finished folder and returns at once; an interrupted call leaves only
-    ".part" files or temporary folders behind, never a folder a later run would trust.
-    """
+    """Download and unpack `task` under `cache_dir` once; return the folder holding its TSVs."""
     cache_dir = Path(cache_dir)
     if task.name == "mrpc":
         return _download_mrpc(cache_dir, base_url, mrpc_base_url)
@@ -356,7 +351,7 @@ def download_task(task: Task, cache_dir=DEFAULT_CACHE, base_url: str = GLUE_BASE
 def _download_mrpc(cache_dir: Path, base_url: str, mrpc_base_url: str) -> Path:
     """GLUE's MRPC folder built as download_glue_data.py's format_mrpc builds it:
 
-    train.tsv / dev.tsv = the rows of msr_paraphrase_train.txt whose (#1 ID, #2 ID) pair is / is not in
+    dev.tsv / train.tsv = the rows of msr_paraphrase_train.txt whose (#1 ID, #2 ID) pair is / is not in
     mrpc_dev_ids.tsv, under the original header (with its byte-order mark); test.tsv = the rows of
     msr_paraphrase_test.txt without their label, numbered from 0 in a new first column "index".
     """
