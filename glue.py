@@ -206,9 +206,9 @@ def glue_score(results: dict[str, dict[str, float]], leaderboard: bool = False) 
     PAPER_AVERAGE_TASKS). The official code scores MRPC and QQP with its AccuracyScorer and MNLI on
     dev_matched, which is what `paper_metric` says.
 
-    leaderboard=True: GLUE's own rule (Wang et al. 2019, section 4 / gluebenchmark.com): tasks with two
-    metrics are first averaged into one task score -- MRPC (acc+F1)/2, QQP (acc+F1)/2, STS-B
-    (Pearson+Spearman)/2, MNLI (matched+mismatched)/2 -- then the task scores are averaged, WNLI included.
+    leaderboard=True: GLUE's own rule (Wang et al. 2019, section 4 / gluebenchmark.com): each task's
+    `metrics` are averaged into its score (MRPC and QQP: acc and F1, STS-B: Pearson and Spearman, MNLI:
+    matched and mismatched), then the task scores, WNLI included.
 
     >>> glue_score({"mrpc": {"acc": 80.0, "f1": 86.0}, "stsb": {"pearson": 84.0, "spearman": 83.0}})
     81.5
