@@ -208,8 +208,9 @@ def split_long_lines(ids: np.ndarray, line_offsets: np.ndarray, max_tokens: int,
     piece is a document of its own (a DOCUMENT_END before and after it), so the builder makes it one
     whole example [CLS] piece [SEP]. Returns (new line_offsets, number of lines split).
 
-    Example: max_tokens 4, one line of 10 tokens "a b . c d e . f g h" (ends after tokens 3 and 7):
-    offsets [0, 10] -> [0, 0, 3, 3, 7, 7, 10, 10], line lengths [0, 3, 0, 4, 0, 3, 0].
+    >>> ids = np.array([5, 6, 9, 5, 6, 7, 9, 5, 6, 7])  # one line "a b . c d e . f g h", 9 = "."
+    >>> split_long_lines(ids, np.array([0, 10]), 4, [9])  # line lengths 0, 3, 0, 4, 0, 3, 0
+    (array([ 0,  0,  3,  3,  7,  7, 10, 10]), 1)
     """
     lengths = np.diff(line_offsets)
     long = np.flatnonzero(lengths > max_tokens)
