@@ -128,6 +128,7 @@ class Task:
 
     @property
     def paper_metric(self) -> str:
+        """The one number the paper reports for the task (section 3.1)."""
         return self.metrics[0]
 
     @property
@@ -150,7 +151,7 @@ TASKS: dict[str, Task] = {t.name: t for t in [
     # SST-2: sentence, label. Test: index, sentence.
     Task("sst2", "SST-2", BINARY, Columns(a=0, b=None, label=1), ("acc",), test_columns=Columns(a=1, b=None)),
     # MRPC: header starts with a UTF-8 byte-order mark; Quality, #1 ID, #2 ID, #1 String, #2 String.
-    # Test: index, #1 ID, #2 ID, #1 String, #2 String. Not hosted as a zip (licence): see download_task.
+    # Test: index, #1 ID, #2 ID, #1 String, #2 String. Not hosted as a zip (licence): see _download_mrpc.
     Task("mrpc", "MRPC", BINARY, Columns(a=3, b=4, label=0), ("acc", "f1"), symmetric=True),
     # STS-B: 10 columns index, genre, filename, year, old_index, source1, source2, sentence1, sentence2,
     # score (0-5). Test has the first 9.
