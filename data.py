@@ -269,9 +269,7 @@ class ExampleBuilder:
         self.target_len = max_len
         self.start, self.lengths = 0, []  # the sentences gathered so far, consecutive from `start`
 
-    def add_sentence(self, start: int, length: int):
-        if length == 0:
-            return None  # a line with no tokens adds nothing (blank lines go to end_document)
+    def add_sentence(self, start: int, length: int):  # length > 0: blank lines end documents instead
         if not self.lengths:
             self.start = start
         self.lengths.append(length)
