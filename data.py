@@ -7,14 +7,6 @@
     batches    gathered from the one ids array on the fly, a pure function of the step
 
 pretraining_data, at the end, runs the whole path for train.py.
-
-    >>> ids = np.array([7, 8, 9, 5])  # a corpus of the lines "7 8 9", "5" and a blank (the document ends)
-    >>> line_offsets = np.array([0, 3, 4, 4])  # line i is ids[line_offsets[i]:line_offsets[i + 1]]
-    >>> documents(line_offsets)
-    [(0, 2)]
-    >>> x, segments, mask = pretraining_batch(ids, np.array([[0, 3, 3, 1]]), 8, cls_id=2, sep_id=3, pad_id=0)
-    >>> x.tolist(), segments.tolist()
-    ([[2, 7, 8, 9, 3, 5, 3, 0]], [[0, 0, 0, 0, 0, 1, 1, 0]])
 """
 from __future__ import annotations
 
@@ -24,7 +16,6 @@ import multiprocessing
 import os
 import random
 import re
-import sys
 from collections.abc import Iterator
 from contextlib import nullcontext
 from itertools import chain
@@ -33,7 +24,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from plumbing import DownloadError, atomic_write, download, extract_zip, rank0_first
+from plumbing import DownloadError, atomic_write, decode_text, download, extract_zip, rank0_first
 from tokenizer import Tokenizer
 from tokenizer import train as train_vocab
 
@@ -43,39 +34,9 @@ from tokenizer import train as train_vocab
 DOCUMENT_END = ""
 
 # -----------------------------------------------------------------------------
-# Corpus: text files, decoded.
+# Corpus: text files, decoded (plumbing.decode_text: UTF-8 or Latin-1, binaries refused by name).
 
 CORPUS_SUFFIXES = (".txt", ".raw")  # text files in a corpus folder (WikiText ships .raw)
-# Not text: a NUL byte (as git and grep decide), or more than this share of control characters other than
-# whitespace in the first BINARY_SNIFF_CHARS (text, even Latin-1 read as such, has almost none; noise ~25%).
-BINARY_CONTROL_FRACTION, BINARY_SNIFF_CHARS = 0.1, 1 << 20
-_NON_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # control characters but \t \n \r
-
-
-def decode_text(data: bytes, name: str | os.PathLike) -> str:
-    """Bytes to text: UTF-8 (a leading BOM dropped), else Latin-1 with a one-line warning.
-
-    Latin-1 maps every byte to a character, so no text is ever dropped. Line endings CRLF and CR
-    become LF. A file that is not text (a NUL byte, or mostly control characters: a program, an
-    image) raises ValueError naming it, instead of being trained on.
-
-    >>> decode_text(b"caf\\xc3\\xa9\\r\\nnext\\rlast", "a.txt")
-    'café\\nnext\\nlast'
-    """
-    if b"\x00" in data:
-        raise ValueError(f"{name} is not a text file (it has NUL bytes): pass .txt files of plain text")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        print(f"warning: {name} is not UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start}); read as Latin-1",
-              file=sys.stderr)
-        text = data.decode("latin-1")
-    sample = text[:BINARY_SNIFF_CHARS]
-    controls = len(_NON_TEXT.findall(sample))
-    if controls > BINARY_CONTROL_FRACTION * len(sample):
-        raise ValueError(f"{name} is not a text file ({controls / len(sample):.0%} of its characters are control "
-                         f"characters): pass .txt files of plain text")
-    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def read_corpus(path: str | os.PathLike) -> Iterator[tuple[str, str]]:
@@ -142,7 +103,7 @@ def load_or_train_vocab(cfg, corpus: Path, out_dir: Path) -> Tokenizer:
 
 CHUNK_CHARS = 1 << 20  # ~1 MB of text per task sent to a worker process
 CACHE_FORMAT = "electra-wordpiece-corpus-v1"  # part of the cache key; bump when the ids would change
-_WORKER_TOKENIZER: Tokenizer | None = None  # each worker process's copy, set once by _init_worker
+_WORKER_TOKENIZER: Tokenizer | None = None  # the tokenizer of _encode_lines, set once per process by _init_worker
 
 
 def _init_worker(tok: Tokenizer) -> None:
@@ -150,10 +111,9 @@ def _init_worker(tok: Tokenizer) -> None:
     _WORKER_TOKENIZER = tok
 
 
-def _encode_lines(lines: list[str], tok: Tokenizer | None = None) -> tuple[np.ndarray, np.ndarray]:
+def _encode_lines(lines: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """Ids of lines concatenated (uint32) and the number of ids of each line (int64)."""
-    tok = tok or _WORKER_TOKENIZER
-    encoded = [tok.encode(line) for line in lines]
+    encoded = [_WORKER_TOKENIZER.encode(line) for line in lines]
     lengths = np.fromiter((len(e) for e in encoded), dtype=np.int64, count=len(encoded))
     ids = np.fromiter(chain.from_iterable(encoded), dtype=np.uint32, count=int(lengths.sum()))
     return ids, lengths
@@ -202,15 +162,13 @@ def encode_corpus(path: str | os.PathLike, tok: Tokenizer, cache_dir: str | os.P
 
     chunks = list(_corpus_chunks([text for _, text in named_texts], chunk_chars))
     workers = min(workers or os.cpu_count() or 1, len(chunks))
-    parallel = workers > 1
-    with multiprocessing.get_context().Pool(workers, _init_worker, (tok,)) if parallel else nullcontext() as pool:
-        results = pool.imap(_encode_lines, chunks) if parallel else (_encode_lines(c, tok) for c in chunks)
+    _init_worker(tok)  # with one worker, this process is it
+    with multiprocessing.get_context().Pool(workers, _init_worker, (tok,)) if workers > 1 else nullcontext() as pool:
+        results = pool.imap(_encode_lines, chunks) if pool else map(_encode_lines, chunks)
         parts = list(tqdm(results, total=len(chunks), desc=f"tokenising {path}", unit="chunk", disable=not progress))
-    dtype = np.uint16 if len(tok) <= np.iinfo(np.uint16).max + 1 else np.uint32
-    ids = np.concatenate([p[0] for p in parts]).astype(dtype)
-    lengths = np.concatenate([p[1] for p in parts])
-    line_offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=line_offsets[1:])
+    ids, lengths = (np.concatenate(arrays) for arrays in zip(*parts))
+    ids = ids.astype(np.uint16 if len(tok) <= np.iinfo(np.uint16).max + 1 else np.uint32)
+    line_offsets = np.concatenate([[0], np.cumsum(lengths)])  # int64
 
     def write(tmp: Path) -> None:
         with open(tmp, "wb") as f:  # a file object: np.savez would add ".npz" to a path
@@ -227,7 +185,10 @@ def encode_corpus(path: str | os.PathLike, tok: Tokenizer, cache_dir: str | os.P
 def documents(line_offsets: np.ndarray) -> list[tuple[int, int]]:
     """Split the corpus's lines into documents: (first_line, end_line) runs of non-empty lines.
 
-    A line with no tokens is a DOCUMENT_END. Example: line lengths [3, 2, 0, 0, 4] -> [(0, 2), (4, 5)].
+    A line with no tokens is a DOCUMENT_END:
+
+    >>> documents(np.array([0, 3, 5, 5, 5, 9]))  # line lengths 3, 2, 0, 0, 4
+    [(0, 2), (4, 5)]
     """
     nonblank = np.concatenate([[0], np.diff(line_offsets) > 0, [0]]).astype(np.int8)  # [num_lines + 2]
     edges = np.diff(nonblank)  # +1 where a document starts, -1 just after one ends
@@ -247,8 +208,9 @@ def split_long_lines(ids: np.ndarray, line_offsets: np.ndarray, max_tokens: int,
     piece is a document of its own (a DOCUMENT_END before and after it), so the builder makes it one
     whole example [CLS] piece [SEP]. Returns (new line_offsets, number of lines split).
 
-    Example: max_tokens 4, one line of 10 tokens "a b . c d e . f g h" (ends after tokens 3 and 7):
-    offsets [0, 10] -> [0, 0, 3, 3, 7, 7, 10, 10], line lengths [0, 3, 0, 4, 0, 3, 0].
+    >>> ids = np.array([5, 6, 9, 5, 6, 7, 9, 5, 6, 7])  # one line "a b . c d e . f g h", 9 = "."
+    >>> split_long_lines(ids, np.array([0, 10]), 4, [9])  # line lengths 0, 3, 0, 4, 0, 3, 0
+    (array([ 0,  0,  3,  3,  7,  7, 10, 10]), 1)
     """
     lengths = np.diff(line_offsets)
     long = np.flatnonzero(lengths > max_tokens)
@@ -307,9 +269,7 @@ class ExampleBuilder:
         self.target_len = max_len
         self.start, self.lengths = 0, []  # the sentences gathered so far, consecutive from `start`
 
-    def add_sentence(self, start: int, length: int):
-        if length == 0:
-            return None  # a line with no tokens adds nothing (blank lines go to end_document)
+    def add_sentence(self, start: int, length: int):  # length > 0: blank lines end documents instead
         if not self.lengths:
             self.start = start
         self.lengths.append(length)
@@ -370,8 +330,10 @@ def pretraining_batch(ids: np.ndarray, examples: np.ndarray, max_len: int, cls_i
     Returns numpy arrays input_ids [B, T] int64, segment_ids [B, T] int64 (1 on B and its
     [SEP]), attention_mask [B, T] bool (False on padding), with T = max_len.
 
-    Example (max_len 8): ids = [7, 8, 9], example (0, 2, 2, 1) ->
-    input_ids [CLS 7 8 SEP 9 SEP PAD PAD], segment_ids [0 0 0 0 1 1 0 0], mask [1 1 1 1 1 1 0 0].
+    >>> x, segments, mask = pretraining_batch(np.array([7, 8, 9]), np.array([[0, 2, 2, 1]]), 8,
+    ...                                       cls_id=2, sep_id=3, pad_id=0)  # A = 7 8, B = 9
+    >>> x.tolist(), segments.tolist(), mask.astype(int).tolist()
+    ([[2, 7, 8, 3, 9, 3, 0, 0]], [[0, 0, 0, 0, 1, 1, 0, 0]], [[1, 1, 1, 1, 1, 1, 0, 0]])
     """
     t = np.arange(max_len)[None, :]  # [1, T] positions
     a, la, b, lb = (examples[:, i:i + 1] for i in range(4))  # each [B, 1]

@@ -1,6 +1,5 @@
-"""GLUE (Wang et al. 2019), the benchmark the paper scores its discriminators on (section 3.1): the nine
-tasks and their TSV files, their metrics computed by hand, the GLUE score, GLUE's public downloads and
-its submission format. Nothing here is a model; finetune.py fine-tunes on what this reads.
+"""GLUE (Wang et al. 2019), the benchmark the paper scores its discriminators on (section 3.1). Nothing
+here is a model; finetune.py fine-tunes on what this reads.
 
     metrics      accuracy, F1, Matthews correlation, Pearson, Spearman   (numpy, by hand)
     tasks        the nine tasks, how each is scored, the GLUE score
@@ -18,7 +17,9 @@ from plumbing import atomic_write, download, extract_zip
 
 # -----------------------------------------------------------------------------
 # Metrics. Each returns a plain float on the raw scale (accuracy in [0, 1], correlations in [-1, 1]);
-# `task_metrics` multiplies by 100, the scale of the paper's tables.
+# `task_metrics` multiplies by 100, the scale of the paper's tables. A metric whose denominator is 0 (F1
+# with no positive prediction nor label, MCC with an empty margin, a correlation with a constant input)
+# is 0, as scikit-learn's zero_division=0 (scipy's correlations return nan).
 
 
 def accuracy(pred, gold) -> float:
@@ -27,8 +28,7 @@ def accuracy(pred, gold) -> float:
     >>> accuracy([1, 0, 1, 1], [1, 1, 1, 0])
     0.5
     """
-    pred, gold = np.asarray(pred), np.asarray(gold)
-    return float(np.mean(pred == gold))
+    return float(np.mean(np.asarray(pred) == np.asarray(gold)))
 
 
 def _confusion(pred, gold, positive=1):
@@ -40,8 +40,6 @@ def _confusion(pred, gold, positive=1):
 def f1(pred, gold, positive=1) -> float:
     """F1 of the positive class (GLUE's F1 for MRPC and QQP): F1 = 2TP / (2TP + FP + FN).
 
-    0 when there is no positive prediction nor gold label (scikit-learn's zero_division=0).
-
     >>> f1([1, 1, 0, 0], [1, 0, 1, 0])  # TP=1, FP=1, FN=1: 2/(2+1+1)
     0.5
     """
@@ -50,7 +48,7 @@ def f1(pred, gold, positive=1) -> float:
 
 
 def matthews_corrcoef(pred, gold) -> float:
-    """Matthews correlation of binary labels (GLUE's metric for CoLA), 0 when a margin is empty:
+    """Matthews correlation of binary labels (GLUE's metric for CoLA):
 
         MCC = (TP*TN - FP*FN) / sqrt((TP+FP) (TP+FN) (TN+FP) (TN+FN))
 
@@ -64,8 +62,6 @@ def matthews_corrcoef(pred, gold) -> float:
 
 def pearson(x, y) -> float:
     """Pearson correlation r = sum (x-mean x)(y-mean y) / sqrt(sum (x-mean x)^2 * sum (y-mean y)^2).
-
-    0 when either input is constant (the correlation is undefined; scipy returns nan).
 
     >>> round(pearson([1, 2, 3], [2, 4, 9]), 4)  # dx=(-1,0,1), dy=(-3,-1,4): 7/sqrt(2*26)
     0.9707
@@ -110,7 +106,7 @@ class Columns:
     """Where one kind of GLUE TSV keeps its fields (0-based; negative indexes count from the end)."""
     a: int                    # first sentence
     b: int | None             # second sentence; None for single-sentence tasks (CoLA, SST-2)
-    label: int | None         # None on test splits: GLUE keeps their labels hidden
+    label: int | None = None  # None in test files: GLUE keeps their labels hidden
     header: bool = True       # every GLUE file has a header row except CoLA's train/dev
     width: int | None = None  # fields per row when there is no header to count them from
 
@@ -122,15 +118,18 @@ class Task:
     folder: str                        # folder inside GLUE's zip and in --data_dir, e.g. "SST-2"
     labels: tuple[str, ...] | None     # label strings as written in the TSV, index = class id; None = regression
     columns: Columns                   # layout of train.tsv and dev*.tsv
-    test_columns: Columns              # layout of test*.tsv (no label column)
-    metrics: tuple[str, ...]           # what the dev split reports (x100, as the paper's tables)
-    paper_metric: str                  # the one number the paper reports (section 3.1)
-    leaderboard_metrics: tuple[str, ...]  # averaged into one task score by GLUE's leaderboard
+    metrics: tuple[str, ...]           # GLUE's (its leaderboard averages them); the first is the paper's
+    test_columns: Columns | None = None  # layout of test*.tsv; None = the sentences where `columns` has them
     dev_splits: tuple[tuple[str, str], ...] = (("dev", ""),)  # (file stem, suffix added to metric names)
     test_splits: tuple[tuple[str, str], ...] = (("test", ""),)  # (file stem, GLUE submission file stem)
-    epochs: int = 3                    # Table 7: "3 for other tasks"
+    epochs: int = 3                    # Table 7: "3 for other tasks" ("10 for RTE and STS")
     symmetric: bool = False            # sentence order carries no meaning (official code's double_unordered)
     zip_name: str = ""                 # file under the GLUE download URL; "" = f"{folder}.zip"
+
+    @property
+    def paper_metric(self) -> str:
+        """The one number the paper reports for the task (section 3.1)."""
+        return self.metrics[0]
 
     @property
     def regression(self) -> bool:
@@ -144,40 +143,30 @@ class Task:
 BINARY = ("0", "1")
 NLI2 = ("entailment", "not_entailment")
 PAIR = Columns(a=1, b=2, label=3)        # index, sentence1, sentence2, label   (QNLI, RTE, WNLI)
-PAIR_TEST = Columns(a=1, b=2, label=None)
 # Column positions follow the official code's readers (finetune/classification/classification_tasks.py).
 TASKS: dict[str, Task] = {t.name: t for t in [
     # CoLA train/dev: no header; source, label, original label mark, sentence. Test: index, sentence.
-    Task("cola", "CoLA", BINARY, Columns(a=3, b=None, label=1, header=False, width=4), Columns(a=1, b=None, label=None),
-         metrics=("mcc", "acc"), paper_metric="mcc", leaderboard_metrics=("mcc",)),
+    Task("cola", "CoLA", BINARY, Columns(a=3, b=None, label=1, header=False, width=4), ("mcc",),
+         test_columns=Columns(a=1, b=None)),
     # SST-2: sentence, label. Test: index, sentence.
-    Task("sst2", "SST-2", BINARY, Columns(a=0, b=None, label=1), Columns(a=1, b=None, label=None),
-         metrics=("acc",), paper_metric="acc", leaderboard_metrics=("acc",)),
+    Task("sst2", "SST-2", BINARY, Columns(a=0, b=None, label=1), ("acc",), test_columns=Columns(a=1, b=None)),
     # MRPC: header starts with a UTF-8 byte-order mark; Quality, #1 ID, #2 ID, #1 String, #2 String.
-    # Test: index, #1 ID, #2 ID, #1 String, #2 String. Not hosted as a zip (licence): see download_task.
-    Task("mrpc", "MRPC", BINARY, Columns(a=3, b=4, label=0), Columns(a=3, b=4, label=None),
-         metrics=("acc", "f1"), paper_metric="acc", leaderboard_metrics=("acc", "f1"), symmetric=True),
+    # Test: index, #1 ID, #2 ID, #1 String, #2 String. Not hosted as a zip (licence): see _download_mrpc.
+    Task("mrpc", "MRPC", BINARY, Columns(a=3, b=4, label=0), ("acc", "f1"), symmetric=True),
     # STS-B: 10 columns index, genre, filename, year, old_index, source1, source2, sentence1, sentence2,
     # score (0-5). Test has the first 9.
-    Task("stsb", "STS-B", None, Columns(a=7, b=8, label=9), Columns(a=7, b=8, label=None),
-         metrics=("pearson", "spearman"), paper_metric="spearman", leaderboard_metrics=("pearson", "spearman"),
-         epochs=10, symmetric=True),
+    Task("stsb", "STS-B", None, Columns(a=7, b=8, label=9), ("spearman", "pearson"), epochs=10, symmetric=True),
     # QQP: id, qid1, qid2, question1, question2, is_duplicate. Test: id, question1, question2.
-    Task("qqp", "QQP", BINARY, Columns(a=3, b=4, label=5), Columns(a=1, b=2, label=None),
-         metrics=("acc", "f1"), paper_metric="acc", leaderboard_metrics=("acc", "f1"), zip_name="QQP-clean.zip"),
+    Task("qqp", "QQP", BINARY, Columns(a=3, b=4, label=5), ("acc", "f1"), test_columns=Columns(a=1, b=2),
+         zip_name="QQP-clean.zip"),
     # MNLI: index, promptID, pairID, genre, 4 parse columns, sentence1, sentence2, then 1 (train) or 5
     # (dev) annotator labels, gold_label last. Test: the first 10 columns.
     Task("mnli", "MNLI", ("contradiction", "entailment", "neutral"), Columns(a=8, b=9, label=-1),
-         Columns(a=8, b=9, label=None), metrics=("acc_m", "acc_mm"), paper_metric="acc_m",
-         leaderboard_metrics=("acc_m", "acc_mm"),
-         dev_splits=(("dev_matched", "_m"), ("dev_mismatched", "_mm")),
+         ("acc_m", "acc_mm"), dev_splits=(("dev_matched", "_m"), ("dev_mismatched", "_mm")),
          test_splits=(("test_matched", "MNLI-m"), ("test_mismatched", "MNLI-mm"))),
-    Task("qnli", "QNLI", NLI2, PAIR, PAIR_TEST, metrics=("acc",), paper_metric="acc",
-         leaderboard_metrics=("acc",), zip_name="QNLIv2.zip"),
-    # Table 7: "10 for RTE and STS".
-    Task("rte", "RTE", NLI2, PAIR, PAIR_TEST, metrics=("acc",), paper_metric="acc", leaderboard_metrics=("acc",),
-         epochs=10),
-    Task("wnli", "WNLI", BINARY, PAIR, PAIR_TEST, metrics=("acc",), paper_metric="acc", leaderboard_metrics=("acc",)),
+    Task("qnli", "QNLI", NLI2, PAIR, ("acc",), zip_name="QNLIv2.zip"),
+    Task("rte", "RTE", NLI2, PAIR, ("acc",), epochs=10),
+    Task("wnli", "WNLI", BINARY, PAIR, ("acc",)),
 ]}
 # The paper's dev-set average leaves WNLI out (Table 8 and Tables 1-2 list CoLA SST MRPC STS QQP MNLI QNLI
 # RTE), following BERT, whose authors found every system does no better than the majority class on it.
@@ -194,9 +183,9 @@ def get_task(name: str) -> Task:
 
 
 def task_metrics(task: Task, pred, gold, suffix: str = "") -> dict[str, float]:
-    """The task's dev metrics on one split, x100 as in the paper's tables.
-
-    Classification takes class ids, STS-B takes scores. `suffix` names MNLI's matched/mismatched splits.
+    """The task's dev metrics on one split (its GLUE metrics, and accuracy for every classification
+    task), x100 as in the paper's tables. Classification takes class ids, STS-B takes scores. `suffix`
+    names MNLI's matched/mismatched splits.
     """
     pred, gold = np.asarray(pred), np.asarray(gold)
     if task.regression:
@@ -218,9 +207,9 @@ def glue_score(results: dict[str, dict[str, float]], leaderboard: bool = False) 
     PAPER_AVERAGE_TASKS). The official code scores MRPC and QQP with its AccuracyScorer and MNLI on
     dev_matched, which is what `paper_metric` says.
 
-    leaderboard=True: GLUE's own rule (Wang et al. 2019, section 4 / gluebenchmark.com): tasks with two
-    metrics are first averaged into one task score -- MRPC (acc+F1)/2, QQP (acc+F1)/2, STS-B
-    (Pearson+Spearman)/2, MNLI (matched+mismatched)/2 -- then the task scores are averaged, WNLI included.
+    leaderboard=True: GLUE's own rule (Wang et al. 2019, section 4 / gluebenchmark.com): each task's
+    `metrics` are averaged into its score (MRPC and QQP: acc and F1, STS-B: Pearson and Spearman, MNLI:
+    matched and mismatched), then the task scores, WNLI included.
 
     >>> glue_score({"mrpc": {"acc": 80.0, "f1": 86.0}, "stsb": {"pearson": 84.0, "spearman": 83.0}})
     81.5
@@ -231,7 +220,7 @@ def glue_score(results: dict[str, dict[str, float]], leaderboard: bool = False) 
     for name, metrics in results.items():
         task = get_task(name)
         if leaderboard:
-            scores.append(sum(metrics[m] for m in task.leaderboard_metrics) / len(task.leaderboard_metrics))
+            scores.append(sum(metrics[m] for m in task.metrics) / len(task.metrics))
         elif task.name in PAPER_AVERAGE_TASKS:
             scores.append(metrics[task.paper_metric])
     if not scores:
@@ -252,7 +241,7 @@ class Example:
     label: int | float | None
 
 
-def read_tsv(path: Path) -> list[tuple[int, list[str]]]:
+def read_tsv(path: Path, encoding: str = "utf-8-sig") -> list[tuple[int, list[str]]]:
     """(1-based line number, fields) for each line of a GLUE TSV.
 
     GLUE's TSVs are not CSV: quotes are ordinary characters (MRPC and STS-B sentences contain unbalanced
@@ -260,7 +249,7 @@ def read_tsv(path: Path) -> list[tuple[int, list[str]]]:
     utf-8-sig drops MRPC's byte-order mark; lines end at "\\n" only and a trailing "\\r" is dropped, so a
     stray carriage return inside a sentence does not split a row.
     """
-    with open(path, encoding="utf-8-sig", newline="\n") as f:
+    with open(path, encoding=encoding, newline="\n") as f:
         return [(i, line.rstrip("\n").rstrip("\r").split("\t")) for i, line in enumerate(f, start=1)]
 
 
@@ -291,7 +280,8 @@ def read_split(task: Task, folder, split: str, max_examples: int | None = None) 
             f"{path} not found: --data_dir for {task.folder} must be the folder from GLUE's {task.folder} "
             f"download (train.tsv, {', '.join(s for s, _ in task.dev_splits)}.tsv); "
             f"leave out --data_dir to download it")
-    cols = task.test_columns if split.startswith("test") else task.columns
+    test = split.startswith("test")
+    cols = (task.test_columns or Columns(task.columns.a, task.columns.b)) if test else task.columns
     rows = read_tsv(path)
     if cols.header:
         if not rows:
@@ -303,8 +293,8 @@ def read_split(task: Task, folder, split: str, max_examples: int | None = None) 
     for line, fields in rows:
         if len(fields) != width:
             raise ValueError(f"{path}, line {line}: expected {width} tab-separated fields, found {len(fields)}")
-        label = None if cols.label is None else parse_label(task, fields[cols.label], f"{path}, line {line}")
-        index = fields[0] if split.startswith("test") else str(line)
+        label = None if test else parse_label(task, fields[cols.label], f"{path}, line {line}")
+        index = fields[0] if test else str(line)
         examples.append(Example(index, fields[cols.a], None if cols.b is None else fields[cols.b], label))
         if max_examples is not None and len(examples) >= max_examples:
             break
@@ -345,11 +335,7 @@ def task_folder(task: Task, data_dir, cache_dir, base_url: str, mrpc_base_url: s
 
 def download_task(task: Task, cache_dir=DEFAULT_CACHE, base_url: str = GLUE_BASE_URL,
                   mrpc_base_url: str = MRPC_BASE_URL) -> Path:
-    """Download and unpack `task` under `cache_dir` once; return the folder holding its TSVs.
-
-    A second call finds the finished folder and returns at once; an interrupted call leaves only
-    ".part" files or temporary folders behind, never a folder a later run would trust.
-    """
+    """Download and unpack `task` under `cache_dir` once; return the folder holding its TSVs."""
     cache_dir = Path(cache_dir)
     if task.name == "mrpc":
         return _download_mrpc(cache_dir, base_url, mrpc_base_url)
@@ -366,7 +352,7 @@ def download_task(task: Task, cache_dir=DEFAULT_CACHE, base_url: str = GLUE_BASE
 def _download_mrpc(cache_dir: Path, base_url: str, mrpc_base_url: str) -> Path:
     """GLUE's MRPC folder built as download_glue_data.py's format_mrpc builds it:
 
-    train.tsv / dev.tsv = the rows of msr_paraphrase_train.txt whose (#1 ID, #2 ID) pair is / is not in
+    dev.tsv / train.tsv = the rows of msr_paraphrase_train.txt whose (#1 ID, #2 ID) pair is / is not in
     mrpc_dev_ids.tsv, under the original header (with its byte-order mark); test.tsv = the rows of
     msr_paraphrase_test.txt without their label, numbered from 0 in a new first column "index".
     """
@@ -377,21 +363,17 @@ def _download_mrpc(cache_dir: Path, base_url: str, mrpc_base_url: str) -> Path:
     files = {name: download(f"{url}/{name}", raw / name, desc=f"GLUE MRPC {name}")
              for url, name in [(mrpc_base_url, "msr_paraphrase_train.txt"),
                                (mrpc_base_url, "msr_paraphrase_test.txt"), (base_url, "mrpc_dev_ids.tsv")]}
-
-    def lines(name):
-        with open(files[name], encoding="utf-8", newline="\n") as f:
-            return [line.rstrip("\n").rstrip("\r") for line in f]
-
-    dev_ids = {tuple(line.split("\t")) for line in lines("mrpc_dev_ids.tsv") if line}
-    header, *rows = lines("msr_paraphrase_train.txt")
+    # The rows that are not blank; "utf-8" keeps the byte-order mark of the header, as GLUE's files have it.
+    rows = {name: [fields for _, fields in read_tsv(path, "utf-8") if fields != [""]] for name, path in files.items()}
+    dev_ids = {tuple(fields) for fields in rows["mrpc_dev_ids.tsv"]}
+    header, *train_rows = rows["msr_paraphrase_train.txt"]
     train, dev = [header], [header]
-    for row in filter(None, rows):
-        (dev if tuple(row.split("\t")[1:3]) in dev_ids else train).append(row)
-    _, *test_rows = lines("msr_paraphrase_test.txt")
-    test = ["index\t#1 ID\t#2 ID\t#1 String\t#2 String"]
-    test += [f"{i}\t" + "\t".join(row.split("\t")[1:]) for i, row in enumerate(filter(None, test_rows))]
+    for fields in train_rows:
+        (dev if tuple(fields[1:3]) in dev_ids else train).append(fields)
+    test = [["index", "#1 ID", "#2 ID", "#1 String", "#2 String"]]
+    test += [[str(i), *fields[1:]] for i, fields in enumerate(rows["msr_paraphrase_test.txt"][1:])]
     for name, out in [("dev.tsv", dev), ("test.tsv", test), ("train.tsv", train)]:  # train.tsv last: complete
-        atomic_write(folder / name, "".join(line + "\n" for line in out))
+        atomic_write(folder / name, "".join("\t".join(fields) + "\n" for fields in out))
     return folder
 
 

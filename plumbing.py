@@ -1,7 +1,8 @@
 """Plumbing shared by train.py, finetune.py, squad.py, data.py and tokenizer.py: nothing in here is
-ELECTRA. Downloads (size-checked, renamed only when complete), atomic writes, checkpoint files (with
-the previous one kept as a fallback), RNG state, devices and precision, DDP, signals, the
-one-run-per-folder lock, and command lines derived from config dataclasses. Each lives here once.
+ELECTRA. Downloads (size-checked, renamed only when complete), text files decoded, atomic writes,
+checkpoint files (with the previous one kept as a fallback), RNG state, devices and precision, DDP,
+signals, the one-run-per-folder lock, and command lines derived from config dataclasses. Each lives
+here once.
 """
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ import hashlib
 import http.client
 import math
 import os
+import re
 import shutil
 import signal
+import sys
 import tempfile
 import typing
 import urllib.error
@@ -151,6 +154,41 @@ def extract_zip(zip_path: Path, dest_dir: Path) -> Path:
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, zlib.error) as e:
         raise DownloadError(f"{zip_path} is not a valid zip archive or is corrupt ({e}){corrupt}") from e
     return dest_dir
+
+
+# -----------------------------------------------------------------------------
+# Text files a user gives: decoded whatever their encoding, binaries refused by name.
+
+# Not text: a NUL byte (as git and grep decide), or more than this share of control characters other than
+# whitespace in the first BINARY_SNIFF_CHARS (text, even Latin-1 read as such, has almost none; noise ~25%).
+BINARY_CONTROL_FRACTION, BINARY_SNIFF_CHARS = 0.1, 1 << 20
+_NON_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # control characters but \t \n \r
+
+
+def decode_text(data: bytes, name: str | os.PathLike) -> str:
+    """Bytes to text: UTF-8 (a leading BOM dropped), else Latin-1 with a one-line warning.
+
+    Latin-1 maps every byte to a character, so no text is ever dropped. Line endings CRLF and CR
+    become LF. A file that is not text (a NUL byte, or mostly control characters: a program, an
+    image) raises ValueError naming it, instead of being read as text.
+
+    >>> decode_text(b"caf\\xc3\\xa9\\r\\nnext\\rlast", "a.txt")
+    'café\\nnext\\nlast'
+    """
+    if b"\x00" in data:
+        raise ValueError(f"{name} is not a text file (it has NUL bytes): pass .txt files of plain text")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        print(f"warning: {name} is not UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start}); read as Latin-1",
+              file=sys.stderr)
+        text = data.decode("latin-1")
+    sample = text[:BINARY_SNIFF_CHARS]
+    controls = len(_NON_TEXT.findall(sample))
+    if controls > BINARY_CONTROL_FRACTION * len(sample):
+        raise ValueError(f"{name} is not a text file ({controls / len(sample):.0%} of its characters are control "
+                         f"characters): pass .txt files of plain text")
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 # -----------------------------------------------------------------------------
