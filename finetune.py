@@ -8,17 +8,15 @@ reads in the order of a run (glue.py holds the tasks, their files, the metrics a
     head         the official code's classifier on the [CLS] state
     lr decay     layer-wise learning rates, the official optimizer, warm-up + linear decay
     training     one seed: train, evaluate per epoch, predict the test split
-    results      the median over seeds, a table, finetune.png
-    main         --init (a train.py run, an HF folder or a hub name), the CLI, results.json, GLUE submission files
+    main         --init (a train.py run, an HF folder or a hub name), the CLI; report.py writes results.json,
+                 the table of medians over seeds, finetune.png and GLUE submission files
 
     python finetune.py --task sst2 --init ckpt.pt --data_dir ../shared/data/glue/SST-2
     python finetune.py --task mrpc,stsb --init path/to/hf-electra-small-discriminator --seeds 10
     python finetune.py --task all --init google/electra-small-discriminator --seeds 10   # from the hub
 """
 import argparse
-import json
 import math
-import os
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -30,13 +28,13 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 import glue
+import report
 from electra import Electra, ElectraConfig, Encoder, get_config
 from hf import HubError, Pretrained, check_vocab, is_hub_name, load_hf_folder, pretrained_folder, vocab_beside
 from plumbing import (
     DownloadError,
     add_options,
     at_least,
-    atomic_write,
     check_flags,
     given,
     mixed_precision,
@@ -381,68 +379,6 @@ def finetune_seed(task: glue.Task, pre: Pretrained, train: Encoded, dev: dict[st
 
 
 # -----------------------------------------------------------------------------
-# Results: the median over seeds, a table, finetune.png
-
-
-def summarize(task: glue.Task, runs: list[dict]) -> dict:
-    """Per-seed dev metrics and their median (the paper reports the median of 10 seeds, section 3.1)."""
-    median = {m: float(np.median([r["dev"][m] for r in runs])) for m in runs[0]["dev"]}
-    return {"seeds": [{k: v for k, v in r.items() if k != "test"} for r in runs], "median": median,
-            "paper_metric": task.paper_metric}
-
-
-def write_test_predictions(task: glue.Task, runs: list[dict], test: dict, out: Path) -> int | None:
-    """GLUE submission files from the seed whose dev score is the (lower) median, the run the paper would
-    report; returns that seed (None when the task has no test file)."""
-    chosen = sorted(runs, key=lambda r: r["dev"][task.paper_metric])[(len(runs) - 1) // 2]
-    for split, stem in task.test_splits:
-        if split in test:
-            path = out / "glue_submission" / f"{stem or task.folder}.tsv"
-            glue.write_submission(task, path, test[split].index, chosen["test"][split])
-    return chosen["seed"] if test else None
-
-
-def format_table(results: dict[str, dict]) -> str:
-    """One line per task: each seed's paper metric, the median of every metric."""
-    lines = [f"{'task':6} {'metric':9} {'median':>7}  seeds"]
-    for name, r in results.items():
-        task = glue.get_task(name)
-        per_seed = " ".join(f"{s['dev'][task.paper_metric]:.2f}" for s in r["seeds"])
-        lines.append(f"{name:6} {task.paper_metric:9} {r['median'][task.paper_metric]:7.2f}  {per_seed}")
-        others = ", ".join(f"{m} {v:.2f}" for m, v in r["median"].items() if m != task.paper_metric)
-        if others:
-            lines.append(f"{'':6} {'':9} {'':7}  (median {others})")
-    medians = {name: r["median"] for name, r in results.items()}
-    if any(n in glue.PAPER_AVERAGE_TASKS for n in medians):
-        lines.append(f"GLUE score (paper: one metric per task, no WNLI) over {len(medians)} task(s): "
-                     f"{glue.glue_score(medians):.2f}")
-    return "\n".join(lines)
-
-
-def plot_curves(results: dict[str, dict], path: Path):
-    """finetune.png: the dev metric the paper reports, after each epoch, one line per seed, one panel per task."""
-    from matplotlib.figure import Figure  # its own canvas: no pyplot, no switch of the global backend
-
-    fig = Figure(figsize=(4.5 * len(results), 3.5))
-    axes = fig.subplots(1, len(results), squeeze=False)
-    for ax, (name, r) in zip(axes[0], results.items()):
-        metric = r["paper_metric"]
-        for s in r["seeds"]:
-            ax.plot([h["epoch"] for h in s["history"]], [h[metric] for h in s["history"]], marker="o",
-                    label=f"seed {s['seed']}")
-        ax.set(title=f"{name}: median {r['median'][metric]:.2f}", xlabel="epoch", ylabel=f"dev {metric}")
-        ax.xaxis.get_major_locator().set_params(integer=True)  # epochs are whole numbers
-        ax.grid(alpha=0.3)
-        if len(r["seeds"]) <= 10:
-            ax.legend(fontsize=7)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.stem + ".tmp.png")
-    fig.savefig(tmp, dpi=120)
-    os.replace(tmp, path)
-
-
-# -----------------------------------------------------------------------------
 # Loading --init: a train.py run, or an HF ELECTRA/BERT folder (hf.py)
 
 
@@ -566,8 +502,8 @@ def main(argv=None) -> dict:
     print(f"fine-tuning {pre.source} ({pre.config.num_layers} layers, hidden {pre.config.hidden_size}) on "
           f"{args.device}: lr {ft.lr:g}, layer decay {ft.layer_decay}, batch {ft.batch_size}, "
           f"{'AdamW (bias-corrected)' if ft.adam_bias_correction else 'Adam without bias correction (official)'}")
-    report = {"init": pre.source, "device": args.device, "recipe": {k: (list(v) if isinstance(v, tuple) else v)
-                                                                     for k, v in vars(ft).items()}, "tasks": {}}
+    results = {"init": pre.source, "device": args.device, "recipe": {k: (list(v) if isinstance(v, tuple) else v)
+                                                                      for k, v in vars(ft).items()}, "tasks": {}}
     for task in tasks:
         try:
             folder = glue.task_folder(task, args.data_dir, args.cache_dir, args.glue_url, args.mrpc_url)
@@ -581,19 +517,11 @@ def main(argv=None) -> dict:
               + ", ".join(f"{s} {len(d):,}" for s, d in dev.items())
               + (", test " + ", ".join(f"{s} {len(d):,}" for s, d in test.items()) if test else ", no test file"))
         runs = [finetune_seed(task, pre, train, dev, test, ft, args.seed + i, args.device) for i in range(args.seeds)]
-        report["tasks"][task.name] = summarize(task, runs)
-        report["tasks"][task.name]["test_predictions_seed"] = write_test_predictions(task, runs, test, out)
-        medians = {n: r["median"] for n, r in report["tasks"].items()}
-        if any(n in glue.PAPER_AVERAGE_TASKS for n in medians):
-            report["glue_score"] = glue.glue_score(medians)
-        report["glue_score_leaderboard"] = glue.glue_score(medians, leaderboard=True)
-        # after every task: nothing lost; allow_nan=False: NaN is not JSON, and no metric may be one
-        atomic_write(out / "results.json", json.dumps(report, indent=2, allow_nan=False))
-        plot_curves(report["tasks"], out / "finetune.png")
-    print(format_table(report["tasks"]))
+        report.write_finetuning_results(results, task, runs, test, out)
+    print(report.format_table(results["tasks"]))
     print(f"wrote {out / 'results.json'}, {out / 'finetune.png'}"
           + (f", {out / 'glue_submission'}/" if (out / "glue_submission").is_dir() else ""))
-    return report
+    return results
 
 
 if __name__ == "__main__":
