@@ -383,8 +383,9 @@ def finetune_seed(task: glue.Task, pre: Pretrained, train: Encoded, dev: dict[st
 
 
 def load_train_checkpoint(path: Path, vocab=None) -> Pretrained:
-    """A train.py checkpoint (ckpt.pt): its model config, the discriminator's weights (for the BERT
-    baseline, its masked-LM encoder) and the vocab.txt beside it, checked against the saved vocab hash."""
+    """A train.py checkpoint (ckpt.pt): its model config, the encoder fine-tuning starts from (the
+    discriminator's, or BERT's masked LM's; Electra.fine_tuning_encoder, without its pre-training head)
+    and the vocab.txt beside it, checked against the saved vocab hash."""
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # a truncated file, or not a torch checkpoint at all
@@ -406,11 +407,8 @@ def load_train_checkpoint(path: Path, vocab=None) -> Pretrained:
         model.load_state_dict(ckpt["model"])
     except RuntimeError as e:
         raise ValueError(f"{path}: the weights do not fit its model_config: {e}") from None
-    # The discriminator's own replaced-token-detection head (head.*, head_out.*) is not fine-tuned.
-    state = {k: v for k, v in model.fine_tuning_encoder().state_dict().items() if not k.startswith("head")}
-    encoder = Encoder(config)
-    encoder.load_state_dict(state)
-    return Pretrained(config, encoder.state_dict(), tok, f"train.py checkpoint {path} (step {ckpt.get('step')})")
+    return Pretrained(config, model.fine_tuning_encoder().state_dict(), tok,
+                      f"train.py checkpoint {path} (step {ckpt.get('step')})")
 
 
 TRAIN_CHECKPOINT = "ckpt.pt"  # the name train.py gives its checkpoint inside a run folder
@@ -420,10 +418,10 @@ def load_pretrained(init, vocab=None) -> Pretrained:
     """--init: a train.py checkpoint or run folder (holding ckpt.pt), or an HF ELECTRA/BERT folder."""
     init = Path(init)
     if init.is_dir() and (init / TRAIN_CHECKPOINT).is_file() and not (init / "config.json").is_file():
-        return load_train_checkpoint(init / TRAIN_CHECKPOINT, vocab)
-    if init.is_dir():
+        init = init / TRAIN_CHECKPOINT
+    elif init.is_dir():
         return load_hf_folder(init, vocab)
-    if not init.is_file():
+    elif not init.is_file():
         raise FileNotFoundError(f"--init {init} does not exist: pass a train.py checkpoint (or its run folder) "
                                 f"or a HuggingFace ELECTRA/BERT folder")
     return load_train_checkpoint(init, vocab)
