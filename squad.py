@@ -38,6 +38,7 @@ from finetune import (
     autocast,
     load_pretrained,
     optimizer_and_schedule,
+    pad_batch,
     recipe_for,
 )
 from plumbing import DownloadError, add_options, at_least, atomic_write, check_flags, download, given, option
@@ -548,17 +549,8 @@ def answerable_loss(answerable_logit, impossible, weight: float):
 
 
 def collate(features: list[Feature], rows, pad_id: int, device):
-    """Pad the chosen features to the longest of them: input_ids, segment_ids, attention_mask [B, T]."""
-    T = max(len(features[r].ids) for r in rows)
-    ids = torch.full((len(rows), T), pad_id, dtype=torch.long)
-    seg = torch.zeros((len(rows), T), dtype=torch.long)
-    mask = torch.zeros((len(rows), T), dtype=torch.long)
-    for i, r in enumerate(rows):
-        n = len(features[r].ids)
-        ids[i, :n] = torch.tensor(features[r].ids)
-        seg[i, :n] = torch.tensor(features[r].segments)
-        mask[i, :n] = 1
-    return ids.to(device), seg.to(device), mask.to(device)
+    """The chosen features as the model's inputs: input_ids, segment_ids, attention_mask [B, T] (pad_batch)."""
+    return pad_batch([features[r].ids for r in rows], [features[r].segments for r in rows], pad_id, device)
 
 
 # ---------------------------------------------------------------------------------------------------------
