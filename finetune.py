@@ -325,39 +325,28 @@ def evaluate(model, task: glue.Task, dev: dict[str, Encoded], batch_size: int, p
     return metrics
 
 
-def finetune_seed(task: glue.Task, pre: Pretrained, train: Encoded, dev: dict[str, Encoded], test: dict[str, Encoded],
-                  ft: FinetuneConfig, seed: int, device) -> dict:
-    """Fine-tune one copy of the pre-trained encoder with `seed`; dev metrics after every epoch.
-
-    Returns {"seed", "history": [{"epoch", "train_loss", dev metrics...}], "dev": last epoch's metrics,
-    "test": {split: predictions}, "seconds"}. As in the official code, the reported model is the last
-    one (no early stopping, no choosing the best epoch on dev).
+def fine_tuning_loop(model: nn.Module, num_layers: int, batch_loss, num_examples: int, ft: FinetuneConfig,
+                     seed: int, what: str):
+    """The loop, shared by GLUE and SQuAD: Table 7's optimizer and schedule over ft.epochs passes, each over
+    the training rows in a new random order (drawn from `seed`), one update per ft.batch_size rows on
+    batch_loss(rows), its gradients clipped to a global norm of ft.grad_clip. Yields (epoch, mean loss)
+    after every epoch, for the caller to evaluate; a loss that is not finite stops the run with one line.
     """
-    device = torch.device(device)
-    torch.manual_seed(seed)  # the head's init and dropout
-    model = Classifier(pre.config, task.num_outputs, ft.head_dropout)
-    model.encoder.load_state_dict(pre.encoder_state)
-    model.to(device)
-    epochs = task.epochs if ft.epochs is None else ft.epochs
-    opt, sched = optimizer_and_schedule(model, pre.config.num_layers, ft, epochs * math.ceil(len(train) / ft.batch_size))
-    labels = torch.tensor(train.labels, dtype=torch.float32 if task.regression else torch.long)
+    opt, sched = optimizer_and_schedule(model, num_layers, ft, ft.epochs * math.ceil(num_examples / ft.batch_size))
     order_rng = torch.Generator().manual_seed(seed)
-    history, t0 = [], time.time()
-    for epoch in range(1, epochs + 1):
+    for epoch in range(1, ft.epochs + 1):
         model.train()
-        order = torch.randperm(len(train), generator=order_rng).tolist()
+        order = torch.randperm(num_examples, generator=order_rng).tolist()
         losses = []
-        with tqdm(total=len(train), unit="ex", desc=f"{task.name} seed {seed} epoch {epoch}/{epochs}",
-                  dynamic_ncols=True, leave=False) as bar:
-            for start in range(0, len(train), ft.batch_size):
+        with tqdm(total=num_examples, unit="ex", desc=f"{what} epoch {epoch}/{ft.epochs}", dynamic_ncols=True,
+                  leave=False) as bar:
+            for start in range(0, num_examples, ft.batch_size):
                 rows = order[start:start + ft.batch_size]
-                with autocast(device):
-                    logits = model(*train.batch(rows, pre.tokenizer.pad_id, device)).float()
-                loss = task_loss(task, logits, labels[rows].to(device))
+                loss = batch_loss(rows)
                 if not torch.isfinite(loss):
-                    raise SystemExit(f"error: {task.name} seed {seed}: the loss is not finite at step "
-                                     f"{sched.last_epoch + 1:,} (epoch {epoch}, lr {ft.lr:g}): fine-tuning diverged; "
-                                     f"nothing was written for this task. Lower --lr")
+                    raise SystemExit(f"error: {what}: the loss is not finite at step {sched.last_epoch + 1:,} (epoch "
+                                     f"{epoch}, lr {ft.lr:g}): fine-tuning diverged; nothing was written for this "
+                                     f"task. Lower --lr")
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(model.parameters(), ft.grad_clip)
@@ -366,12 +355,38 @@ def finetune_seed(task: glue.Task, pre: Pretrained, train: Encoded, dev: dict[st
                 losses.append(loss.item())
                 bar.update(len(rows))
                 bar.set_postfix(loss=f"{np.mean(losses[-LOSS_WINDOW:]):.4f}")
-        metrics = evaluate(model, task, dev, ft.eval_batch_size, pre.tokenizer.pad_id, device)
-        history.append({"epoch": epoch, "train_loss": float(np.mean(losses)), **metrics})
-        tqdm.write(f"{task.name} seed {seed} epoch {epoch}: loss {np.mean(losses):.4f} " +
-                   " ".join(f"{k} {v:.2f}" for k, v in metrics.items()))
-    test_pred = {split: predict(model, task, data, ft.eval_batch_size, pre.tokenizer.pad_id, device)
-                 for split, data in test.items()}
+        yield epoch, float(np.mean(losses))
+
+
+def finetune_seed(task: glue.Task, pre: Pretrained, train: Encoded, dev: dict[str, Encoded], test: dict[str, Encoded],
+                  ft: FinetuneConfig, seed: int, device) -> dict:
+    """Fine-tune one copy of the pre-trained encoder with `seed`; dev metrics after every epoch.
+
+    Returns {"seed", "history": [{"epoch", "train_loss", dev metrics...}], "dev": last epoch's metrics,
+    "test": {split: predictions}, "seconds"}. As in the official code, the reported model is the last
+    one (no early stopping, no choosing the best epoch on dev).
+    """
+    device, pad_id = torch.device(device), pre.tokenizer.pad_id
+    torch.manual_seed(seed)  # the head's init and dropout
+    model = Classifier(pre.config, task.num_outputs, ft.head_dropout)
+    model.encoder.load_state_dict(pre.encoder_state)
+    model.to(device)
+    labels = torch.tensor(train.labels, dtype=torch.float32 if task.regression else torch.long)
+
+    def batch_loss(rows):
+        with autocast(device):
+            logits = model(*train.batch(rows, pad_id, device)).float()  # [B, C]
+        return task_loss(task, logits, labels[rows].to(device))
+
+    ft = replace(ft, epochs=task.epochs if ft.epochs is None else ft.epochs)
+    history, t0 = [], time.time()
+    for epoch, loss in fine_tuning_loop(model, pre.config.num_layers, batch_loss, len(train), ft, seed,
+                                        f"{task.name} seed {seed}"):
+        metrics = evaluate(model, task, dev, ft.eval_batch_size, pad_id, device)
+        history.append({"epoch": epoch, "train_loss": loss, **metrics})
+        tqdm.write(f"{task.name} seed {seed} epoch {epoch}: loss {loss:.4f} "
+                   + " ".join(f"{k} {v:.2f}" for k, v in metrics.items()))
+    test_pred = {split: predict(model, task, data, ft.eval_batch_size, pad_id, device) for split, data in test.items()}
     return {"seed": seed, "history": history, "dev": {k: v for k, v in history[-1].items()
                                                       if k not in ("epoch", "train_loss")},
             "test": test_pred, "seconds": time.time() - t0}

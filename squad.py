@@ -22,7 +22,7 @@ import math
 import re
 import string
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import NamedTuple
 
@@ -36,8 +36,8 @@ from electra import ElectraConfig, Encoder
 from finetune import (
     FinetuneConfig,
     autocast,
+    fine_tuning_loop,
     load_pretrained,
-    optimizer_and_schedule,
     pad_batch,
     recipe_for,
 )
@@ -669,7 +669,7 @@ def model_logits(model: SpanModel, features: list[Feature], batch_size: int, pad
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Training: Table 7's recipe, reusing finetune.py's layer-wise lr, optimizer and schedule.
+# Training: Table 7's recipe, in finetune.py's loop (its layer-wise lr, optimizer and schedule).
 # ---------------------------------------------------------------------------------------------------------
 
 
@@ -683,35 +683,22 @@ def finetune(pre, train: list[Feature], ft: FinetuneConfig, cfg: SquadConfig, v2
     model = SpanModel(pre.config, answerable, cfg.answerable_hidden, cfg.joint_prediction, cfg.beam, cfg.joint_hidden)
     model.encoder.load_state_dict(pre.encoder_state)
     model.to(device)
-    epochs = cfg.epochs
-    opt, sched = optimizer_and_schedule(model, pre.config.num_layers, ft, epochs * math.ceil(len(train) / ft.batch_size))
-    order_rng = torch.Generator().manual_seed(seed)
+
+    def batch_loss(rows):
+        targets = torch.tensor([[train[r].start, train[r].end] for r in rows], device=device)
+        with autocast(device):
+            s, e, a, _ = model(*collate(train, rows, pre.tokenizer.pad_id, device), start_positions=targets[:, 0])
+        loss = span_loss(s, e, targets[:, 0], targets[:, 1])
+        if answerable:
+            impossible = torch.tensor([float(train[r].impossible) for r in rows], device=device)
+            loss = loss + answerable_loss(a, impossible, cfg.answerable_weight)
+        return loss
+
     epoch_losses = []
-    for epoch in range(1, epochs + 1):
-        model.train()
-        order = torch.randperm(len(train), generator=order_rng).tolist()
-        losses = []
-        for begin in tqdm(range(0, len(train), ft.batch_size), desc=f"squad epoch {epoch}/{epochs}",
-                          dynamic_ncols=True, leave=False):
-            rows = order[begin:begin + ft.batch_size]
-            targets = torch.tensor([[train[r].start, train[r].end] for r in rows], device=device)
-            with autocast(device):
-                s, e, a, _ = model(*collate(train, rows, pre.tokenizer.pad_id, device), start_positions=targets[:, 0])
-            loss = span_loss(s, e, targets[:, 0], targets[:, 1])
-            if answerable:
-                impossible = torch.tensor([float(train[r].impossible) for r in rows], device=device)
-                loss = loss + answerable_loss(a, impossible, cfg.answerable_weight)
-            if not torch.isfinite(loss):
-                raise SystemExit(f"error: the loss is not finite at step {sched.last_epoch + 1:,}: fine-tuning "
-                                 f"diverged; lower --lr")
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), ft.grad_clip)
-            opt.step()
-            sched.step()
-            losses.append(loss.item())
-        epoch_losses.append(float(np.mean(losses)))
-        tqdm.write(f"squad epoch {epoch}: loss {epoch_losses[-1]:.4f}")
+    for epoch, loss in fine_tuning_loop(model, pre.config.num_layers, batch_loss, len(train),
+                                        replace(ft, epochs=cfg.epochs), seed, f"squad seed {seed}"):
+        epoch_losses.append(loss)
+        tqdm.write(f"squad epoch {epoch}: loss {loss:.4f}")
     return model, epoch_losses
 
 
