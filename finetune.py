@@ -18,7 +18,7 @@ reads in the order of a run (glue.py holds the tasks, their files, the metrics a
 import argparse
 import math
 import time
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -101,7 +101,6 @@ def paper_size(config: ElectraConfig) -> str:
 def recipe_for(model_config: ElectraConfig, ft: FinetuneConfig) -> FinetuneConfig:
     """`ft` with lr and layer_decay filled in from the model's size.
 
-    >>> from electra import get_config
     >>> r = recipe_for(get_config("base"), FinetuneConfig()); (r.lr, r.layer_decay)
     (0.0001, 0.8)
     """
@@ -212,9 +211,7 @@ class AdamWeightDecay(torch.optim.Optimizer):
     def step(self, closure=None):
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
+            for p in (p for p in group["params"] if p.grad is not None):
                 state = self.state[p]
                 if not state:
                     state["m"], state["v"] = torch.zeros_like(p), torch.zeros_like(p)
@@ -227,9 +224,8 @@ class AdamWeightDecay(torch.optim.Optimizer):
 
 def build_optimizer(groups: list[dict], ft: FinetuneConfig) -> torch.optim.Optimizer:
     """The official AdamWeightDecay over param_groups' groups, or torch's AdamW with --adam_bias_correction."""
-    if ft.adam_bias_correction:
-        return torch.optim.AdamW(groups, lr=ft.lr, betas=ft.adam_betas, eps=ft.adam_eps, weight_decay=ft.weight_decay)
-    return AdamWeightDecay(groups, lr=ft.lr, betas=ft.adam_betas, eps=ft.adam_eps, weight_decay=ft.weight_decay)
+    optimizer = torch.optim.AdamW if ft.adam_bias_correction else AdamWeightDecay
+    return optimizer(groups, lr=ft.lr, betas=ft.adam_betas, eps=ft.adam_eps, weight_decay=ft.weight_decay)
 
 
 def optimizer_and_schedule(model: nn.Module, num_layers: int, ft: FinetuneConfig, total_steps: int):
@@ -474,8 +470,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     add_options(p, Run, sep="_", filled=True)
     add_options(p, FinetuneConfig, sep="_")
     args = p.parse_args(argv)
-    check_flags(args, Run, sep="_")
-    check_flags(args, FinetuneConfig, sep="_")
+    for config in (Run, FinetuneConfig):
+        check_flags(args, config, sep="_")
     return args
 
 
@@ -514,8 +510,7 @@ def main(argv=None) -> dict:
     print(f"fine-tuning {pre.source} ({pre.config.num_layers} layers, hidden {pre.config.hidden_size}) on "
           f"{args.device}: lr {ft.lr:g}, layer decay {ft.layer_decay}, batch {ft.batch_size}, "
           f"{'AdamW (bias-corrected)' if ft.adam_bias_correction else 'Adam without bias correction (official)'}")
-    results = {"init": pre.source, "device": args.device, "recipe": {k: (list(v) if isinstance(v, tuple) else v)
-                                                                      for k, v in vars(ft).items()}, "tasks": {}}
+    results = {"init": pre.source, "device": args.device, "recipe": asdict(ft), "tasks": {}}
     for task in tasks:
         try:
             folder = glue.task_folder(task, args.data_dir, args.cache_dir, args.glue_url, args.mrpc_url)

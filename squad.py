@@ -22,7 +22,7 @@ import math
 import re
 import string
 import time
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import NamedTuple
 
@@ -794,8 +794,7 @@ def main(argv=None) -> dict:
     if v2:
         atomic_write(out / "null_odds.json", json.dumps(null_odds, indent=2))
     report = {"task": args.task, "init": pre.source, "device": args.device, "seconds": time.time() - t0,
-              "train_loss": losses, "dev": metrics, "squad": vars(cfg),
-              "recipe": {k: (list(v) if isinstance(v, tuple) else v) for k, v in vars(ft).items()}}
+              "train_loss": losses, "dev": metrics, "squad": asdict(cfg), "recipe": asdict(ft)}
     atomic_write(out / "results.json", json.dumps(report, indent=2, allow_nan=False))
     print(" ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in metrics.items()))
     print(f"wrote {out / 'predictions.json'}" + (f", {out / 'null_odds.json'}" if v2 else "")
