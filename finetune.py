@@ -2,19 +2,23 @@
 
 Clark et al. 2020 (arXiv 2003.10555) measure a pre-trained discriminator by what it scores on GLUE after
 fine-tuning: section 3.1 and Appendix A, Table 7 (the recipe), Tables 1, 2 and 8 (the scores). This file
-reads in the order of a run (glue.py holds the tasks, their files, the metrics and the GLUE score):
+reads beside Appendix A, its plumbing last (glue.py holds the tasks, their files, the metrics, the GLUE score):
 
     recipe       Table 7's hyperparameters, by model size
     head         the official code's classifier on the [CLS] state
     lr decay     layer-wise learning rates, the official optimizer, warm-up + linear decay
-    training     one seed: train, evaluate per epoch, predict the test split
-    main         --init (a train.py run, an HF folder or a hub name), the CLI; report.py writes results.json,
-                 the table of medians over seeds, finetune.png and GLUE submission files
+    the loop     one seed: train, evaluate on dev per epoch, predict the test split (SQuAD's loop too)
+    --init       a train.py run, an HF folder or a hub name
+    inputs       GLUE's splits tokenised once, padded per batch
+    main         the CLI; report.py writes results.json, the table of medians over seeds, finetune.png
+                 and GLUE submission files
 
     python finetune.py --task sst2 --init ckpt.pt --data_dir ../shared/data/glue/SST-2
     python finetune.py --task mrpc,stsb --init path/to/hf-electra-small-discriminator --seeds 10
     python finetune.py --task all --init google/electra-small-discriminator --seeds 10   # from the hub
 """
+from __future__ import annotations  # the loop's signatures name Encoded, defined with the data below
+
 import argparse
 import math
 import time
@@ -238,51 +242,10 @@ def optimizer_and_schedule(model: nn.Module, num_layers: int, ft: FinetuneConfig
 
 
 # -----------------------------------------------------------------------------
-# Training and evaluation of one seed
+# The loop: one seed fine-tuned, evaluated on dev after every epoch
 
 
 LOSS_WINDOW = 50  # the progress bar shows the mean loss of the last 50 batches (display only)
-
-
-@dataclass
-class Encoded:
-    """A split tokenised once: [CLS] A [SEP] B [SEP] ids, segment ids, labels and row ids."""
-    ids: list[list[int]]
-    segments: list[list[int]]
-    labels: np.ndarray | None   # class ids or STS-B scores; None on test splits
-    index: list[str]
-
-    def __len__(self):
-        return len(self.ids)
-
-    def batch(self, rows, pad_id: int, device):
-        """The chosen rows as the model's inputs (pad_batch)."""
-        return pad_batch([self.ids[r] for r in rows], [self.segments[r] for r in rows], pad_id, device)
-
-
-def encode_examples(examples: list[glue.Example], tok: Tokenizer, max_len: int) -> Encoded:
-    pairs = [tok.encode_pair(e.text_a, e.text_b, max_len=max_len) for e in examples]
-    labels = None if examples and examples[0].label is None else np.array([e.label for e in examples])
-    return Encoded([p[0] for p in pairs], [p[1] for p in pairs], labels, [e.index for e in examples])
-
-
-def pad_batch(ids: list[list[int]], segments: list[list[int]], pad_id: int, device):
-    """A batch's token rows padded to the longest of them: input_ids, segment_ids, attention_mask [B, T].
-    Shared by GLUE and SQuAD.
-
-    Padding to the batch's longest row, not to max_seq_len as the official code does, gives the same
-    outputs (padding is masked out of attention) and is several times faster on short GLUE sentences.
-    """
-    input_ids = pad_sequence([torch.tensor(r) for r in ids], batch_first=True, padding_value=pad_id)  # [B, T]
-    segment_ids = pad_sequence([torch.tensor(s) for s in segments], batch_first=True)
-    attention_mask = (torch.arange(input_ids.shape[1]) < torch.tensor([len(r) for r in ids])[:, None]).long()
-    return input_ids.to(device), segment_ids.to(device), attention_mask.to(device)
-
-
-def autocast(device: torch.device):
-    """bf16 autocast on GPUs with native bf16 (Ampere and later), fp32 elsewhere: pre-training's
-    --precision auto (plumbing.mixed_precision)."""
-    return mixed_precision(device, "auto")[1]
 
 
 def task_loss(task: glue.Task, logits, labels):
@@ -290,35 +253,6 @@ def task_loss(task: glue.Task, logits, labels):
     if task.regression:
         return F.mse_loss(logits.squeeze(-1), labels / glue.STSB_MAX)
     return F.cross_entropy(logits, labels)
-
-
-@torch.no_grad()
-def predict(model: Classifier, task: glue.Task, data: Encoded, batch_size: int, pad_id: int, device) -> np.ndarray:
-    """Class ids (argmax) or STS-B scores on the 0-5 scale, for every row of `data`, in its order.
-
-    Rows are batched shortest first, so each batch pads little; the outputs are put back in order.
-    """
-    model.eval()
-    order = np.argsort([len(ids) for ids in data.ids], kind="stable")
-    out = []
-    for start in range(0, len(data), batch_size):
-        rows = order[start:start + batch_size]
-        with autocast(device):
-            logits = model(*data.batch(rows, pad_id, device)).float()  # [B, C]
-        out.append(logits.squeeze(-1) * glue.STSB_MAX if task.regression else logits.argmax(-1))
-    pred = np.zeros(len(data), dtype=np.float64 if task.regression else np.int64)
-    if out:
-        pred[order] = torch.cat(out).cpu().numpy()
-    return pred
-
-
-def evaluate(model, task: glue.Task, dev: dict[str, Encoded], batch_size: int, pad_id: int, device) -> dict:
-    """The task's dev metrics (all dev splits; MNLI: matched and mismatched)."""
-    metrics = {}
-    for split, suffix in task.dev_splits:
-        pred = predict(model, task, dev[split], batch_size, pad_id, device)
-        metrics.update(glue.task_metrics(task, pred, dev[split].labels, suffix))
-    return metrics
 
 
 def fine_tuning_loop(model: nn.Module, num_layers: int, batch_loss, num_examples: int, ft: FinetuneConfig,
@@ -388,6 +322,35 @@ def finetune_seed(task: glue.Task, pre: Pretrained, train: Encoded, dev: dict[st
             "test": test_pred, "seconds": time.time() - t0}
 
 
+@torch.no_grad()
+def predict(model: Classifier, task: glue.Task, data: Encoded, batch_size: int, pad_id: int, device) -> np.ndarray:
+    """Class ids (argmax) or STS-B scores on the 0-5 scale, for every row of `data`, in its order.
+
+    Rows are batched shortest first, so each batch pads little; the outputs are put back in order.
+    """
+    model.eval()
+    order = np.argsort([len(ids) for ids in data.ids], kind="stable")
+    out = []
+    for start in range(0, len(data), batch_size):
+        rows = order[start:start + batch_size]
+        with autocast(device):
+            logits = model(*data.batch(rows, pad_id, device)).float()  # [B, C]
+        out.append(logits.squeeze(-1) * glue.STSB_MAX if task.regression else logits.argmax(-1))
+    pred = np.zeros(len(data), dtype=np.float64 if task.regression else np.int64)
+    if out:
+        pred[order] = torch.cat(out).cpu().numpy()
+    return pred
+
+
+def evaluate(model, task: glue.Task, dev: dict[str, Encoded], batch_size: int, pad_id: int, device) -> dict:
+    """The task's dev metrics (all dev splits; MNLI: matched and mismatched)."""
+    metrics = {}
+    for split, suffix in task.dev_splits:
+        pred = predict(model, task, dev[split], batch_size, pad_id, device)
+        metrics.update(glue.task_metrics(task, pred, dev[split].labels, suffix))
+    return metrics
+
+
 # -----------------------------------------------------------------------------
 # Loading --init: a train.py run, or an HF ELECTRA/BERT folder (hf.py)
 
@@ -438,6 +401,66 @@ def load_pretrained(init, vocab=None) -> Pretrained:
 
 
 # -----------------------------------------------------------------------------
+# GLUE's splits as the model's inputs: tokenised once, padded per batch
+
+
+@dataclass
+class Encoded:
+    """A split tokenised once: [CLS] A [SEP] B [SEP] ids, segment ids, labels and row ids."""
+    ids: list[list[int]]
+    segments: list[list[int]]
+    labels: np.ndarray | None   # class ids or STS-B scores; None on test splits
+    index: list[str]
+
+    def __len__(self):
+        return len(self.ids)
+
+    def batch(self, rows, pad_id: int, device):
+        """The chosen rows as the model's inputs (pad_batch)."""
+        return pad_batch([self.ids[r] for r in rows], [self.segments[r] for r in rows], pad_id, device)
+
+
+def encode_examples(examples: list[glue.Example], tok: Tokenizer, max_len: int) -> Encoded:
+    pairs = [tok.encode_pair(e.text_a, e.text_b, max_len=max_len) for e in examples]
+    labels = None if examples and examples[0].label is None else np.array([e.label for e in examples])
+    return Encoded([p[0] for p in pairs], [p[1] for p in pairs], labels, [e.index for e in examples])
+
+
+def prepare_task(task: glue.Task, folder: Path, pre: Pretrained, ft: FinetuneConfig):
+    """Read and tokenise train (doubled for MRPC/STS-B), the dev splits, and the test splits that exist."""
+    splits = {"train": glue.read_split(task, folder, "train", ft.max_train_examples)}
+    splits.update({s: glue.read_split(task, folder, s) for s, _ in task.dev_splits})
+    for split, examples in splits.items():
+        if not examples:
+            raise ValueError(f"{folder / (split + '.tsv')} has no examples (a header and nothing else?)")
+    if ft.double_unordered:
+        splits["train"] = glue.add_swapped(task, splits["train"])
+    encoded = {s: encode_examples(ex, pre.tokenizer, ft.max_seq_len) for s, ex in splits.items()}
+    test = {s: encode_examples(glue.read_split(task, folder, s), pre.tokenizer, ft.max_seq_len)
+            for s, _ in task.test_splits if (folder / f"{s}.tsv").is_file()}
+    return encoded.pop("train"), encoded, test
+
+
+def pad_batch(ids: list[list[int]], segments: list[list[int]], pad_id: int, device):
+    """A batch's token rows padded to the longest of them: input_ids, segment_ids, attention_mask [B, T].
+    Shared by GLUE and SQuAD.
+
+    Padding to the batch's longest row, not to max_seq_len as the official code does, gives the same
+    outputs (padding is masked out of attention) and is several times faster on short GLUE sentences.
+    """
+    input_ids = pad_sequence([torch.tensor(r) for r in ids], batch_first=True, padding_value=pad_id)  # [B, T]
+    segment_ids = pad_sequence([torch.tensor(s) for s in segments], batch_first=True)
+    attention_mask = (torch.arange(input_ids.shape[1]) < torch.tensor([len(r) for r in ids])[:, None]).long()
+    return input_ids.to(device), segment_ids.to(device), attention_mask.to(device)
+
+
+def autocast(device: torch.device):
+    """bf16 autocast on GPUs with native bf16 (Ampere and later), fp32 elsewhere: pre-training's
+    --precision auto (plumbing.mixed_precision)."""
+    return mixed_precision(device, "auto")[1]
+
+
+# -----------------------------------------------------------------------------
 # The command line
 
 
@@ -473,21 +496,6 @@ def parse_args(argv=None) -> argparse.Namespace:
     for config in (Run, FinetuneConfig):
         check_flags(args, config, sep="_")
     return args
-
-
-def prepare_task(task: glue.Task, folder: Path, pre: Pretrained, ft: FinetuneConfig):
-    """Read and tokenise train (doubled for MRPC/STS-B), the dev splits, and the test splits that exist."""
-    splits = {"train": glue.read_split(task, folder, "train", ft.max_train_examples)}
-    splits.update({s: glue.read_split(task, folder, s) for s, _ in task.dev_splits})
-    for split, examples in splits.items():
-        if not examples:
-            raise ValueError(f"{folder / (split + '.tsv')} has no examples (a header and nothing else?)")
-    if ft.double_unordered:
-        splits["train"] = glue.add_swapped(task, splits["train"])
-    encoded = {s: encode_examples(ex, pre.tokenizer, ft.max_seq_len) for s, ex in splits.items()}
-    test = {s: encode_examples(glue.read_split(task, folder, s), pre.tokenizer, ft.max_seq_len)
-            for s, _ in task.test_splits if (folder / f"{s}.tsv").is_file()}
-    return encoded.pop("train"), encoded, test
 
 
 def main(argv=None) -> dict:
