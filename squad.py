@@ -9,7 +9,7 @@ GLUE. This file is the pipeline in the order a reader meets it:
     features     whitespace words with character offsets, WordPiece, doc-stride windows of 512 tokens
     model        the start/end span head on the discriminator's states
     answers      the n-best span search, the null score for 2.0, predictions.json / null_odds.json
-    training     Table 7's recipe (finetune.py's lr, layer-wise decay and optimizer), 2 epochs
+    training     Table 7's recipe in finetune.py's loop (its lr, layer-wise decay and optimizer), 2 epochs
     main         the CLI
 
     python squad.py --task squad1 --init path/to/hf-electra-small-discriminator
