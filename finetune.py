@@ -2,41 +2,44 @@
 
 Clark et al. 2020 (arXiv 2003.10555) measure a pre-trained discriminator by what it scores on GLUE after
 fine-tuning: section 3.1 and Appendix A, Table 7 (the recipe), Tables 1, 2 and 8 (the scores). This file
-reads in the order of a run (glue.py holds the tasks, their files, the metrics and the GLUE score):
+reads beside Appendix A, its plumbing last (glue.py holds the tasks, their files, the metrics, the GLUE score):
 
     recipe       Table 7's hyperparameters, by model size
     head         the official code's classifier on the [CLS] state
     lr decay     layer-wise learning rates, the official optimizer, warm-up + linear decay
-    training     one seed: train, evaluate per epoch, predict the test split
-    results      the median over seeds, a table, finetune.png
-    main         --init (a train.py run, an HF folder or a hub name), the CLI, results.json, GLUE submission files
+    the loop     one seed: train, evaluate on dev per epoch, predict the test split (SQuAD's loop too)
+    --init       a train.py run, an HF folder or a hub name
+    inputs       GLUE's splits tokenised once, padded per batch
+    main         the CLI; report.py writes results.json, the table of medians over seeds, finetune.png
+                 and GLUE submission files
 
     python finetune.py --task sst2 --init ckpt.pt --data_dir ../shared/data/glue/SST-2
     python finetune.py --task mrpc,stsb --init path/to/hf-electra-small-discriminator --seeds 10
     python finetune.py --task all --init google/electra-small-discriminator --seeds 10   # from the hub
 """
+from __future__ import annotations  # the loop's signatures name Encoded, defined with the data below
+
 import argparse
-import json
 import math
-import os
 import time
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from torch.nn.utils.rnn import pad_sequence
 from tqdm import tqdm
 
 import glue
+import report
 from electra import Electra, ElectraConfig, Encoder, get_config
 from hf import HubError, Pretrained, check_vocab, is_hub_name, load_hf_folder, pretrained_folder, vocab_beside
 from plumbing import (
     DownloadError,
     add_options,
     at_least,
-    atomic_write,
     check_flags,
     given,
     mixed_precision,
@@ -102,7 +105,6 @@ def paper_size(config: ElectraConfig) -> str:
 def recipe_for(model_config: ElectraConfig, ft: FinetuneConfig) -> FinetuneConfig:
     """`ft` with lr and layer_decay filled in from the model's size.
 
-    >>> from electra import get_config
     >>> r = recipe_for(get_config("base"), FinetuneConfig()); (r.lr, r.layer_decay)
     (0.0001, 0.8)
     """
@@ -213,9 +215,7 @@ class AdamWeightDecay(torch.optim.Optimizer):
     def step(self, closure=None):
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
+            for p in (p for p in group["params"] if p.grad is not None):
                 state = self.state[p]
                 if not state:
                     state["m"], state["v"] = torch.zeros_like(p), torch.zeros_like(p)
@@ -228,10 +228,8 @@ class AdamWeightDecay(torch.optim.Optimizer):
 
 def build_optimizer(groups: list[dict], ft: FinetuneConfig) -> torch.optim.Optimizer:
     """The official AdamWeightDecay over param_groups' groups, or torch's AdamW with --adam_bias_correction."""
-    groups = [{k: v for k, v in g.items() if k != "names"} for g in groups]
-    if ft.adam_bias_correction:
-        return torch.optim.AdamW(groups, lr=ft.lr, betas=ft.adam_betas, eps=ft.adam_eps, weight_decay=ft.weight_decay)
-    return AdamWeightDecay(groups, lr=ft.lr, betas=ft.adam_betas, eps=ft.adam_eps, weight_decay=ft.weight_decay)
+    optimizer = torch.optim.AdamW if ft.adam_bias_correction else AdamWeightDecay
+    return optimizer(groups, lr=ft.lr, betas=ft.adam_betas, eps=ft.adam_eps, weight_decay=ft.weight_decay)
 
 
 def optimizer_and_schedule(model: nn.Module, num_layers: int, ft: FinetuneConfig, total_steps: int):
@@ -244,52 +242,10 @@ def optimizer_and_schedule(model: nn.Module, num_layers: int, ft: FinetuneConfig
 
 
 # -----------------------------------------------------------------------------
-# Training and evaluation of one seed
+# The loop: one seed fine-tuned, evaluated on dev after every epoch
 
 
 LOSS_WINDOW = 50  # the progress bar shows the mean loss of the last 50 batches (display only)
-
-
-@dataclass
-class Encoded:
-    """A split tokenised once: [CLS] A [SEP] B [SEP] ids, segment ids, labels and row ids."""
-    ids: list[list[int]]
-    segments: list[list[int]]
-    labels: np.ndarray | None   # class ids or STS-B scores; None on test splits
-    index: list[str]
-
-    def __len__(self):
-        return len(self.ids)
-
-
-def encode_examples(examples: list[glue.Example], tok: Tokenizer, max_len: int) -> Encoded:
-    pairs = [tok.encode_pair(e.text_a, e.text_b, max_len=max_len) for e in examples]
-    labels = None if examples and examples[0].label is None else np.array([e.label for e in examples])
-    return Encoded([p[0] for p in pairs], [p[1] for p in pairs], labels, [e.index for e in examples])
-
-
-def collate(data: Encoded, rows, pad_id: int, device):
-    """Pad the chosen rows to the longest of them: input_ids, segment_ids, attention_mask [B, T].
-
-    Padding to the batch's longest row, not to max_seq_len as the official code does, gives the same
-    outputs (padding is masked out of attention) and is several times faster on short GLUE sentences.
-    """
-    T = max(len(data.ids[r]) for r in rows)
-    ids = torch.full((len(rows), T), pad_id, dtype=torch.long)
-    seg = torch.zeros((len(rows), T), dtype=torch.long)
-    mask = torch.zeros((len(rows), T), dtype=torch.long)
-    for i, r in enumerate(rows):
-        n = len(data.ids[r])
-        ids[i, :n] = torch.tensor(data.ids[r])
-        seg[i, :n] = torch.tensor(data.segments[r])
-        mask[i, :n] = 1
-    return ids.to(device), seg.to(device), mask.to(device)
-
-
-def autocast(device: torch.device):
-    """bf16 autocast on GPUs with native bf16 (Ampere and later), fp32 elsewhere: pre-training's
-    --precision auto (plumbing.mixed_precision)."""
-    return mixed_precision(device, "auto")[1]
 
 
 def task_loss(task: glue.Task, logits, labels):
@@ -297,6 +253,73 @@ def task_loss(task: glue.Task, logits, labels):
     if task.regression:
         return F.mse_loss(logits.squeeze(-1), labels / glue.STSB_MAX)
     return F.cross_entropy(logits, labels)
+
+
+def fine_tuning_loop(model: nn.Module, num_layers: int, batch_loss, num_examples: int, ft: FinetuneConfig,
+                     seed: int, what: str):
+    """The loop, shared by GLUE and SQuAD: Table 7's optimizer and schedule over ft.epochs passes, each over
+    the training rows in a new random order (drawn from `seed`), one update per ft.batch_size rows on
+    batch_loss(rows), its gradients clipped to a global norm of ft.grad_clip. Yields (epoch, mean loss)
+    after every epoch, for the caller to evaluate; a loss that is not finite stops the run with one line.
+    """
+    opt, sched = optimizer_and_schedule(model, num_layers, ft, ft.epochs * math.ceil(num_examples / ft.batch_size))
+    order_rng = torch.Generator().manual_seed(seed)
+    for epoch in range(1, ft.epochs + 1):
+        model.train()
+        order = torch.randperm(num_examples, generator=order_rng).tolist()
+        losses = []
+        with tqdm(total=num_examples, unit="ex", desc=f"{what} epoch {epoch}/{ft.epochs}", dynamic_ncols=True,
+                  leave=False) as bar:
+            for start in range(0, num_examples, ft.batch_size):
+                rows = order[start:start + ft.batch_size]
+                loss = batch_loss(rows)
+                if not torch.isfinite(loss):
+                    raise SystemExit(f"error: {what}: the loss is not finite at step {sched.last_epoch + 1:,} (epoch "
+                                     f"{epoch}, lr {ft.lr:g}): fine-tuning diverged; nothing was written for this "
+                                     f"task. Lower --lr")
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), ft.grad_clip)
+                opt.step()
+                sched.step()
+                losses.append(loss.item())
+                bar.update(len(rows))
+                bar.set_postfix(loss=f"{np.mean(losses[-LOSS_WINDOW:]):.4f}")
+        yield epoch, float(np.mean(losses))
+
+
+def finetune_seed(task: glue.Task, pre: Pretrained, train: Encoded, dev: dict[str, Encoded], test: dict[str, Encoded],
+                  ft: FinetuneConfig, seed: int, device) -> dict:
+    """Fine-tune one copy of the pre-trained encoder with `seed`; dev metrics after every epoch.
+
+    Returns {"seed", "history": [{"epoch", "train_loss", dev metrics...}], "dev": last epoch's metrics,
+    "test": {split: predictions}, "seconds"}. As in the official code, the reported model is the last
+    one (no early stopping, no choosing the best epoch on dev).
+    """
+    device, pad_id = torch.device(device), pre.tokenizer.pad_id
+    torch.manual_seed(seed)  # the head's init and dropout
+    model = Classifier(pre.config, task.num_outputs, ft.head_dropout)
+    model.encoder.load_state_dict(pre.encoder_state)
+    model.to(device)
+    labels = torch.tensor(train.labels, dtype=torch.float32 if task.regression else torch.long)
+
+    def batch_loss(rows):
+        with autocast(device):
+            logits = model(*train.batch(rows, pad_id, device)).float()  # [B, C]
+        return task_loss(task, logits, labels[rows].to(device))
+
+    ft = replace(ft, epochs=task.epochs if ft.epochs is None else ft.epochs)
+    history, t0 = [], time.time()
+    for epoch, loss in fine_tuning_loop(model, pre.config.num_layers, batch_loss, len(train), ft, seed,
+                                        f"{task.name} seed {seed}"):
+        metrics = evaluate(model, task, dev, ft.eval_batch_size, pad_id, device)
+        history.append({"epoch": epoch, "train_loss": loss, **metrics})
+        tqdm.write(f"{task.name} seed {seed} epoch {epoch}: loss {loss:.4f} "
+                   + " ".join(f"{k} {v:.2f}" for k, v in metrics.items()))
+    test_pred = {split: predict(model, task, data, ft.eval_batch_size, pad_id, device) for split, data in test.items()}
+    return {"seed": seed, "history": history, "dev": {k: v for k, v in history[-1].items()
+                                                      if k not in ("epoch", "train_loss")},
+            "test": test_pred, "seconds": time.time() - t0}
 
 
 @torch.no_grad()
@@ -311,7 +334,7 @@ def predict(model: Classifier, task: glue.Task, data: Encoded, batch_size: int, 
     for start in range(0, len(data), batch_size):
         rows = order[start:start + batch_size]
         with autocast(device):
-            logits = model(*collate(data, rows, pad_id, device)).float()  # [B, C]
+            logits = model(*data.batch(rows, pad_id, device)).float()  # [B, C]
         out.append(logits.squeeze(-1) * glue.STSB_MAX if task.regression else logits.argmax(-1))
     pred = np.zeros(len(data), dtype=np.float64 if task.regression else np.int64)
     if out:
@@ -328,127 +351,14 @@ def evaluate(model, task: glue.Task, dev: dict[str, Encoded], batch_size: int, p
     return metrics
 
 
-def finetune_seed(task: glue.Task, pre: Pretrained, train: Encoded, dev: dict[str, Encoded], test: dict[str, Encoded],
-                  ft: FinetuneConfig, seed: int, device) -> dict:
-    """Fine-tune one copy of the pre-trained encoder with `seed`; dev metrics after every epoch.
-
-    Returns {"seed", "history": [{"epoch", "train_loss", dev metrics...}], "dev": last epoch's metrics,
-    "test": {split: predictions}, "seconds"}. As in the official code, the reported model is the last
-    one (no early stopping, no choosing the best epoch on dev).
-    """
-    device = torch.device(device)
-    torch.manual_seed(seed)  # the head's init and dropout
-    model = Classifier(pre.config, task.num_outputs, ft.head_dropout)
-    model.encoder.load_state_dict(pre.encoder_state)
-    model.to(device)
-    epochs = task.epochs if ft.epochs is None else ft.epochs
-    opt, sched = optimizer_and_schedule(model, pre.config.num_layers, ft, epochs * math.ceil(len(train) / ft.batch_size))
-    labels = torch.tensor(train.labels, dtype=torch.float32 if task.regression else torch.long)
-    order_rng = torch.Generator().manual_seed(seed)
-    history, t0 = [], time.time()
-    for epoch in range(1, epochs + 1):
-        model.train()
-        order = torch.randperm(len(train), generator=order_rng).tolist()
-        losses = []
-        with tqdm(total=len(train), unit="ex", desc=f"{task.name} seed {seed} epoch {epoch}/{epochs}",
-                  dynamic_ncols=True, leave=False) as bar:
-            for start in range(0, len(train), ft.batch_size):
-                rows = order[start:start + ft.batch_size]
-                with autocast(device):
-                    logits = model(*collate(train, rows, pre.tokenizer.pad_id, device)).float()
-                loss = task_loss(task, logits, labels[rows].to(device))
-                if not torch.isfinite(loss):
-                    raise SystemExit(f"error: {task.name} seed {seed}: the loss is not finite at step "
-                                     f"{sched.last_epoch + 1:,} (epoch {epoch}, lr {ft.lr:g}): fine-tuning diverged; "
-                                     f"nothing was written for this task. Lower --lr")
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), ft.grad_clip)
-                opt.step()
-                sched.step()
-                losses.append(loss.item())
-                bar.update(len(rows))
-                bar.set_postfix(loss=f"{np.mean(losses[-LOSS_WINDOW:]):.4f}")
-        metrics = evaluate(model, task, dev, ft.eval_batch_size, pre.tokenizer.pad_id, device)
-        history.append({"epoch": epoch, "train_loss": float(np.mean(losses)), **metrics})
-        tqdm.write(f"{task.name} seed {seed} epoch {epoch}: loss {np.mean(losses):.4f} " +
-                   " ".join(f"{k} {v:.2f}" for k, v in metrics.items()))
-    test_pred = {split: predict(model, task, data, ft.eval_batch_size, pre.tokenizer.pad_id, device)
-                 for split, data in test.items()}
-    return {"seed": seed, "history": history, "dev": {k: v for k, v in history[-1].items()
-                                                      if k not in ("epoch", "train_loss")},
-            "test": test_pred, "seconds": time.time() - t0}
-
-
-# -----------------------------------------------------------------------------
-# Results: the median over seeds, a table, finetune.png
-
-
-def summarize(task: glue.Task, runs: list[dict]) -> dict:
-    """Per-seed dev metrics and their median (the paper reports the median of 10 seeds, section 3.1)."""
-    median = {m: float(np.median([r["dev"][m] for r in runs])) for m in runs[0]["dev"]}
-    return {"seeds": [{k: v for k, v in r.items() if k != "test"} for r in runs], "median": median,
-            "paper_metric": task.paper_metric}
-
-
-def write_test_predictions(task: glue.Task, runs: list[dict], test: dict, out: Path) -> int | None:
-    """GLUE submission files from the seed whose dev score is the (lower) median, the run the paper would
-    report; returns that seed (None when the task has no test file)."""
-    chosen = sorted(runs, key=lambda r: r["dev"][task.paper_metric])[(len(runs) - 1) // 2]
-    for split, stem in task.test_splits:
-        if split in test:
-            path = out / "glue_submission" / f"{stem or task.folder}.tsv"
-            glue.write_submission(task, path, test[split].index, chosen["test"][split])
-    return chosen["seed"] if test else None
-
-
-def format_table(results: dict[str, dict]) -> str:
-    """One line per task: each seed's paper metric, the median of every metric."""
-    lines = [f"{'task':6} {'metric':9} {'median':>7}  seeds"]
-    for name, r in results.items():
-        task = glue.get_task(name)
-        per_seed = " ".join(f"{s['dev'][task.paper_metric]:.2f}" for s in r["seeds"])
-        lines.append(f"{name:6} {task.paper_metric:9} {r['median'][task.paper_metric]:7.2f}  {per_seed}")
-        others = ", ".join(f"{m} {v:.2f}" for m, v in r["median"].items() if m != task.paper_metric)
-        if others:
-            lines.append(f"{'':6} {'':9} {'':7}  (median {others})")
-    medians = {name: r["median"] for name, r in results.items()}
-    if any(n in glue.PAPER_AVERAGE_TASKS for n in medians):
-        lines.append(f"GLUE score (paper: one metric per task, no WNLI) over {len(medians)} task(s): "
-                     f"{glue.glue_score(medians):.2f}")
-    return "\n".join(lines)
-
-
-def plot_curves(results: dict[str, dict], path: Path):
-    """finetune.png: the dev metric the paper reports, after each epoch, one line per seed, one panel per task."""
-    from matplotlib.figure import Figure  # its own canvas: no pyplot, no switch of the global backend
-
-    fig = Figure(figsize=(4.5 * len(results), 3.5))
-    axes = fig.subplots(1, len(results), squeeze=False)
-    for ax, (name, r) in zip(axes[0], results.items()):
-        metric = r["paper_metric"]
-        for s in r["seeds"]:
-            ax.plot([h["epoch"] for h in s["history"]], [h[metric] for h in s["history"]], marker="o",
-                    label=f"seed {s['seed']}")
-        ax.set(title=f"{name}: median {r['median'][metric]:.2f}", xlabel="epoch", ylabel=f"dev {metric}")
-        ax.xaxis.get_major_locator().set_params(integer=True)  # epochs are whole numbers
-        ax.grid(alpha=0.3)
-        if len(r["seeds"]) <= 10:
-            ax.legend(fontsize=7)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.stem + ".tmp.png")
-    fig.savefig(tmp, dpi=120)
-    os.replace(tmp, path)
-
-
 # -----------------------------------------------------------------------------
 # Loading --init: a train.py run, or an HF ELECTRA/BERT folder (hf.py)
 
 
 def load_train_checkpoint(path: Path, vocab=None) -> Pretrained:
-    """A train.py checkpoint (ckpt.pt): its model config, the discriminator's weights (for the BERT
-    baseline, its masked-LM encoder) and the vocab.txt beside it, checked against the saved vocab hash."""
+    """A train.py checkpoint (ckpt.pt): its model config, the encoder fine-tuning starts from (the
+    discriminator's, or BERT's masked LM's; Electra.fine_tuning_encoder, without its pre-training head)
+    and the vocab.txt beside it, checked against the saved vocab hash."""
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # a truncated file, or not a torch checkpoint at all
@@ -470,11 +380,8 @@ def load_train_checkpoint(path: Path, vocab=None) -> Pretrained:
         model.load_state_dict(ckpt["model"])
     except RuntimeError as e:
         raise ValueError(f"{path}: the weights do not fit its model_config: {e}") from None
-    # The discriminator's own replaced-token-detection head (head.*, head_out.*) is not fine-tuned.
-    state = {k: v for k, v in model.fine_tuning_encoder().state_dict().items() if not k.startswith("head")}
-    encoder = Encoder(config)
-    encoder.load_state_dict(state)
-    return Pretrained(config, encoder.state_dict(), tok, f"train.py checkpoint {path} (step {ckpt.get('step')})")
+    return Pretrained(config, model.fine_tuning_encoder().state_dict(), tok,
+                      f"train.py checkpoint {path} (step {ckpt.get('step')})")
 
 
 TRAIN_CHECKPOINT = "ckpt.pt"  # the name train.py gives its checkpoint inside a run folder
@@ -484,13 +391,73 @@ def load_pretrained(init, vocab=None) -> Pretrained:
     """--init: a train.py checkpoint or run folder (holding ckpt.pt), or an HF ELECTRA/BERT folder."""
     init = Path(init)
     if init.is_dir() and (init / TRAIN_CHECKPOINT).is_file() and not (init / "config.json").is_file():
-        return load_train_checkpoint(init / TRAIN_CHECKPOINT, vocab)
-    if init.is_dir():
+        init = init / TRAIN_CHECKPOINT
+    elif init.is_dir():
         return load_hf_folder(init, vocab)
-    if not init.is_file():
+    elif not init.is_file():
         raise FileNotFoundError(f"--init {init} does not exist: pass a train.py checkpoint (or its run folder) "
                                 f"or a HuggingFace ELECTRA/BERT folder")
     return load_train_checkpoint(init, vocab)
+
+
+# -----------------------------------------------------------------------------
+# GLUE's splits as the model's inputs: tokenised once, padded per batch
+
+
+@dataclass
+class Encoded:
+    """A split tokenised once: [CLS] A [SEP] B [SEP] ids, segment ids, labels and row ids."""
+    ids: list[list[int]]
+    segments: list[list[int]]
+    labels: np.ndarray | None   # class ids or STS-B scores; None on test splits
+    index: list[str]
+
+    def __len__(self):
+        return len(self.ids)
+
+    def batch(self, rows, pad_id: int, device):
+        """The chosen rows as the model's inputs (pad_batch)."""
+        return pad_batch([self.ids[r] for r in rows], [self.segments[r] for r in rows], pad_id, device)
+
+
+def encode_examples(examples: list[glue.Example], tok: Tokenizer, max_len: int) -> Encoded:
+    pairs = [tok.encode_pair(e.text_a, e.text_b, max_len=max_len) for e in examples]
+    labels = None if examples and examples[0].label is None else np.array([e.label for e in examples])
+    return Encoded([p[0] for p in pairs], [p[1] for p in pairs], labels, [e.index for e in examples])
+
+
+def prepare_task(task: glue.Task, folder: Path, pre: Pretrained, ft: FinetuneConfig):
+    """Read and tokenise train (doubled for MRPC/STS-B), the dev splits, and the test splits that exist."""
+    splits = {"train": glue.read_split(task, folder, "train", ft.max_train_examples)}
+    splits.update({s: glue.read_split(task, folder, s) for s, _ in task.dev_splits})
+    for split, examples in splits.items():
+        if not examples:
+            raise ValueError(f"{folder / (split + '.tsv')} has no examples (a header and nothing else?)")
+    if ft.double_unordered:
+        splits["train"] = glue.add_swapped(task, splits["train"])
+    encoded = {s: encode_examples(ex, pre.tokenizer, ft.max_seq_len) for s, ex in splits.items()}
+    test = {s: encode_examples(glue.read_split(task, folder, s), pre.tokenizer, ft.max_seq_len)
+            for s, _ in task.test_splits if (folder / f"{s}.tsv").is_file()}
+    return encoded.pop("train"), encoded, test
+
+
+def pad_batch(ids: list[list[int]], segments: list[list[int]], pad_id: int, device):
+    """A batch's token rows padded to the longest of them: input_ids, segment_ids, attention_mask [B, T].
+    Shared by GLUE and SQuAD.
+
+    Padding to the batch's longest row, not to max_seq_len as the official code does, gives the same
+    outputs (padding is masked out of attention) and is several times faster on short GLUE sentences.
+    """
+    input_ids = pad_sequence([torch.tensor(r) for r in ids], batch_first=True, padding_value=pad_id)  # [B, T]
+    segment_ids = pad_sequence([torch.tensor(s) for s in segments], batch_first=True)
+    attention_mask = (torch.arange(input_ids.shape[1]) < torch.tensor([len(r) for r in ids])[:, None]).long()
+    return input_ids.to(device), segment_ids.to(device), attention_mask.to(device)
+
+
+def autocast(device: torch.device):
+    """bf16 autocast on GPUs with native bf16 (Ampere and later), fp32 elsewhere: pre-training's
+    --precision auto (plumbing.mixed_precision)."""
+    return mixed_precision(device, "auto")[1]
 
 
 # -----------------------------------------------------------------------------
@@ -526,24 +493,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     add_options(p, Run, sep="_", filled=True)
     add_options(p, FinetuneConfig, sep="_")
     args = p.parse_args(argv)
-    check_flags(args, Run, sep="_")
-    check_flags(args, FinetuneConfig, sep="_")
+    for config in (Run, FinetuneConfig):
+        check_flags(args, config, sep="_")
     return args
-
-
-def prepare_task(task: glue.Task, folder: Path, pre: Pretrained, ft: FinetuneConfig):
-    """Read and tokenise train (doubled for MRPC/STS-B), the dev splits, and the test splits that exist."""
-    splits = {"train": glue.read_split(task, folder, "train", ft.max_train_examples)}
-    splits.update({s: glue.read_split(task, folder, s) for s, _ in task.dev_splits})
-    for split, examples in splits.items():
-        if not examples:
-            raise ValueError(f"{folder / (split + '.tsv')} has no examples (a header and nothing else?)")
-    if ft.double_unordered:
-        splits["train"] = glue.add_swapped(task, splits["train"])
-    encoded = {s: encode_examples(ex, pre.tokenizer, ft.max_seq_len) for s, ex in splits.items()}
-    test = {s: encode_examples(glue.read_split(task, folder, s), pre.tokenizer, ft.max_seq_len)
-            for s, _ in task.test_splits if (folder / f"{s}.tsv").is_file()}
-    return encoded.pop("train"), encoded, test
 
 
 def main(argv=None) -> dict:
@@ -566,8 +518,7 @@ def main(argv=None) -> dict:
     print(f"fine-tuning {pre.source} ({pre.config.num_layers} layers, hidden {pre.config.hidden_size}) on "
           f"{args.device}: lr {ft.lr:g}, layer decay {ft.layer_decay}, batch {ft.batch_size}, "
           f"{'AdamW (bias-corrected)' if ft.adam_bias_correction else 'Adam without bias correction (official)'}")
-    report = {"init": pre.source, "device": args.device, "recipe": {k: (list(v) if isinstance(v, tuple) else v)
-                                                                     for k, v in vars(ft).items()}, "tasks": {}}
+    results = {"init": pre.source, "device": args.device, "recipe": asdict(ft), "tasks": {}}
     for task in tasks:
         try:
             folder = glue.task_folder(task, args.data_dir, args.cache_dir, args.glue_url, args.mrpc_url)
@@ -581,19 +532,11 @@ def main(argv=None) -> dict:
               + ", ".join(f"{s} {len(d):,}" for s, d in dev.items())
               + (", test " + ", ".join(f"{s} {len(d):,}" for s, d in test.items()) if test else ", no test file"))
         runs = [finetune_seed(task, pre, train, dev, test, ft, args.seed + i, args.device) for i in range(args.seeds)]
-        report["tasks"][task.name] = summarize(task, runs)
-        report["tasks"][task.name]["test_predictions_seed"] = write_test_predictions(task, runs, test, out)
-        medians = {n: r["median"] for n, r in report["tasks"].items()}
-        if any(n in glue.PAPER_AVERAGE_TASKS for n in medians):
-            report["glue_score"] = glue.glue_score(medians)
-        report["glue_score_leaderboard"] = glue.glue_score(medians, leaderboard=True)
-        # after every task: nothing lost; allow_nan=False: NaN is not JSON, and no metric may be one
-        atomic_write(out / "results.json", json.dumps(report, indent=2, allow_nan=False))
-        plot_curves(report["tasks"], out / "finetune.png")
-    print(format_table(report["tasks"]))
+        report.write_finetuning_results(results, task, runs, test, out)
+    print(report.format_table(results["tasks"]))
     print(f"wrote {out / 'results.json'}, {out / 'finetune.png'}"
           + (f", {out / 'glue_submission'}/" if (out / "glue_submission").is_dir() else ""))
-    return report
+    return results
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ GLUE. This file is the pipeline in the order a reader meets it:
     features     whitespace words with character offsets, WordPiece, doc-stride windows of 512 tokens
     model        the start/end span head on the discriminator's states
     answers      the n-best span search, the null score for 2.0, predictions.json / null_odds.json
-    training     Table 7's recipe (finetune.py's lr, layer-wise decay and optimizer), 2 epochs
+    training     Table 7's recipe in finetune.py's loop (its lr, layer-wise decay and optimizer), 2 epochs
     main         the CLI
 
     python squad.py --task squad1 --init path/to/hf-electra-small-discriminator
@@ -22,7 +22,7 @@ import math
 import re
 import string
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import NamedTuple
 
@@ -36,8 +36,9 @@ from electra import ElectraConfig, Encoder
 from finetune import (
     FinetuneConfig,
     autocast,
+    fine_tuning_loop,
     load_pretrained,
-    optimizer_and_schedule,
+    pad_batch,
     recipe_for,
 )
 from plumbing import DownloadError, add_options, at_least, atomic_write, check_flags, download, given, option
@@ -548,17 +549,8 @@ def answerable_loss(answerable_logit, impossible, weight: float):
 
 
 def collate(features: list[Feature], rows, pad_id: int, device):
-    """Pad the chosen features to the longest of them: input_ids, segment_ids, attention_mask [B, T]."""
-    T = max(len(features[r].ids) for r in rows)
-    ids = torch.full((len(rows), T), pad_id, dtype=torch.long)
-    seg = torch.zeros((len(rows), T), dtype=torch.long)
-    mask = torch.zeros((len(rows), T), dtype=torch.long)
-    for i, r in enumerate(rows):
-        n = len(features[r].ids)
-        ids[i, :n] = torch.tensor(features[r].ids)
-        seg[i, :n] = torch.tensor(features[r].segments)
-        mask[i, :n] = 1
-    return ids.to(device), seg.to(device), mask.to(device)
+    """The chosen features as the model's inputs: input_ids, segment_ids, attention_mask [B, T] (pad_batch)."""
+    return pad_batch([features[r].ids for r in rows], [features[r].segments for r in rows], pad_id, device)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -677,7 +669,7 @@ def model_logits(model: SpanModel, features: list[Feature], batch_size: int, pad
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Training: Table 7's recipe, reusing finetune.py's layer-wise lr, optimizer and schedule.
+# Training: Table 7's recipe, in finetune.py's loop (its layer-wise lr, optimizer and schedule).
 # ---------------------------------------------------------------------------------------------------------
 
 
@@ -691,35 +683,22 @@ def finetune(pre, train: list[Feature], ft: FinetuneConfig, cfg: SquadConfig, v2
     model = SpanModel(pre.config, answerable, cfg.answerable_hidden, cfg.joint_prediction, cfg.beam, cfg.joint_hidden)
     model.encoder.load_state_dict(pre.encoder_state)
     model.to(device)
-    epochs = cfg.epochs
-    opt, sched = optimizer_and_schedule(model, pre.config.num_layers, ft, epochs * math.ceil(len(train) / ft.batch_size))
-    order_rng = torch.Generator().manual_seed(seed)
+
+    def batch_loss(rows):
+        targets = torch.tensor([[train[r].start, train[r].end] for r in rows], device=device)
+        with autocast(device):
+            s, e, a, _ = model(*collate(train, rows, pre.tokenizer.pad_id, device), start_positions=targets[:, 0])
+        loss = span_loss(s, e, targets[:, 0], targets[:, 1])
+        if answerable:
+            impossible = torch.tensor([float(train[r].impossible) for r in rows], device=device)
+            loss = loss + answerable_loss(a, impossible, cfg.answerable_weight)
+        return loss
+
     epoch_losses = []
-    for epoch in range(1, epochs + 1):
-        model.train()
-        order = torch.randperm(len(train), generator=order_rng).tolist()
-        losses = []
-        for begin in tqdm(range(0, len(train), ft.batch_size), desc=f"squad epoch {epoch}/{epochs}",
-                          dynamic_ncols=True, leave=False):
-            rows = order[begin:begin + ft.batch_size]
-            targets = torch.tensor([[train[r].start, train[r].end] for r in rows], device=device)
-            with autocast(device):
-                s, e, a, _ = model(*collate(train, rows, pre.tokenizer.pad_id, device), start_positions=targets[:, 0])
-            loss = span_loss(s, e, targets[:, 0], targets[:, 1])
-            if answerable:
-                impossible = torch.tensor([float(train[r].impossible) for r in rows], device=device)
-                loss = loss + answerable_loss(a, impossible, cfg.answerable_weight)
-            if not torch.isfinite(loss):
-                raise SystemExit(f"error: the loss is not finite at step {sched.last_epoch + 1:,}: fine-tuning "
-                                 f"diverged; lower --lr")
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), ft.grad_clip)
-            opt.step()
-            sched.step()
-            losses.append(loss.item())
-        epoch_losses.append(float(np.mean(losses)))
-        tqdm.write(f"squad epoch {epoch}: loss {epoch_losses[-1]:.4f}")
+    for epoch, loss in fine_tuning_loop(model, pre.config.num_layers, batch_loss, len(train),
+                                        replace(ft, epochs=cfg.epochs), seed, f"squad seed {seed}"):
+        epoch_losses.append(loss)
+        tqdm.write(f"squad epoch {epoch}: loss {loss:.4f}")
     return model, epoch_losses
 
 
@@ -815,8 +794,7 @@ def main(argv=None) -> dict:
     if v2:
         atomic_write(out / "null_odds.json", json.dumps(null_odds, indent=2))
     report = {"task": args.task, "init": pre.source, "device": args.device, "seconds": time.time() - t0,
-              "train_loss": losses, "dev": metrics, "squad": vars(cfg),
-              "recipe": {k: (list(v) if isinstance(v, tuple) else v) for k, v in vars(ft).items()}}
+              "train_loss": losses, "dev": metrics, "squad": asdict(cfg), "recipe": asdict(ft)}
     atomic_write(out / "results.json", json.dumps(report, indent=2, allow_nan=False))
     print(" ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in metrics.items()))
     print(f"wrote {out / 'predictions.json'}" + (f", {out / 'null_odds.json'}" if v2 else "")
