@@ -8,17 +8,14 @@ reads beside Appendix A, its plumbing last (glue.py holds the tasks, their files
     head         the official code's classifier on the [CLS] state
     lr decay     layer-wise learning rates, the official optimizer, warm-up + linear decay
     the loop     one seed: train, evaluate on dev per epoch, predict the test split (SQuAD's loop too)
-    --init       a train.py run, an HF folder or a hub name
-    inputs       GLUE's splits tokenised once, padded per batch
-    main         the CLI; report.py writes results.json, the table of medians over seeds, finetune.png
-                 and GLUE submission files
+    main         the CLI: --init (a train.py run, an HF folder or a hub name: hf.load_pretrained), GLUE's
+                 splits tokenised (glue.prepare_task); report.py writes results.json, the table of
+                 medians over seeds, finetune.png and GLUE submission files
 
     python finetune.py --task sst2 --init ckpt.pt --data_dir ../shared/data/glue/SST-2
     python finetune.py --task mrpc,stsb --init path/to/hf-electra-small-discriminator --seeds 10
     python finetune.py --task all --init google/electra-small-discriminator --seeds 10   # from the hub
 """
-from __future__ import annotations  # the loop's signatures name Encoded, defined with the data below
-
 import argparse
 import math
 import time
@@ -29,13 +26,12 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.nn.utils.rnn import pad_sequence
 from tqdm import tqdm
 
 import glue
 import report
-from electra import Electra, ElectraConfig, Encoder, get_config
-from hf import HubError, Pretrained, check_vocab, is_hub_name, load_hf_folder, pretrained_folder, vocab_beside
+from electra import ElectraConfig, Encoder, get_config
+from hf import HubError, Pretrained, is_hub_name, load_pretrained, pretrained_folder
 from plumbing import (
     DownloadError,
     add_options,
@@ -47,7 +43,6 @@ from plumbing import (
     option,
     positive,
 )
-from tokenizer import Tokenizer
 from train import decays, lr_factor
 
 # -----------------------------------------------------------------------------
@@ -288,7 +283,7 @@ def fine_tuning_loop(model: nn.Module, num_layers: int, batch_loss, num_examples
         yield epoch, float(np.mean(losses))
 
 
-def finetune_seed(task: glue.Task, pre: Pretrained, train: Encoded, dev: dict[str, Encoded], test: dict[str, Encoded],
+def finetune_seed(task: glue.Task, pre: Pretrained, train: glue.Encoded, dev: dict[str, glue.Encoded], test: dict[str, glue.Encoded],
                   ft: FinetuneConfig, seed: int, device) -> dict:
     """Fine-tune one copy of the pre-trained encoder with `seed`; dev metrics after every epoch.
 
@@ -304,7 +299,7 @@ def finetune_seed(task: glue.Task, pre: Pretrained, train: Encoded, dev: dict[st
     labels = torch.tensor(train.labels, dtype=torch.float32 if task.regression else torch.long)
 
     def batch_loss(rows):
-        with autocast(device):
+        with mixed_precision(device, "auto")[1]:  # bf16 on GPUs with native bf16, else fp32
             logits = model(*train.batch(rows, pad_id, device)).float()  # [B, C]
         return task_loss(task, logits, labels[rows].to(device))
 
@@ -323,7 +318,7 @@ def finetune_seed(task: glue.Task, pre: Pretrained, train: Encoded, dev: dict[st
 
 
 @torch.no_grad()
-def predict(model: Classifier, task: glue.Task, data: Encoded, batch_size: int, pad_id: int, device) -> np.ndarray:
+def predict(model: Classifier, task: glue.Task, data: glue.Encoded, batch_size: int, pad_id: int, device) -> np.ndarray:
     """Class ids (argmax) or STS-B scores on the 0-5 scale, for every row of `data`, in its order.
 
     Rows are batched shortest first, so each batch pads little; the outputs are put back in order.
@@ -333,7 +328,7 @@ def predict(model: Classifier, task: glue.Task, data: Encoded, batch_size: int, 
     out = []
     for start in range(0, len(data), batch_size):
         rows = order[start:start + batch_size]
-        with autocast(device):
+        with mixed_precision(device, "auto")[1]:
             logits = model(*data.batch(rows, pad_id, device)).float()  # [B, C]
         out.append(logits.squeeze(-1) * glue.STSB_MAX if task.regression else logits.argmax(-1))
     pred = np.zeros(len(data), dtype=np.float64 if task.regression else np.int64)
@@ -342,122 +337,13 @@ def predict(model: Classifier, task: glue.Task, data: Encoded, batch_size: int, 
     return pred
 
 
-def evaluate(model, task: glue.Task, dev: dict[str, Encoded], batch_size: int, pad_id: int, device) -> dict:
+def evaluate(model, task: glue.Task, dev: dict[str, glue.Encoded], batch_size: int, pad_id: int, device) -> dict:
     """The task's dev metrics (all dev splits; MNLI: matched and mismatched)."""
     metrics = {}
     for split, suffix in task.dev_splits:
         pred = predict(model, task, dev[split], batch_size, pad_id, device)
         metrics.update(glue.task_metrics(task, pred, dev[split].labels, suffix))
     return metrics
-
-
-# -----------------------------------------------------------------------------
-# Loading --init: a train.py run, or an HF ELECTRA/BERT folder (hf.py)
-
-
-def load_train_checkpoint(path: Path, vocab=None) -> Pretrained:
-    """A train.py checkpoint (ckpt.pt): its model config, the encoder fine-tuning starts from (the
-    discriminator's, or BERT's masked LM's; Electra.fine_tuning_encoder, without its pre-training head)
-    and the vocab.txt beside it, checked against the saved vocab hash."""
-    try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # a truncated file, or not a torch checkpoint at all
-        raise ValueError(f"{path} is not a readable train.py checkpoint ({type(e).__name__}: {e})") from None
-    if not isinstance(ckpt, dict) or "model_config" not in ckpt or "model" not in ckpt:
-        raise ValueError(f"{path} is not a train.py checkpoint (no 'model_config' and 'model' entries)")
-    try:
-        config = ElectraConfig(**ckpt["model_config"])
-    except TypeError as e:
-        raise ValueError(f"{path}: its model_config does not fit electra.ElectraConfig ({e})") from None
-    vocab_path = vocab_beside(path, vocab)
-    tok = Tokenizer.load(vocab_path)
-    check_vocab(tok, config, vocab_path, path)
-    if ckpt.get("vocab_hash") not in (None, tok.hash()):
-        raise ValueError(f"{vocab_path} is not the vocab {path} was pre-trained with (its sha256 differs from "
-                         f"the checkpoint's vocab_hash): pass the right one with --vocab")
-    model = Electra(config)
-    try:
-        model.load_state_dict(ckpt["model"])
-    except RuntimeError as e:
-        raise ValueError(f"{path}: the weights do not fit its model_config: {e}") from None
-    return Pretrained(config, model.fine_tuning_encoder().state_dict(), tok,
-                      f"train.py checkpoint {path} (step {ckpt.get('step')})")
-
-
-TRAIN_CHECKPOINT = "ckpt.pt"  # the name train.py gives its checkpoint inside a run folder
-
-
-def load_pretrained(init, vocab=None) -> Pretrained:
-    """--init: a train.py checkpoint or run folder (holding ckpt.pt), or an HF ELECTRA/BERT folder."""
-    init = Path(init)
-    if init.is_dir() and (init / TRAIN_CHECKPOINT).is_file() and not (init / "config.json").is_file():
-        init = init / TRAIN_CHECKPOINT
-    elif init.is_dir():
-        return load_hf_folder(init, vocab)
-    elif not init.is_file():
-        raise FileNotFoundError(f"--init {init} does not exist: pass a train.py checkpoint (or its run folder) "
-                                f"or a HuggingFace ELECTRA/BERT folder")
-    return load_train_checkpoint(init, vocab)
-
-
-# -----------------------------------------------------------------------------
-# GLUE's splits as the model's inputs: tokenised once, padded per batch
-
-
-@dataclass
-class Encoded:
-    """A split tokenised once: [CLS] A [SEP] B [SEP] ids, segment ids, labels and row ids."""
-    ids: list[list[int]]
-    segments: list[list[int]]
-    labels: np.ndarray | None   # class ids or STS-B scores; None on test splits
-    index: list[str]
-
-    def __len__(self):
-        return len(self.ids)
-
-    def batch(self, rows, pad_id: int, device):
-        """The chosen rows as the model's inputs (pad_batch)."""
-        return pad_batch([self.ids[r] for r in rows], [self.segments[r] for r in rows], pad_id, device)
-
-
-def encode_examples(examples: list[glue.Example], tok: Tokenizer, max_len: int) -> Encoded:
-    pairs = [tok.encode_pair(e.text_a, e.text_b, max_len=max_len) for e in examples]
-    labels = None if examples and examples[0].label is None else np.array([e.label for e in examples])
-    return Encoded([p[0] for p in pairs], [p[1] for p in pairs], labels, [e.index for e in examples])
-
-
-def prepare_task(task: glue.Task, folder: Path, pre: Pretrained, ft: FinetuneConfig):
-    """Read and tokenise train (doubled for MRPC/STS-B), the dev splits, and the test splits that exist."""
-    splits = {"train": glue.read_split(task, folder, "train", ft.max_train_examples)}
-    splits.update({s: glue.read_split(task, folder, s) for s, _ in task.dev_splits})
-    for split, examples in splits.items():
-        if not examples:
-            raise ValueError(f"{folder / (split + '.tsv')} has no examples (a header and nothing else?)")
-    if ft.double_unordered:
-        splits["train"] = glue.add_swapped(task, splits["train"])
-    encoded = {s: encode_examples(ex, pre.tokenizer, ft.max_seq_len) for s, ex in splits.items()}
-    test = {s: encode_examples(glue.read_split(task, folder, s), pre.tokenizer, ft.max_seq_len)
-            for s, _ in task.test_splits if (folder / f"{s}.tsv").is_file()}
-    return encoded.pop("train"), encoded, test
-
-
-def pad_batch(ids: list[list[int]], segments: list[list[int]], pad_id: int, device):
-    """A batch's token rows padded to the longest of them: input_ids, segment_ids, attention_mask [B, T].
-    Shared by GLUE and SQuAD.
-
-    Padding to the batch's longest row, not to max_seq_len as the official code does, gives the same
-    outputs (padding is masked out of attention) and is several times faster on short GLUE sentences.
-    """
-    input_ids = pad_sequence([torch.tensor(r) for r in ids], batch_first=True, padding_value=pad_id)  # [B, T]
-    segment_ids = pad_sequence([torch.tensor(s) for s in segments], batch_first=True)
-    attention_mask = (torch.arange(input_ids.shape[1]) < torch.tensor([len(r) for r in ids])[:, None]).long()
-    return input_ids.to(device), segment_ids.to(device), attention_mask.to(device)
-
-
-def autocast(device: torch.device):
-    """bf16 autocast on GPUs with native bf16 (Ampere and later), fp32 elsewhere: pre-training's
-    --precision auto (plumbing.mixed_precision)."""
-    return mixed_precision(device, "auto")[1]
 
 
 # -----------------------------------------------------------------------------
@@ -522,7 +408,8 @@ def main(argv=None) -> dict:
     for task in tasks:
         try:
             folder = glue.task_folder(task, args.data_dir, args.cache_dir, args.glue_url, args.mrpc_url)
-            train, dev, test = prepare_task(task, folder, pre, ft)
+            train, dev, test = glue.prepare_task(task, folder, pre.tokenizer, ft.max_seq_len, ft.max_train_examples,
+                                                 ft.double_unordered)
         except DownloadError as e:
             raise SystemExit(f"error: {e}\nFor GLUE, you can also fetch {task.folder}'s files yourself and pass "
                              f"--data_dir FOLDER (the folder holding train.tsv and dev.tsv).") from None

@@ -5,6 +5,7 @@ here is a model; finetune.py fine-tunes on what this reads.
     tasks        the nine tasks, how each is scored, the GLUE score
     reading      GLUE's TSVs into Examples, every row checked
     download     GLUE's zips (and MRPC's source files) into a cache, once
+    inputs       a task's splits tokenised once ([CLS] A [SEP] B [SEP]), padded per batch
     submission   test predictions in GLUE's format
 """
 import math
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from plumbing import atomic_write, download, extract_zip
+from plumbing import atomic_write, download, extract_zip, pad_batch
 
 # -----------------------------------------------------------------------------
 # Metrics. Each returns a plain float on the raw scale (accuracy in [0, 1], correlations in [-1, 1]);
@@ -375,6 +376,49 @@ def _download_mrpc(cache_dir: Path, base_url: str, mrpc_base_url: str) -> Path:
     for name, out in [("dev.tsv", dev), ("test.tsv", test), ("train.tsv", train)]:  # train.tsv last: complete
         atomic_write(folder / name, "".join("\t".join(fields) + "\n" for fields in out))
     return folder
+
+
+# -----------------------------------------------------------------------------
+# GLUE's splits as the model's inputs: tokenised once, padded per batch
+
+
+@dataclass
+class Encoded:
+    """A split tokenised once: [CLS] A [SEP] B [SEP] ids, segment ids, labels and row ids."""
+    ids: list[list[int]]
+    segments: list[list[int]]
+    labels: np.ndarray | None   # class ids or STS-B scores; None on test splits
+    index: list[str]
+
+    def __len__(self):
+        return len(self.ids)
+
+    def batch(self, rows, pad_id: int, device):
+        """The chosen rows as the model's inputs (pad_batch)."""
+        return pad_batch([self.ids[r] for r in rows], [self.segments[r] for r in rows], pad_id, device)
+
+
+def encode_examples(examples: list[Example], tok, max_len: int) -> Encoded:
+    pairs = [tok.encode_pair(e.text_a, e.text_b, max_len=max_len) for e in examples]
+    labels = None if examples and examples[0].label is None else np.array([e.label for e in examples])
+    return Encoded([p[0] for p in pairs], [p[1] for p in pairs], labels, [e.index for e in examples])
+
+
+def prepare_task(task: Task, folder: Path, tok, max_len: int, max_train_examples: int | None = None,
+                 double_unordered: bool = False):
+    """Read and tokenise train (doubled for MRPC/STS-B with double_unordered), the dev splits, and the
+    test splits that exist: (train, {dev split: Encoded}, {test split: Encoded})."""
+    splits = {"train": read_split(task, folder, "train", max_train_examples)}
+    splits.update({s: read_split(task, folder, s) for s, _ in task.dev_splits})
+    for split, examples in splits.items():
+        if not examples:
+            raise ValueError(f"{folder / (split + '.tsv')} has no examples (a header and nothing else?)")
+    if double_unordered:
+        splits["train"] = add_swapped(task, splits["train"])
+    encoded = {s: encode_examples(ex, tok, max_len) for s, ex in splits.items()}
+    test = {s: encode_examples(read_split(task, folder, s), tok, max_len)
+            for s, _ in task.test_splits if (folder / f"{s}.tsv").is_file()}
+    return encoded.pop("train"), encoded, test
 
 
 # -----------------------------------------------------------------------------

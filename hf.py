@@ -1,6 +1,7 @@
 """HuggingFace's ELECTRA layout, in one place: state dicts both ways (with the discriminator's sign
-flip), the config mapping, checkpoint folders on disk (read and written), Google's released pairs,
-and checkpoints by name from the hub. Nothing here is the paper's algorithm; electra.py holds that.
+flip), the config mapping, checkpoint folders on disk (read and written), what fine-tuning starts from
+(load_pretrained: one of those folders or a train.py run), Google's released pairs, and checkpoints
+by name from the hub. Nothing here is the paper's algorithm; electra.py holds that.
 Only torch and the standard library (safetensors to read and write model.safetensors); transformers
 is never imported.
 """
@@ -279,6 +280,54 @@ def load_hf_folder(folder: Path, vocab=None) -> Pretrained:
     except ValueError as e:
         raise ValueError(f"{folder}: {e}") from None
     return Pretrained(config, encoder.state_dict(), tok, f"HuggingFace {model_type} folder {folder}")
+
+
+# What fine-tuning starts from (--init): a train.py run, or one of the folders above
+
+
+def load_train_checkpoint(path: Path, vocab=None) -> Pretrained:
+    """A train.py checkpoint (ckpt.pt): its model config, the encoder fine-tuning starts from (the
+    discriminator's, or BERT's masked LM's; Electra.fine_tuning_encoder, without its pre-training head)
+    and the vocab.txt beside it, checked against the saved vocab hash."""
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # a truncated file, or not a torch checkpoint at all
+        raise ValueError(f"{path} is not a readable train.py checkpoint ({type(e).__name__}: {e})") from None
+    if not isinstance(ckpt, dict) or "model_config" not in ckpt or "model" not in ckpt:
+        raise ValueError(f"{path} is not a train.py checkpoint (no 'model_config' and 'model' entries)")
+    try:
+        config = ElectraConfig(**ckpt["model_config"])
+    except TypeError as e:
+        raise ValueError(f"{path}: its model_config does not fit electra.ElectraConfig ({e})") from None
+    vocab_path = vocab_beside(path, vocab)
+    tok = Tokenizer.load(vocab_path)
+    check_vocab(tok, config, vocab_path, path)
+    if ckpt.get("vocab_hash") not in (None, tok.hash()):
+        raise ValueError(f"{vocab_path} is not the vocab {path} was pre-trained with (its sha256 differs from "
+                         f"the checkpoint's vocab_hash): pass the right one with --vocab")
+    model = Electra(config)
+    try:
+        model.load_state_dict(ckpt["model"])
+    except RuntimeError as e:
+        raise ValueError(f"{path}: the weights do not fit its model_config: {e}") from None
+    return Pretrained(config, model.fine_tuning_encoder().state_dict(), tok,
+                      f"train.py checkpoint {path} (step {ckpt.get('step')})")
+
+
+TRAIN_CHECKPOINT = "ckpt.pt"  # the name train.py gives its checkpoint inside a run folder
+
+
+def load_pretrained(init, vocab=None) -> Pretrained:
+    """--init: a train.py checkpoint or run folder (holding ckpt.pt), or an HF ELECTRA/BERT folder."""
+    init = Path(init)
+    if init.is_dir() and (init / TRAIN_CHECKPOINT).is_file() and not (init / "config.json").is_file():
+        init = init / TRAIN_CHECKPOINT
+    elif init.is_dir():
+        return load_hf_folder(init, vocab)
+    elif not init.is_file():
+        raise FileNotFoundError(f"--init {init} does not exist: pass a train.py checkpoint (or its run folder) "
+                                f"or a HuggingFace ELECTRA/BERT folder")
+    return load_train_checkpoint(init, vocab)
 
 
 def export_hf(model: Electra, vocab_path: Path, out: Path) -> list[Path]:

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
+from torch.nn.utils.rnn import pad_sequence
 from tqdm import tqdm
 
 # -----------------------------------------------------------------------------
@@ -360,6 +361,19 @@ def mixed_precision(device: torch.device, precision: str):
     if precision == "fp32":
         return precision, contextlib.nullcontext()
     return precision, torch.autocast(device.type, dtype=torch.bfloat16)
+
+
+def pad_batch(ids: list[list[int]], segments: list[list[int]], pad_id: int, device):
+    """A batch's token rows padded to the longest of them: input_ids, segment_ids, attention_mask [B, T].
+    Shared by GLUE and SQuAD.
+
+    Padding to the batch's longest row, not to max_seq_len as the official code does, gives the same
+    outputs (padding is masked out of attention) and is several times faster on short GLUE sentences.
+    """
+    input_ids = pad_sequence([torch.tensor(r) for r in ids], batch_first=True, padding_value=pad_id)  # [B, T]
+    segment_ids = pad_sequence([torch.tensor(s) for s in segments], batch_first=True)
+    attention_mask = (torch.arange(input_ids.shape[1]) < torch.tensor([len(r) for r in ids])[:, None]).long()
+    return input_ids.to(device), segment_ids.to(device), attention_mask.to(device)
 
 
 def barrier(world: int) -> None:

@@ -33,15 +33,20 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from electra import ElectraConfig, Encoder
-from finetune import (
-    FinetuneConfig,
-    autocast,
-    fine_tuning_loop,
-    load_pretrained,
+from finetune import FinetuneConfig, fine_tuning_loop, recipe_for
+from hf import load_pretrained
+from plumbing import (
+    DownloadError,
+    add_options,
+    at_least,
+    atomic_write,
+    check_flags,
+    download,
+    given,
+    mixed_precision,
+    option,
     pad_batch,
-    recipe_for,
 )
-from plumbing import DownloadError, add_options, at_least, atomic_write, check_flags, download, given, option
 from tokenizer import Tokenizer, is_punctuation, is_whitespace
 
 # ---------------------------------------------------------------------------------------------------------
@@ -657,7 +662,7 @@ def model_logits(model: SpanModel, features: list[Feature], batch_size: int, pad
     starts, ends, answerable, tops = [], [], [], []
     for begin in range(0, len(features), batch_size):
         rows = list(range(begin, min(begin + batch_size, len(features))))
-        with autocast(device):
+        with mixed_precision(device, "auto")[1]:
             s, e, a, top = model(*collate(features, rows, pad_id, device))
         answerable += a.cpu().tolist()
         for i, r in enumerate(rows):
@@ -686,7 +691,7 @@ def finetune(pre, train: list[Feature], ft: FinetuneConfig, cfg: SquadConfig, v2
 
     def batch_loss(rows):
         targets = torch.tensor([[train[r].start, train[r].end] for r in rows], device=device)
-        with autocast(device):
+        with mixed_precision(device, "auto")[1]:
             s, e, a, _ = model(*collate(train, rows, pre.tokenizer.pad_id, device), start_positions=targets[:, 0])
         loss = span_loss(s, e, targets[:, 0], targets[:, 1])
         if answerable:

@@ -236,7 +236,7 @@ def test_a_few_steps_lower_the_loss(tmp_path):
     pre = ft.load_pretrained(tmp_path / "run")
     task = glue.get_task("sst2")
     examples = [glue.Example(str(i), row.split("\t")[0], None, int(row[-1])) for i, row in enumerate(sentiment_rows(64))]
-    data = ft.encode_examples(examples, tok, 16)
+    data = glue.encode_examples(examples, tok, 16)
     # a random-init encoder barely separates the sentences at [CLS]: a high lr and no decay, 32 steps
     recipe = ft.recipe_for(pre.config, ft.FinetuneConfig(epochs=8, batch_size=16, lr=3e-3, layer_decay=1.0))
     run = ft.finetune_seed(task, pre, data, {"dev": data}, {}, recipe, seed=0, device="cpu")
@@ -332,9 +332,9 @@ def test_predict_keeps_row_order_and_ignores_padding():
     torch.manual_seed(0)
     model = ft.Classifier(tiny_config(tok), num_outputs=1, dropout=0.1)
     texts = ["the film", "a very very good movie .", "bad", "the movie was not great .", "awful film"]
-    data = ft.encode_examples([glue.Example(str(i), t, None, 1.0) for i, t in enumerate(texts)], tok, 16)
+    data = glue.encode_examples([glue.Example(str(i), t, None, 1.0) for i, t in enumerate(texts)], tok, 16)
     task = glue.get_task("stsb")
-    one_by_one = [ft.predict(model, task, ft.Encoded([i], [s], None, ["0"]), 1, tok.pad_id, torch.device("cpu"))[0]
+    one_by_one = [ft.predict(model, task, glue.Encoded([i], [s], None, ["0"]), 1, tok.pad_id, torch.device("cpu"))[0]
                   for i, s in zip(data.ids, data.segments)]
     batched = ft.predict(model, task, data, 4, tok.pad_id, torch.device("cpu"))  # sorted by length, padded
     assert batched == pytest.approx(one_by_one, abs=1e-5)
@@ -419,7 +419,7 @@ def test_epochs_is_honoured(tmp_path):
     tok = tiny_tokenizer()
     save_train_checkpoint(tmp_path / "run", tok, tiny_config(tok))
     pre = ft.load_pretrained(tmp_path / "run")
-    data = ft.encode_examples([glue.Example(str(i), r.split("\t")[0], None, int(r[-1]))
+    data = glue.encode_examples([glue.Example(str(i), r.split("\t")[0], None, int(r[-1]))
                                for i, r in enumerate(sentiment_rows(4))], tok, 16)
     for epochs, expected in ((1, [1]), (None, [1, 2, 3])):  # None: the task's (SST-2: 3, Table 7)
         recipe = ft.recipe_for(pre.config, ft.FinetuneConfig(epochs=epochs, batch_size=4))

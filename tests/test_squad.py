@@ -285,7 +285,8 @@ def test_offline_download_and_bad_data_are_one_clear_line(tmp_path, http_server)
 
 
 def test_a_few_steps_lower_the_loss(tmp_path):
-    from finetune import FinetuneConfig, load_pretrained
+    from finetune import FinetuneConfig
+    from hf import load_pretrained
 
     pre = load_pretrained(tiny_run(tmp_path))
     features = squad.make_features(squad.read_examples(squad_file_data()), pre.tokenizer,
