@@ -72,8 +72,8 @@ RECIPES = {
     # ours, for a laptop CPU: the discriminator visibly learns in 15 minutes on 2 cores (README, "See
     # ELECTRA learn on a CPU"; the search is experiments/cpu_preset.py). ELECTRA-Small's seq 128; a
     # quarter of its batch; twice its peak lr (a 4-layer 128-wide model trains stably at 1e-3 and a
-    # short run needs it); 1,800 updates (~12.5 minutes at 2.45 steps/s, plus data preparation and
-    # evaluations) with a warm-up of 100; held-out AUC every 100 updates, so the curve is visible.
+    # short run needs it); 1,800 updates, what fits the 15 minutes on 2 cores (the README gives the
+    # measured run), with a warm-up of 100; held-out AUC every 100 updates, so the curve is visible.
     "tiny": Recipe(batch_size=32, lr=1e-3, steps=1_800, bert_steps=1_800, seq_len=128, warmup=100, eval_interval=100),
     "small": Recipe(batch_size=128, lr=5e-4, steps=1_000_000, bert_steps=1_450_000, seq_len=128, warmup=10_000),
     "base": Recipe(batch_size=256, lr=2e-4, steps=766_000, bert_steps=1_000_000, seq_len=512, warmup=10_000),
