@@ -292,6 +292,7 @@ def finetune_seed(task: glue.Task, pre: Pretrained, train: glue.Encoded, dev: di
     one (no early stopping, no choosing the best epoch on dev).
     """
     device, pad_id = torch.device(device), pre.tokenizer.pad_id
+    _, autocast = mixed_precision(device, "auto")  # bf16 on GPUs with native bf16, else fp32 (as pre-training)
     torch.manual_seed(seed)  # the head's init and dropout
     model = Classifier(pre.config, task.num_outputs, ft.head_dropout)
     model.encoder.load_state_dict(pre.encoder_state)
@@ -299,7 +300,7 @@ def finetune_seed(task: glue.Task, pre: Pretrained, train: glue.Encoded, dev: di
     labels = torch.tensor(train.labels, dtype=torch.float32 if task.regression else torch.long)
 
     def batch_loss(rows):
-        with mixed_precision(device, "auto")[1]:  # bf16 on GPUs with native bf16, else fp32
+        with autocast:
             logits = model(*train.batch(rows, pad_id, device)).float()  # [B, C]
         return task_loss(task, logits, labels[rows].to(device))
 
@@ -324,11 +325,12 @@ def predict(model: Classifier, task: glue.Task, data: glue.Encoded, batch_size: 
     Rows are batched shortest first, so each batch pads little; the outputs are put back in order.
     """
     model.eval()
+    _, autocast = mixed_precision(device, "auto")
     order = np.argsort([len(ids) for ids in data.ids], kind="stable")
     out = []
     for start in range(0, len(data), batch_size):
         rows = order[start:start + batch_size]
-        with mixed_precision(device, "auto")[1]:
+        with autocast:
             logits = model(*data.batch(rows, pad_id, device)).float()  # [B, C]
         out.append(logits.squeeze(-1) * glue.STSB_MAX if task.regression else logits.argmax(-1))
     pred = np.zeros(len(data), dtype=np.float64 if task.regression else np.int64)

@@ -659,10 +659,11 @@ def model_logits(model: SpanModel, features: list[Feature], batch_size: int, pad
     """Start and end logits (numpy, unpadded; the joint head's end [K, n]), the answerability logit and
     the joint head's beam of starts (None for BERT's head) of every feature, in order."""
     model.eval()
+    _, autocast = mixed_precision(device, "auto")
     starts, ends, answerable, tops = [], [], [], []
     for begin in range(0, len(features), batch_size):
         rows = list(range(begin, min(begin + batch_size, len(features))))
-        with mixed_precision(device, "auto")[1]:
+        with autocast:
             s, e, a, top = model(*collate(features, rows, pad_id, device))
         answerable += a.cpu().tolist()
         for i, r in enumerate(rows):
@@ -683,6 +684,7 @@ def finetune(pre, train: list[Feature], ft: FinetuneConfig, cfg: SquadConfig, v2
     """Fine-tune a span model (with the answerability classifier for 2.0 when cfg says so) on the training
     features for cfg.epochs; returns it and the mean loss of each epoch."""
     device = torch.device(device)
+    _, autocast = mixed_precision(device, "auto")
     torch.manual_seed(seed)
     answerable = v2 and cfg.answerable_classifier
     model = SpanModel(pre.config, answerable, cfg.answerable_hidden, cfg.joint_prediction, cfg.beam, cfg.joint_hidden)
@@ -691,7 +693,7 @@ def finetune(pre, train: list[Feature], ft: FinetuneConfig, cfg: SquadConfig, v2
 
     def batch_loss(rows):
         targets = torch.tensor([[train[r].start, train[r].end] for r in rows], device=device)
-        with mixed_precision(device, "auto")[1]:
+        with autocast:
             s, e, a, _ = model(*collate(train, rows, pre.tokenizer.pad_id, device), start_positions=targets[:, 0])
         loss = span_loss(s, e, targets[:, 0], targets[:, 1])
         if answerable:
