@@ -30,7 +30,7 @@ from tqdm import tqdm
 
 import glue
 import report
-from electra import ElectraConfig, Encoder, get_config
+from electra import ElectraConfig, Encoder, decays, get_config, lr_factor
 from hf import HubError, Pretrained, is_hub_name, load_pretrained, pretrained_folder
 from plumbing import (
     DownloadError,
@@ -43,7 +43,6 @@ from plumbing import (
     option,
     positive,
 )
-from train import decays, lr_factor
 
 # -----------------------------------------------------------------------------
 # The recipe: paper Appendix A, Table 7
@@ -177,7 +176,7 @@ def param_groups(model, num_layers: int, lr: float, decay: float, weight_decay: 
     """Optimizer groups, one per (depth, with or without weight decay), each with its own lr.
 
     Weight decay (zero in Table 7) never touches biases and LayerNorm, as the official optimizer's
-    exclude_from_weight_decay (train.decays).
+    exclude_from_weight_decay (electra.decays).
     """
     scales = layer_lr_scales(num_layers, decay, official)
     groups: dict[tuple[int, bool], dict] = {}
@@ -229,7 +228,7 @@ def build_optimizer(groups: list[dict], ft: FinetuneConfig) -> torch.optim.Optim
 
 def optimizer_and_schedule(model: nn.Module, num_layers: int, ft: FinetuneConfig, total_steps: int):
     """Table 7's optimizer over layer-wise lr groups and its schedule: warm-up over ft.warmup_fraction of
-    `total_steps`, then linear decay to zero (train.lr_factor). Shared by GLUE and SQuAD."""
+    `total_steps`, then linear decay to zero (electra.lr_factor). Shared by GLUE and SQuAD."""
     opt = build_optimizer(param_groups(model, num_layers, ft.lr, ft.layer_decay, ft.weight_decay,
                                        ft.official_layer_decay), ft)
     warmup = round(ft.warmup_fraction * total_steps)

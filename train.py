@@ -45,7 +45,9 @@ from electra import (
     Electra,
     ElectraConfig,
     check_config,
+    decays,
     get_config,
+    lr_factor,
 )
 from hf import HubError, export_hf, load_electra, released_start
 from plumbing import add_options, at_least, given, non_negative, option, positive
@@ -163,35 +165,12 @@ class TrainConfig:
 # The learning-rate schedule and the optimizer
 
 
-def lr_factor(step: int, total_steps: int, warmup_steps: int) -> float:
-    """Multiplier of the peak lr at update `step` (0-based): linear warm-up, then linear decay to zero.
-
-    Official optimization.py: lr * min(1, step / warmup) * (1 - step / total) (polynomial decay,
-    power 1), for pre-training and fine-tuning alike (Table 7: "Learning Rate Decay Linear").
-    Deviation: warm-up counts step + 1, so that update 0 is not a no-op with lr 0.
-
-    >>> [round(lr_factor(s, 10, 2), 2) for s in range(10)]
-    [0.5, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1]
-    """
-    warm = min(1.0, (step + 1) / warmup_steps) if warmup_steps > 0 else 1.0
-    return warm * max(0.0, 1.0 - step / total_steps)
-
-
 def learning_rate(step: int, cfg: TrainConfig) -> float:
     """Pre-training lr of update `step`: cfg.lr * lr_factor.
 
     Example: lr 1e-3, warmup 10, steps 100: step 0 -> 1e-4, step 9 -> 9.1e-4, step 50 -> 5e-4.
     """
     return cfg.lr * lr_factor(step, cfg.steps, cfg.warmup)
-
-
-def decays(p: torch.Tensor) -> bool:
-    """Whether weight decay applies to `p`: matrices only, never biases or LayerNorm.
-
-    Official optimization.py excludes "LayerNorm", "layer_norm" and "bias" by name; here that is
-    every parameter with fewer than 2 dimensions.
-    """
-    return p.dim() >= 2
 
 
 def model_config(cfg: TrainConfig, tok: Tokenizer) -> ElectraConfig:

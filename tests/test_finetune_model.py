@@ -11,7 +11,7 @@ import finetune as ft
 import glue
 import hf
 import train
-from electra import Electra, Encoder, get_config
+from electra import Electra, Encoder, get_config, lr_factor
 from tokenizer import Tokenizer
 
 WORDS = ["good", "bad", "movie", "film", "great", "awful", "the", "a", "is", "was", "not", "very", "."]
@@ -80,7 +80,7 @@ def test_weight_decay_skips_biases_and_layernorm():
 def test_lr_schedule_by_hand():
     # 10 steps, 2 of warmup: factor = (1 - s/10) * min(1, (s+1)/2)
     # s=0: 1.0*0.5 = .5; s=1: .9*1 = .9; s=9: .1
-    factors = [train.lr_factor(s, 10, 2) for s in range(10)]
+    factors = [lr_factor(s, 10, 2) for s in range(10)]
     assert factors == pytest.approx([0.5, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1])
 
 
