@@ -22,7 +22,7 @@ checkpoint converters flip the sign of the last layer.
 """
 
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from dataclasses import replace as dc_replace
 
 import torch
@@ -33,83 +33,74 @@ import torch.nn.functional as F
 # Configuration
 
 
-def _ranged(ok, must: str):
-    """A kind of ElectraConfig field, with its range: check_config refuses v where not ok(v)."""
-    return lambda default: field(default=default, metadata={"check": (ok, must)})
-
-
-_count = _ranged(lambda v: v >= 1, "at least 1")
-_probability = _ranged(lambda v: 0 <= v <= 1, "a probability in [0, 1]")
-_positive = _ranged(lambda v: math.isfinite(v) and v > 0, "a positive number")
-_non_negative = _ranged(lambda v: math.isfinite(v) and v >= 0, "a number >= 0")
-_fraction = _ranged(lambda v: 0 < v <= 1, "in (0, 1]")
-
-
 @dataclass
 class ElectraConfig:
-    """The model's hyperparameters. The defaults are ELECTRA-Small's."""
+    """The model's hyperparameters. The defaults are ELECTRA-Small's; check_config checks them."""
 
     # --- discriminator architecture (paper Table 6; official configure_pretraining.py) ---
-    vocab_size: int = _count(30522)  # BERT's uncased WordPiece (Sec. 3.1); set from the tokenizer
-    embedding_size: int = _count(128)  # Small uses 128 and projects to hidden (Table 6, "Embedding Size")
-    hidden_size: int = _count(256)  # Table 6
-    num_layers: int = _count(12)  # Table 6
-    num_heads: int = _count(4)  # Table 6
-    intermediate_size: int = _count(1024)  # FFN inner size, Table 6
-    max_position: int = _count(512)  # BERT's position table; Small trains at seq 128 but keeps 512 rows
-    type_vocab_size: int = _count(2)  # segments A and B, as BERT
-    dropout: float = _probability(0.1)  # hidden dropout, Table 6
-    attention_dropout: float = _probability(0.1)  # attention-probability dropout, Table 6
-    layer_norm_eps: float = _positive(1e-12)  # official modeling.py (BERT's TF LayerNorm epsilon)
-    init_std: float = _positive(0.02)  # N(0, 0.02) init, official modeling.py initializer_range
+    vocab_size: int = 30522  # BERT's uncased WordPiece (Sec. 3.1); set from the tokenizer
+    embedding_size: int = 128  # Small projects 128 to hidden (Table 6, "Embedding Size")
+    hidden_size: int = 256  # Table 6
+    num_layers: int = 12  # Table 6
+    num_heads: int = 4  # Table 6
+    intermediate_size: int = 1024  # FFN inner size, Table 6
+    max_position: int = 512  # BERT's position table; Small trains at seq 128 but keeps 512 rows
+    type_vocab_size: int = 2  # segments A and B, as BERT
+    dropout: float = 0.1  # hidden dropout, Table 6
+    attention_dropout: float = 0.1  # attention-probability dropout, Table 6
+    layer_norm_eps: float = 1e-12  # official modeling.py (BERT's TF LayerNorm epsilon)
+    init_std: float = 0.02  # N(0, 0.02) init, official modeling.py initializer_range
     # --- generator (Section 3.2 "Smaller Generators", Table 6 "Generator Size") ---
-    generator_fraction: float = _fraction(0.25)  # generator hidden = fraction * D's hidden (Small: 1/4)
-    generator_layers: float = 1.0  # generator depth / D's depth (official; 1.0 in every released model)
+    generator_fraction: float = 0.25  # G's hidden = fraction * D's hidden (Small: 1/4)
+    generator_layers: float = 1.0  # G's depth / D's depth (official; 1.0 in every released model)
     # --- masking (Section 2; official pretrain_helpers.mask) ---
-    mask_prob: float = _probability(0.15)  # k = round(mask_prob * n) masked (Sec. 2; Large: 0.25, Table 6)
-    max_predictions: int = _count(19)  # cap on k; official max_predictions_per_seq = 19 at seq 128
-    mask_token_prob: float = _probability(0.85)  # masked positions made [MASK], the rest kept (mask_tokens)
-    temperature: float = _positive(1.0)  # sampling temperature of p_G (official `temperature`, 1.0)
-    lam: float = _non_negative(50.0)  # lambda in L = L_MLM + lambda * L_Disc (Sec. 2; official disc_weight)
+    mask_prob: float = 0.15  # k = round(mask_prob * n) masked (Sec. 2; Large: 0.25, Table 6)
+    max_predictions: int = 19  # cap on k; official max_predictions_per_seq = 19 at seq 128
+    mask_token_prob: float = 0.85  # masked positions made [MASK], the rest kept (mask_tokens)
+    temperature: float = 1.0  # sampling temperature of p_G (official `temperature`, 1.0)
+    lam: float = 50.0  # lambda in L = L_MLM + lambda * L_Disc (Sec. 2; official disc_weight)
     # --- objective ---
     objective: str = "electra"  # one of OBJECTIVES: ELECTRA, BERT (Table 1) or a Sec. 3.5 ablation
-    bert_mask_token_prob: float = _probability(0.8)  # BERT's 80/10/10 rule (Devlin et al. 2019, Sec. 3.1)
-    bert_random_token_prob: float = _probability(0.1)  # BERT: 10% random token (and 10% unchanged)
+    bert_mask_token_prob: float = 0.8  # BERT's 80/10/10 rule (Devlin et al. 2019, Sec. 3.1)
+    bert_random_token_prob: float = 0.1  # BERT: 10% random token (and 10% unchanged)
     # --- implementation ---
-    fast_attention: bool = True  # F.scaled_dot_product_attention; False = the hand-written reference
+    fast_attention: bool = True  # F.scaled_dot_product_attention; False = hand-written reference
     pad_id: int = 0  # special ids default to BERT's vocab; set them from the tokenizer
-    cls_id: int = 101
-    sep_id: int = 102
-    mask_id: int = 103
+    cls_id: int = 101  # [CLS] in BERT's vocab
+    sep_id: int = 102  # [SEP] in BERT's vocab
+    mask_id: int = 103  # [MASK] in BERT's vocab
 
 
 # The official code's shape rules, used for the generator (generator_config) and its FLOPs count
 HEAD_SIZE = 64  # heads = hidden // 64 (BERT's and ELECTRA's head size)
 FFN_RATIO = 4  # FFN inner size = 4 * hidden (Vaswani et al. 2017; BERT)
 
-# Pre-training objectives. "electra" and "bert" are the paper's main comparison (Table 1); the other
-# three are Section 3.5's efficiency ablations (Table 5), each defined where Electra.forward runs it.
+# Pre-training objectives. "electra" and "bert" are the paper's main comparison (Table 1); the
+# other three are Section 3.5's efficiency ablations (Table 5), each defined where
+# Electra.forward runs it.
 OBJECTIVES = ("electra", "bert", "electra_15", "replace_mlm", "all_tokens_mlm")
 
 # Model presets: each lists what differs from ElectraConfig's defaults, which are ELECTRA-Small's.
 # small/base/large are the paper's (Table 6; official configure_pretraining.py). Training recipes
 # (batch, lr, steps, sequence length) belong to train.py.
 SIZES = {
-    # ours, for CPUs (README, "See ELECTRA learn on a CPU"; experiments/cpu_preset.py): 8192 pieces, as p_G's
-    # softmax and sampling cost O(V) per masked token, and three changes from Small so that D visibly learns in a
-    # 15-minute CPU run (at the paper's values its held-out AUC stays near chance): temperature 2 keeps G's samples
-    # detectable while D learns context; mask_prob 0.25 (as Large), more replaced tokens; no dropout (no overfitting).
+    # ours, for CPUs (README, "See ELECTRA learn on a CPU"; experiments/cpu_preset.py): 8192
+    # pieces, as p_G's softmax and sampling cost O(V) per masked token, and three changes from
+    # Small so that D visibly learns in a 15-minute CPU run (at the paper's values its held-out
+    # AUC stays near chance): temperature 2 keeps G's samples detectable while D learns context;
+    # mask_prob 0.25 (as Large), more replaced tokens; no dropout (no overfitting).
     "tiny": dict(vocab_size=8192, hidden_size=128, num_layers=4, num_heads=2, intermediate_size=512,
                  temperature=2.0, mask_prob=0.25, dropout=0.0, attention_dropout=0.0),
     "small": {},
-    "base": dict(embedding_size=768, hidden_size=768, num_heads=12, intermediate_size=3072, generator_fraction=1 / 3),
-    "large": dict(embedding_size=1024, hidden_size=1024, num_layers=24, num_heads=16, intermediate_size=4096,
-                  mask_prob=0.25),
+    "base": dict(embedding_size=768, hidden_size=768, num_heads=12, intermediate_size=3072,
+                 generator_fraction=1 / 3),
+    "large": dict(embedding_size=1024, hidden_size=1024, num_layers=24, num_heads=16,
+                  intermediate_size=4096, mask_prob=0.25),
 }
 
 
 def get_config(size: str, **overrides) -> ElectraConfig:
-    """The paper's config for `size` ("tiny", "small", "base", "large"), with `overrides` applied."""
+    """The paper's config for `size` ("tiny", "small", "base", "large") with `overrides` applied."""
     if size not in SIZES:
         raise ValueError(f"unknown size {size!r}: choose one of {', '.join(SIZES)}")
     names = {f.name for f in fields(ElectraConfig)}
@@ -119,28 +110,6 @@ def get_config(size: str, **overrides) -> ElectraConfig:
     return ElectraConfig(**{**SIZES[size], **overrides})
 
 
-def check_config(config: ElectraConfig) -> None:
-    """Raise ValueError, naming the field, for a config no D (or the G derived from it) can be built from."""
-    c = config
-    if c.objective not in OBJECTIVES:
-        raise ValueError(f"unknown objective {c.objective!r}: choose one of {', '.join(OBJECTIVES)}")
-    for f in fields(c):
-        ok, must = f.metadata.get("check", (lambda v: True, ""))
-        if not ok(getattr(c, f.name)):
-            raise ValueError(f"{f.name} = {getattr(c, f.name)}: must be {must}")
-    if c.bert_mask_token_prob + c.bert_random_token_prob > 1:
-        raise ValueError(f"bert_mask_token_prob + bert_random_token_prob = "
-                         f"{c.bert_mask_token_prob + c.bert_random_token_prob}: must be at most 1")
-    if c.hidden_size % c.num_heads:
-        raise ValueError(f"hidden_size {c.hidden_size} is not divisible by num_heads {c.num_heads}: each head "
-                         f"gets hidden_size / num_heads dimensions")
-    g = generator_config(c)
-    if g.hidden_size < 1 or g.hidden_size % g.num_heads:
-        raise ValueError(f"generator_fraction {c.generator_fraction} gives the generator hidden size "
-                         f"{g.hidden_size} with {g.num_heads} head(s) (hidden // {HEAD_SIZE}): choose a fraction of "
-                         f"hidden_size {c.hidden_size} that is at least 1 and divisible by its heads")
-
-
 def generator_config(config: ElectraConfig) -> ElectraConfig:
     """The generator's config, derived from the discriminator's as the official code does
     (run_pretraining.get_generator_config). For the paper's presets (generator_layers 1: every layer
@@ -148,9 +117,9 @@ def generator_config(config: ElectraConfig) -> ElectraConfig:
     768/12/3072 -> 256/4/1024. The embedding size is kept: the embeddings are shared (Section 3.2).
     """
     hidden = int(round(config.hidden_size * config.generator_fraction))
+    layers = int(round(config.num_layers * config.generator_layers))
     return dc_replace(config, hidden_size=hidden, intermediate_size=FFN_RATIO * hidden,
-                      num_heads=max(1, hidden // HEAD_SIZE),
-                      num_layers=int(round(config.num_layers * config.generator_layers)))
+                      num_heads=max(1, hidden // HEAD_SIZE), num_layers=layers)
 
 
 # -----------------------------------------------------------------------------
@@ -179,7 +148,8 @@ class SelfAttention(nn.Module):
 
     def __init__(self, config: ElectraConfig):
         super().__init__()
-        self.n_head, self.fast = config.num_heads, config.fast_attention
+        self.n_head = config.num_heads
+        self.fast = config.fast_attention
         self.qkv = nn.Linear(config.hidden_size, 3 * config.hidden_size)  # Q, K, V in one matmul
         self.out = nn.Linear(config.hidden_size, config.hidden_size)
         self.attn_drop = nn.Dropout(config.attention_dropout)
@@ -200,7 +170,8 @@ class SelfAttention(nn.Module):
 
 
 def attention_reference(q, k, v, keep, dropout: nn.Module):
-    """Scaled dot-product attention written out (Vaswani et al. 2017, eq. 1); the fast path's reference.
+    """Scaled dot-product attention written out (Vaswani et al. 2017, eq. 1): the reference that
+    the fast path (F.scaled_dot_product_attention) is tested against.
 
     q, k, v: [B, heads, T, d]; keep: [B, 1, 1, T] bool. Padding keys get a score of -inf
     (the dtype's minimum, as BERT does, so a row never becomes all -inf).
@@ -212,7 +183,8 @@ def attention_reference(q, k, v, keep, dropout: nn.Module):
 
 class Block(nn.Module):
     """A post-LayerNorm Transformer block (BERT): h = LN(h + Attn(h)); h = LN(h + FFN(h)),
-    FFN(h) = fc2(GELU(fc1(h))) with GELU in its exact erf form, as BERT and the official code use."""
+    FFN(h) = fc2(GELU(fc1(h))) with GELU in its exact erf form, as BERT and the official code use.
+    """
 
     def __init__(self, config: ElectraConfig):
         super().__init__()
@@ -245,7 +217,8 @@ class Encoder(nn.Module):
         h = self.embeddings(input_ids, segment_ids)  # [B, T, E]
         if self.embeddings_project is not None:
             h = self.embeddings_project(h)  # [B, T, H]
-        keep = attention_mask.bool()[:, None, None, :]  # [B, T] -> [B, 1, 1, T], broadcast over heads, queries
+        # [B, T] -> [B, 1, 1, T], broadcast over heads and queries
+        keep = attention_mask.bool()[:, None, None, :]
         for block in self.layers:
             h = block(h, keep)
         return h
@@ -268,7 +241,7 @@ class Generator(Encoder):
         self.output_bias = nn.Parameter(torch.zeros(config.vocab_size))
 
     def logits(self, h, m):
-        """h: [B, T, Hg] states; m: [B, K] positions -> logits [B, K, V] of p_G at those positions."""
+        """h: [B, T, Hg] states; m: [B, K] positions -> logits [B, K, V] of p_G there."""
         h_m = h.gather(1, m[..., None].expand(-1, -1, h.shape[-1]))  # [B, K, Hg]
         z = self.head_ln(F.gelu(self.head(h_m)))  # [B, K, E]
         return z @ self.embeddings.word.weight.T + self.output_bias  # [B, K, V]
@@ -295,7 +268,8 @@ class Discriminator(Encoder):
 
 def init_weights(module: nn.Module, std: float):
     """N(0, std) for matrices and embeddings, zero biases (official modeling.py; it uses a truncated
-    normal, we use a plain normal as HuggingFace does). LayerNorm keeps torch's init, the identity."""
+    normal, we use a plain normal as HuggingFace does). LayerNorm keeps torch's init, the identity.
+    """
     for mod in module.modules():
         if isinstance(mod, (nn.Linear, nn.Embedding)):
             nn.init.normal_(mod.weight, std=std)
@@ -339,7 +313,8 @@ def mask_positions(x, attention_mask, config: ElectraConfig, rng: torch.Generato
     k = torch.round(n * config.mask_prob).long().clamp(1, K)  # [B]
     k = torch.minimum(k, candidate.sum(dim=1))  # never more than there are candidates
     # A uniformly random order of the candidates: sort random keys, candidates first.
-    keys = torch.rand(B, T, device=x.device, **_rng_kwargs(rng)) + (~candidate).float()  # [B, T], non-candidates > 1
+    u = torch.rand(B, T, device=x.device, **_rng_kwargs(rng))  # [B, T] in [0, 1)
+    keys = u + (~candidate).float()  # [B, T], non-candidates > 1
     m = keys.argsort(dim=1)[:, :K]  # [B, K]
     m_valid = torch.arange(K, device=x.device)[None, :] < k[:, None]  # [B, K]
     return m, m_valid
@@ -358,10 +333,12 @@ def mask_tokens(x, m, m_valid, config: ElectraConfig, rng: torch.Generator | Non
     """x_masked = REPLACE(x, m, [MASK])                                              (paper, Sec. 2)
 
     As the official pretrain_helpers.mask: each masked position becomes [MASK] with probability
-    mask_token_prob (0.85) and keeps its original token otherwise; ELECTRA never inserts random tokens.
+    mask_token_prob (0.85) and keeps its original token otherwise; ELECTRA never inserts
+    random tokens.
     """
     x_m = x.gather(1, m)  # [B, K] the original tokens at the chosen positions
-    to_mask = m_valid & (torch.rand(m.shape, device=x.device, **_rng_kwargs(rng)) < config.mask_token_prob)
+    u = torch.rand(m.shape, device=x.device, **_rng_kwargs(rng))  # [B, K]
+    to_mask = m_valid & (u < config.mask_token_prob)
     return replace(x, m, torch.where(to_mask, torch.full_like(x_m, config.mask_id), x_m))
 
 
@@ -371,9 +348,10 @@ def bert_mask_tokens(x, m, m_valid, config: ElectraConfig, rng: torch.Generator 
     x_m = x.gather(1, m)  # [B, K]
     u = torch.rand(m.shape, device=x.device, **_rng_kwargs(rng))
     random_ids = torch.randint(0, config.vocab_size, m.shape, device=x.device, **_rng_kwargs(rng))
+    keep_or_random = torch.where(u < config.bert_mask_token_prob + config.bert_random_token_prob,
+                                 random_ids, x_m)
     values = torch.where(u < config.bert_mask_token_prob, torch.full_like(x_m, config.mask_id),
-                         torch.where(u < config.bert_mask_token_prob + config.bert_random_token_prob,
-                                     random_ids, x_m))
+                         keep_or_random)
     return replace(x, m, torch.where(m_valid, values, x_m))
 
 
@@ -386,7 +364,8 @@ def sample(logits, temperature: float = 1.0, rng: torch.Generator | None = None)
     No gradient: "we do not back-propagate the discriminator loss through the generator" (Sec. 2).
     """
     u = torch.rand(logits.shape, device=logits.device, **_rng_kwargs(rng), dtype=torch.float32)
-    gumbel = -torch.log((-torch.log(u.clamp_min(1e-9))).clamp_min(1e-9))  # clamps keep both logs finite
+    # The clamps keep both logs finite (the official code adds 1e-9 inside each log instead)
+    gumbel = -torch.log((-torch.log(u.clamp_min(1e-9))).clamp_min(1e-9))
     return (logits.float() / temperature + gumbel).argmax(dim=-1)
 
 
@@ -402,13 +381,14 @@ def mlm_loss(logits, targets, m_valid):
     Averaged over the masked positions of the batch, as the official code does.
     logits: [B, K, V]; targets: [B, K] the original tokens x_i; m_valid: [B, K] bool.
     """
-    nll = F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), reduction="none")  # [B*K]
+    logits = logits.float().flatten(0, 1)  # [B, K, V] -> [B*K, V]
+    nll = F.cross_entropy(logits, targets.flatten(), reduction="none")  # [B*K]
     return _mean(nll, m_valid.flatten())
 
 
 def disc_loss(logits, is_original, weights):
     """L_Disc(x, theta_D) = E[ sum_{t=1}^n -1(x_corrupt_t = x_t) log D(x_corrupt, t)
-                                           -1(x_corrupt_t != x_t) log(1 - D(x_corrupt, t)) ]  (paper, Sec. 2)
+                                 -1(x_corrupt_t != x_t) log(1 - D(x_corrupt, t)) ]  (paper, Sec. 2)
 
     with D = sigmoid(logits) the probability of *original*. Averaged over the tokens where
     `weights` is 1: for ELECTRA the attention mask, every non-padding token ([CLS] and [SEP]
@@ -429,22 +409,25 @@ def all_tokens_mlm_loss(logits, copy_logits, x_corrupt, x, attention_mask):
     logits: [B, T, V]; copy_logits: [B, T]; x_corrupt, x, attention_mask: [B, T].
     """
     log_p_mlm = logits.float().log_softmax(-1).gather(-1, x[..., None]).squeeze(-1)  # [B, T]
-    log_copy, log_no_copy = F.logsigmoid(copy_logits.float()), F.logsigmoid(-copy_logits.float())
-    # log(D_t + (1 - D_t) p_MLM) where the token is unchanged, log((1 - D_t) p_MLM) where it was replaced
+    log_copy = F.logsigmoid(copy_logits.float())  # [B, T] log D_t
+    log_no_copy = F.logsigmoid(-copy_logits.float())  # [B, T] log(1 - D_t)
+    # log(D_t + (1 - D_t) p_MLM) where the token is unchanged,
+    # log((1 - D_t) p_MLM) where it was replaced
     log_p = torch.where(x_corrupt == x, torch.logaddexp(log_copy, log_no_copy + log_p_mlm),
                         log_no_copy + log_p_mlm)
     return -_mean(log_p, attention_mask)
 
 
 def disc_auc(p_original, is_original, weights):
-    """AUC of D's P(replaced) = 1 - D(x, t): the chance that a replaced token scores above an original one.
+    """AUC of D's P(replaced) = 1 - D(x, t): the chance that a replaced token outscores an original.
 
-        AUC = 1 / (n_r n_o) * sum_{replaced i} ( #{original j : s_j < s_i} + 1/2 #{original j : s_j = s_i} )
+        AUC = 1 / (n_r n_o) * sum_{replaced i} ( #{original j : s_j < s_i}
+                                                 + 1/2 #{original j : s_j = s_i} )
 
-    the Mann-Whitney statistic, with s = 1 - D over the tokens where `weights` is 1 (n_r replaced, n_o
-    original); 0.5 is chance (and the value when either count is 0), 1.0 a perfect ranking. The official
-    code reports it too (run_pretraining.py). Unlike D's accuracy it moves as soon as D ranks replaced
-    tokens higher, long before any of them crosses 0.5.
+    the Mann-Whitney statistic, with s = 1 - D over the tokens where `weights` is 1 (n_r replaced,
+    n_o original); 0.5 is chance (and the value when either count is 0), 1.0 a perfect ranking. The
+    official code reports it too (run_pretraining.py). Unlike D's accuracy it moves as soon as D
+    ranks replaced tokens higher, long before any of them crosses 0.5.
 
     p_original, is_original, weights: the same shape ([B, T], or flat) -> a 0-dim tensor.
     Example: replaced scores [0.8, 0.4], original scores [0.4, 0.3, 0.1]: 0.8 beats all three (3),
@@ -454,18 +437,21 @@ def disc_auc(p_original, is_original, weights):
     w = weights.flatten().bool()
     orig = is_original.flatten() & w
     repl = ~is_original.flatten() & w
-    # Sorting and binary search rather than torch.unique: no host sync, one graph under torch.compile
-    s_orig = torch.where(orig, s, torch.inf).sort().values  # [N] originals ascending, the rest (inf) last
+    # Sorting and binary search rather than torch.unique: no host sync, one graph under
+    # torch.compile. s_orig: [N] the originals' scores ascending, the rest (inf) last
+    s_orig = torch.where(orig, s, torch.inf).sort().values
     below = torch.searchsorted(s_orig, s, side="left")  # [N] originals scored strictly lower
     below_or_tied = torch.searchsorted(s_orig, s, side="right")  # [N] ... lower or equal
     wins = (below + below_or_tied).double() / 2  # [N] = below + ties / 2; float64: sums reach ~1e9
     pairs = repl.sum().double() * orig.sum().double()
-    auc = torch.where(pairs > 0, (wins * repl).sum() / pairs.clamp_min(1.0), torch.full_like(pairs, 0.5))
+    chance = torch.full_like(pairs, 0.5)
+    auc = torch.where(pairs > 0, (wins * repl).sum() / pairs.clamp_min(1.0), chance)
     return auc.float()
 
 
 def electra_loss(l_mlm, l_disc, lam: float):
-    """min_{theta_G, theta_D} sum_x L_MLM(x, theta_G) + lambda L_Disc(x, theta_D)  (paper, Sec. 2)."""
+    """min_{theta_G, theta_D} sum_x L_MLM(x, theta_G) + lambda L_Disc(x, theta_D)  (paper, Sec. 2)
+    """
     return l_mlm + lam * l_disc
 
 
@@ -479,8 +465,8 @@ METRICS = ("loss", "mlm_loss", "disc_loss", "gen_acc", "disc_acc", "disc_precisi
 
 @dataclass
 class ElectraOutput:
-    """One step's loss, its METRICS and its tensors. A metric the objective does not have reads 0."""
-    loss: torch.Tensor  # L = L_MLM + lam * L_Disc (ELECTRA), L_MLM (BERT), L_MLM + main_mlm_loss (Sec. 3.5)
+    """One step's loss, its METRICS and its tensors. A metric the objective lacks reads 0."""
+    loss: torch.Tensor  # L_MLM + lam * L_Disc (ELECTRA), L_MLM (BERT), + main_mlm_loss (Sec. 3.5)
     mlm_loss: torch.Tensor  # G's L_MLM (BERT: the full-size masked LM's)
     gen_acc: torch.Tensor  # generator's top-1 accuracy at the masked positions
     m: torch.Tensor  # [B, K] masked positions
@@ -490,9 +476,9 @@ class ElectraOutput:
     p_original: torch.Tensor | None = None  # [B, T] D(x_corrupt, t) (None without a discriminator)
     disc_loss: torch.Tensor | None = None  # L_Disc
     disc_acc: torch.Tensor | None = None  # discriminator's accuracy over non-padding tokens
-    disc_precision: torch.Tensor | None = None  # of the tokens D calls replaced, the fraction that were
+    disc_precision: torch.Tensor | None = None  # the share of D's "replaced" calls that are right
     disc_recall: torch.Tensor | None = None  # of the replaced tokens, the fraction D finds
-    disc_auc: torch.Tensor | None = None  # P(D ranks a replaced token above an original one), disc_auc()
+    disc_auc: torch.Tensor | None = None  # P(D ranks a replaced token above an original one)
     replaced_frac: torch.Tensor | None = None  # replaced tokens / non-padding tokens
     main_mlm_loss: torch.Tensor | None = None  # Replace MLM / All-Tokens MLM: the main model's loss
 
@@ -506,10 +492,10 @@ class ElectraOutput:
 
 
 class Electra(nn.Module):
-    """Generator and discriminator trained jointly (objective "electra"), or one of the baselines the
-    paper compares with through the same data and code: a BERT masked LM of the discriminator's size
-    ("bert"), and the Section 3.5 ablations ("electra_15", "replace_mlm", "all_tokens_mlm"). The modules
-    an objective does not use are None.
+    """Generator and discriminator trained jointly (objective "electra"), or one of the baselines
+    the paper compares with through the same data and code: a BERT masked LM of the discriminator's
+    size ("bert"), and the Section 3.5 ablations ("electra_15", "replace_mlm", "all_tokens_mlm").
+    The modules an objective does not use are None.
     """
 
     def __init__(self, config: ElectraConfig):
@@ -517,18 +503,23 @@ class Electra(nn.Module):
         check_config(config)
         self.config = config
         obj = config.objective
-        has_d = obj in ("electra", "electra_15")  # the objectives without D train a full-size masked LM
+        # the objectives without D train a full-size masked LM
+        has_d = obj in ("electra", "electra_15")
         self.embeddings = Embeddings(config)  # one module, the same Parameters in G and D
-        self.generator = Generator(generator_config(config), self.embeddings) if obj != "bert" else None
+        self.generator = (Generator(generator_config(config), self.embeddings)
+                          if obj != "bert" else None)
         self.discriminator = Discriminator(config, self.embeddings) if has_d else None
         self.mlm = Generator(config, self.embeddings) if not has_d else None  # D's size, G's head
         self.copy_head = nn.Linear(config.hidden_size, 1) if obj == "all_tokens_mlm" else None
         init_weights(self, config.init_std)
 
-    def forward(self, input_ids, segment_ids, attention_mask, rng: torch.Generator | None = None) -> ElectraOutput:
+    def forward(self, input_ids, segment_ids, attention_mask,
+                rng: torch.Generator | None = None) -> ElectraOutput:
         """One pre-training step: Section 2's steps in the module docstring's order, then the loss.
-        BERT's step stops at L_MLM, with BERT's 80/10/10 masking and its masked LM in G's place."""
-        cfg, x = self.config, input_ids
+        BERT's step stops at L_MLM, with BERT's 80/10/10 masking and its masked LM in G's place.
+        """
+        cfg = self.config
+        x = input_ids
         bert = cfg.objective == "bert"
         G = self.mlm if bert else self.generator
         m, m_valid = mask_positions(x, attention_mask, cfg, rng)  # [B, K]
@@ -537,8 +528,8 @@ class Electra(nn.Module):
         logits_G = G.logits(h_G, m)  # [B, K, V]
         x_m = x.gather(1, m)  # [B, K] the original tokens at the masked positions
         l_mlm = mlm_loss(logits_G, x_m, m_valid)
-        steps = dict(mlm_loss=l_mlm, gen_acc=_mean(logits_G.argmax(-1) == x_m, m_valid), m=m, m_valid=m_valid,
-                     x_masked=x_masked)
+        gen_acc = _mean(logits_G.argmax(-1) == x_m, m_valid)
+        steps = dict(mlm_loss=l_mlm, gen_acc=gen_acc, m=m, m_valid=m_valid, x_masked=x_masked)
         if bert:
             return ElectraOutput(loss=l_mlm, **steps)
         x_hat = sample(logits_G, cfg.temperature, rng)  # [B, K]
@@ -547,39 +538,47 @@ class Electra(nn.Module):
         real = attention_mask.bool()
         steps.update(x_corrupt=x_corrupt, replaced_frac=_mean(~is_original, real))
         if cfg.objective in ("replace_mlm", "all_tokens_mlm"):
-            l_main = self._main_mlm_loss(x, x_m, x_corrupt, m, m_valid, segment_ids, attention_mask)
+            l_main = self._main_mlm_loss(x, x_corrupt, m, m_valid, segment_ids, attention_mask)
             return ElectraOutput(loss=l_mlm + l_main, main_mlm_loss=l_main, **steps)
         logits_D = self.discriminator(x_corrupt, segment_ids, attention_mask)  # [B, T]
         if cfg.objective == "electra_15":
             # ELECTRA 15% (Sec. 3.5): "identical to ELECTRA except the discriminator loss only comes
             # from the 15% of the tokens that were masked out of the input"
-            weights = torch.zeros_like(attention_mask).scatter(1, m, m_valid.to(attention_mask.dtype))
+            m_weights = m_valid.to(attention_mask.dtype)  # [B, K]
+            weights = torch.zeros_like(attention_mask).scatter(1, m, m_weights)  # [B, T]
         else:
             weights = attention_mask
         l_disc = disc_loss(logits_D, is_original, weights)
         p_original = torch.sigmoid(logits_D.detach().float())
-        replaced, called_replaced = ~is_original & real, (logits_D.detach() < 0) & real
-        return ElectraOutput(loss=electra_loss(l_mlm, l_disc, cfg.lam), disc_loss=l_disc, p_original=p_original,
+        replaced = ~is_original & real
+        called_replaced = (logits_D.detach() < 0) & real
+        return ElectraOutput(loss=electra_loss(l_mlm, l_disc, cfg.lam), disc_loss=l_disc,
+                             p_original=p_original,
                              disc_acc=_mean(called_replaced == replaced, real),
                              disc_precision=_mean(replaced, called_replaced),
                              disc_recall=_mean(called_replaced, replaced),
                              disc_auc=disc_auc(p_original, is_original, attention_mask), **steps)
 
-    def _main_mlm_loss(self, x, x_m, x_corrupt, m, m_valid, segment_ids, attention_mask):
-        """The main model's loss in Replace MLM and All-Tokens MLM (Section 3.5, Table 5): a full-size
-        masked LM that reads x_corrupt instead of x_masked, so it never sees [MASK].
+    def _main_mlm_loss(self, x, x_corrupt, m, m_valid, segment_ids, attention_mask):
+        """The main model's loss in Replace MLM and All-Tokens MLM (Section 3.5, Table 5): a
+        full-size masked LM that reads x_corrupt instead of x_masked, so it never sees [MASK].
         - replace_mlm: "the same as masked language modeling except instead of replacing masked-out
           tokens with [MASK], they are replaced with tokens from a generator model"; it predicts the
           original tokens at the masked positions (mlm_loss).
-        - all_tokens_mlm: predicts the identity of every token, with a copy mechanism (all_tokens_mlm_loss).
-        The total loss is G's L_MLM plus this one, without lambda: both are log-likelihoods over a vocabulary.
+        - all_tokens_mlm: predicts the identity of every token, with a copy mechanism
+          (all_tokens_mlm_loss).
+        The total loss is G's L_MLM plus this one, without lambda: both are log-likelihoods over a
+        vocabulary.
         """
         h = self.mlm.hidden_states(x_corrupt, segment_ids, attention_mask)  # [B, T, H]
         if self.config.objective == "replace_mlm":
+            x_m = x.gather(1, m)  # [B, K] the original tokens at the masked positions
             return mlm_loss(self.mlm.logits(h, m), x_m, m_valid)
-        every = torch.arange(x.shape[1], device=x.device).expand(x.shape[0], -1)  # [B, T] all positions
-        return all_tokens_mlm_loss(self.mlm.logits(h, every), self.copy_head(h).squeeze(-1), x_corrupt, x,
-                                   attention_mask)
+        B, T = x.shape
+        every = torch.arange(T, device=x.device).expand(B, -1)  # [T] -> [B, T] all positions
+        logits = self.mlm.logits(h, every)  # [B, T, V]
+        copy_logits = self.copy_head(h).squeeze(-1)  # [B, T, 1] -> [B, T]
+        return all_tokens_mlm_loss(logits, copy_logits, x_corrupt, x, attention_mask)
 
     @torch.no_grad()
     def p_original(self, input_ids, segment_ids, attention_mask):
@@ -587,11 +586,13 @@ class Electra(nn.Module):
         return torch.sigmoid(self.discriminator(input_ids, segment_ids, attention_mask).float())
 
     def fine_tuning_encoder(self) -> Encoder:
-        """The full-size encoder fine-tuning starts from, without its pre-training head: D's (ELECTRA,
-        ELECTRA 15%) or the full-size masked LM's (BERT, Replace MLM, All-Tokens MLM)."""
+        """The full-size encoder fine-tuning starts from, without its pre-training head: D's
+        (ELECTRA, ELECTRA 15%) or the full-size masked LM's (BERT, Replace MLM, All-Tokens MLM).
+        """
         trained = self.discriminator if self.discriminator is not None else self.mlm
         encoder = Encoder(self.config)
-        encoder.load_state_dict({k: v for k, v in trained.state_dict().items() if k in encoder.state_dict()})
+        wanted = encoder.state_dict()
+        encoder.load_state_dict({k: v for k, v in trained.state_dict().items() if k in wanted})
         return encoder
 
 
@@ -601,11 +602,58 @@ def count_params(module: nn.Module) -> int:
 
 
 # -----------------------------------------------------------------------------
+# Checking a config
+
+
+def check_config(config: ElectraConfig) -> None:
+    """Raise ValueError, naming the field, for a config no D (or the G derived from it) can be
+    built from. Electra() calls it before building anything.
+    """
+    c = config
+    if c.objective not in OBJECTIVES:
+        choices = ", ".join(OBJECTIVES)
+        raise ValueError(f"unknown objective {c.objective!r}: choose one of {choices}")
+    counts = ("vocab_size", "embedding_size", "hidden_size", "num_layers", "num_heads",
+              "intermediate_size", "max_position", "type_vocab_size", "max_predictions")
+    for name in counts:
+        value = getattr(c, name)
+        if not value >= 1:
+            raise ValueError(f"{name} = {value}: must be at least 1")
+    probabilities = ("dropout", "attention_dropout", "mask_prob", "mask_token_prob",
+                     "bert_mask_token_prob", "bert_random_token_prob")
+    for name in probabilities:
+        value = getattr(c, name)
+        if not 0 <= value <= 1:
+            raise ValueError(f"{name} = {value}: must be a probability in [0, 1]")
+    for name in ("layer_norm_eps", "init_std", "temperature"):
+        value = getattr(c, name)
+        if not (math.isfinite(value) and value > 0):
+            raise ValueError(f"{name} = {value}: must be a positive number")
+    if not (math.isfinite(c.lam) and c.lam >= 0):
+        raise ValueError(f"lam = {c.lam}: must be a number >= 0")
+    if not 0 < c.generator_fraction <= 1:
+        raise ValueError(f"generator_fraction = {c.generator_fraction}: must be in (0, 1]")
+    bert_changed = c.bert_mask_token_prob + c.bert_random_token_prob
+    if bert_changed > 1:
+        raise ValueError(f"bert_mask_token_prob + bert_random_token_prob = {bert_changed}: "
+                         f"must be at most 1")
+    if c.hidden_size % c.num_heads:
+        raise ValueError(f"hidden_size {c.hidden_size} is not divisible by num_heads "
+                         f"{c.num_heads}: each head gets hidden_size / num_heads dimensions")
+    g = generator_config(c)
+    if g.hidden_size < 1 or g.hidden_size % g.num_heads:
+        raise ValueError(f"generator_fraction {c.generator_fraction} gives the generator hidden "
+                         f"size {g.hidden_size} with {g.num_heads} head(s) "
+                         f"(hidden // {HEAD_SIZE}): choose a fraction of hidden_size "
+                         f"{c.hidden_size} that is at least 1 and divisible by its heads")
+
+
+# -----------------------------------------------------------------------------
 # Optimization, shared by pre-training (train.py) and fine-tuning (finetune.py)
 
 
 def lr_factor(step: int, total_steps: int, warmup_steps: int) -> float:
-    """Multiplier of the peak lr at update `step` (0-based): linear warm-up, then linear decay to zero.
+    """Multiplier of the peak lr at update `step` (0-based): linear warm-up, linear decay to zero.
 
     Official optimization.py: lr * min(1, step / warmup) * (1 - step / total) (polynomial decay,
     power 1), for pre-training and fine-tuning alike (Table 7: "Learning Rate Decay Linear").
