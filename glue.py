@@ -11,6 +11,7 @@ here is a model; finetune.py fine-tunes on what this reads.
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -116,7 +117,7 @@ class Columns:
 class Task:
     """One GLUE task: where its files are, how to read them, how it is scored."""
     name: str                          # CLI name, e.g. "sst2"
-    folder: str                        # folder inside GLUE's zip and in --data_dir, e.g. "SST-2"
+    folder: str                        # folder inside GLUE's zip and in --data-dir, e.g. "SST-2"
     labels: tuple[str, ...] | None     # label strings as written in the TSV, index = class id; None = regression
     columns: Columns                   # layout of train.tsv and dev*.tsv
     metrics: tuple[str, ...]           # GLUE's (its leaderboard averages them); the first is the paper's
@@ -278,9 +279,9 @@ def read_split(task: Task, folder, split: str, max_examples: int | None = None) 
     path = Path(folder) / f"{split}.tsv"
     if not path.is_file():
         raise FileNotFoundError(
-            f"{path} not found: --data_dir for {task.folder} must be the folder from GLUE's {task.folder} "
-            f"download (train.tsv, {', '.join(s for s, _ in task.dev_splits)}.tsv); "
-            f"leave out --data_dir to download it")
+            f"{path} not found: --data-dir for {task.folder} must be the folder from GLUE's "
+            f"{task.folder} download (train.tsv, {', '.join(s for s, _ in task.dev_splits)}.tsv); "
+            f"leave out --data-dir to download it")
     test = split.startswith("test")
     cols = (task.test_columns or Columns(task.columns.a, task.columns.b)) if test else task.columns
     rows = read_tsv(path)
@@ -327,7 +328,7 @@ DEFAULT_CACHE = Path("cache") / "glue"
 
 
 def task_folder(task: Task, data_dir, cache_dir, base_url: str, mrpc_base_url: str) -> Path:
-    """Where `task`'s TSVs are: --data_dir itself, its GLUE-style subfolder, or a cached download."""
+    """Where `task`'s TSVs are: --data-dir itself, its GLUE-style subfolder, or a cached download."""
     if data_dir is None:
         return download_task(task, cache_dir, base_url, mrpc_base_url)
     data_dir = Path(data_dir)
@@ -404,10 +405,17 @@ def encode_examples(examples: list[Example], tok, max_len: int) -> Encoded:
     return Encoded([p[0] for p in pairs], [p[1] for p in pairs], labels, [e.index for e in examples])
 
 
+class Splits(NamedTuple):
+    """A task's splits as model inputs."""
+    train: Encoded
+    dev: dict[str, Encoded]   # every dev split (MNLI: dev_matched, dev_mismatched)
+    test: dict[str, Encoded]  # the test splits that exist; their labels are GLUE's secret
+
+
 def prepare_task(task: Task, folder: Path, tok, max_len: int, max_train_examples: int | None = None,
-                 double_unordered: bool = False):
-    """Read and tokenise train (doubled for MRPC/STS-B with double_unordered), the dev splits, and the
-    test splits that exist: (train, {dev split: Encoded}, {test split: Encoded})."""
+                 double_unordered: bool = False) -> Splits:
+    """Read and tokenise train (doubled for MRPC/STS-B with double_unordered), the dev splits, and
+    the test splits that exist."""
     splits = {"train": read_split(task, folder, "train", max_train_examples)}
     splits.update({s: read_split(task, folder, s) for s, _ in task.dev_splits})
     for split, examples in splits.items():
@@ -418,7 +426,7 @@ def prepare_task(task: Task, folder: Path, tok, max_len: int, max_train_examples
     encoded = {s: encode_examples(ex, tok, max_len) for s, ex in splits.items()}
     test = {s: encode_examples(read_split(task, folder, s), tok, max_len)
             for s, _ in task.test_splits if (folder / f"{s}.tsv").is_file()}
-    return encoded.pop("train"), encoded, test
+    return Splits(encoded.pop("train"), encoded, test)
 
 
 # -----------------------------------------------------------------------------

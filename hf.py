@@ -23,7 +23,7 @@ import torch
 import torch.nn as nn
 from safetensors.torch import load_file, save_file
 
-from electra import Electra, ElectraConfig, Encoder, generator_config
+from electra import Electra, ElectraConfig, Encoder, generator_config, get_config
 from plumbing import DOWNLOAD_TIMEOUT_S, DownloadError, atomic_write, download
 from tokenizer import Tokenizer
 
@@ -424,13 +424,28 @@ def load_electra(disc, generator=None, revision: str = "main", cache_dir=None, e
     return model, vocab_beside(disc_folder)
 
 
-def released_start(disc, generator=None, revision: str = "main", cache_dir=None) -> tuple[str, dict, Path]:
-    """What train.py --init-from needs before it builds a model: (size, shape, vocab.txt). size is the
-    recipe preset for the model's hidden size (small, base or large, as finetune.py chooses Table 7's),
-    shape the SHAPE_FIELDS of the released pair. Fetches the files (once); the weights are read later
-    by load_electra, from the cache."""
-    from finetune import paper_size  # finetune imports hf
+PAPER_SIZES = ("small", "base", "large")  # the sizes the paper trains (Table 6) and fine-tunes (Table 7)
 
+
+def paper_size(config: ElectraConfig) -> str:
+    """The paper's size a model is taken for: the widest of PAPER_SIZES no wider than the model
+    (electra.SIZES); narrower models (our tiny) are taken for Small. finetune.py picks Table 7's
+    recipe by it, train.py --init-from the pre-training recipe.
+
+    >>> [paper_size(get_config(s)) for s in ("tiny", "small", "base", "large")]
+    ['small', 'small', 'base', 'large']
+    """
+    hidden = {s: get_config(s).hidden_size for s in PAPER_SIZES}
+    narrower = [s for s in PAPER_SIZES if hidden[s] <= config.hidden_size]
+    return max(narrower, key=hidden.get, default="small")
+
+
+def released_start(disc, generator=None, revision: str = "main",
+                   cache_dir=None) -> tuple[str, dict, Path]:
+    """What train.py --init-from needs before it builds a model: (size, shape, vocab.txt). size is the
+    recipe preset for the model's hidden size (paper_size: small, base or large), shape the
+    SHAPE_FIELDS of the released pair. Fetches the files (once); the weights are read later by
+    load_electra, from the cache."""
     disc_folder, gen_folder = released_folders(disc, generator, revision, cache_dir)
     config, tok = electra_config_from_folders(disc_folder, gen_folder)
     if not tok.lowercase:
