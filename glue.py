@@ -1,5 +1,5 @@
-"""GLUE (Wang et al. 2019), the benchmark the paper scores its discriminators on (section 3.1). Nothing
-here is a model; finetune.py fine-tunes on what this reads.
+"""GLUE (Wang et al. 2019), the benchmark the paper scores its discriminators on (section 3.1).
+Nothing here is a model; finetune.py fine-tunes on what this reads.
 
     metrics      accuracy, F1, Matthews correlation, Pearson, Spearman   (numpy, by hand)
     tasks        the nine tasks, how each is scored, the GLUE score
@@ -18,10 +18,10 @@ import numpy as np
 from plumbing import atomic_write, download, extract_zip, pad_batch
 
 # -----------------------------------------------------------------------------
-# Metrics. Each returns a plain float on the raw scale (accuracy in [0, 1], correlations in [-1, 1]);
-# `task_metrics` multiplies by 100, the scale of the paper's tables. A metric whose denominator is 0 (F1
-# with no positive prediction nor label, MCC with an empty margin, a correlation with a constant input)
-# is 0, as scikit-learn's zero_division=0 (scipy's correlations return nan).
+# Metrics. Each returns a plain float on the raw scale (accuracy in [0, 1], correlations in
+# [-1, 1]); `task_metrics` multiplies by 100, the scale of the paper's tables. A metric whose denominator
+# is 0 (F1 with no positive prediction nor label, MCC with an empty margin, a correlation with a
+# constant input) is 0, as scikit-learn's zero_division=0 (scipy's correlations return nan).
 
 
 def accuracy(pred, gold) -> float:
@@ -105,7 +105,8 @@ def spearman(x, y) -> float:
 
 @dataclass(frozen=True)
 class Columns:
-    """Where one kind of GLUE TSV keeps its fields (0-based; negative indexes count from the end)."""
+    """Where one kind of GLUE TSV keeps its fields (0-based; negative indexes count from the
+    end)."""
     a: int                    # first sentence
     b: int | None             # second sentence; None for single-sentence tasks (CoLA, SST-2)
     label: int | None = None  # None in test files: GLUE keeps their labels hidden
@@ -145,24 +146,27 @@ class Task:
 BINARY = ("0", "1")
 NLI2 = ("entailment", "not_entailment")
 PAIR = Columns(a=1, b=2, label=3)        # index, sentence1, sentence2, label   (QNLI, RTE, WNLI)
-# Column positions follow the official code's readers (finetune/classification/classification_tasks.py).
+# Column positions follow the official code's readers
+# (finetune/classification/classification_tasks.py).
 TASKS: dict[str, Task] = {t.name: t for t in [
-    # CoLA train/dev: no header; source, label, original label mark, sentence. Test: index, sentence.
+    # CoLA train/dev: no header; source, label, original label mark, sentence. Test: index,
+    # sentence.
     Task("cola", "CoLA", BINARY, Columns(a=3, b=None, label=1, header=False, width=4), ("mcc",),
          test_columns=Columns(a=1, b=None)),
     # SST-2: sentence, label. Test: index, sentence.
     Task("sst2", "SST-2", BINARY, Columns(a=0, b=None, label=1), ("acc",), test_columns=Columns(a=1, b=None)),
     # MRPC: header starts with a UTF-8 byte-order mark; Quality, #1 ID, #2 ID, #1 String, #2 String.
-    # Test: index, #1 ID, #2 ID, #1 String, #2 String. Not hosted as a zip (licence): see _download_mrpc.
+    # Test: index, #1 ID, #2 ID, #1 String, #2 String. Not hosted as a zip (licence): see
+    # _download_mrpc.
     Task("mrpc", "MRPC", BINARY, Columns(a=3, b=4, label=0), ("acc", "f1"), symmetric=True),
-    # STS-B: 10 columns index, genre, filename, year, old_index, source1, source2, sentence1, sentence2,
-    # score (0-5). Test has the first 9.
+    # STS-B: 10 columns index, genre, filename, year, old_index, source1, source2, sentence1,
+    # sentence2, score (0-5). Test has the first 9.
     Task("stsb", "STS-B", None, Columns(a=7, b=8, label=9), ("spearman", "pearson"), epochs=10, symmetric=True),
     # QQP: id, qid1, qid2, question1, question2, is_duplicate. Test: id, question1, question2.
     Task("qqp", "QQP", BINARY, Columns(a=3, b=4, label=5), ("acc", "f1"), test_columns=Columns(a=1, b=2),
          zip_name="QQP-clean.zip"),
-    # MNLI: index, promptID, pairID, genre, 4 parse columns, sentence1, sentence2, then 1 (train) or 5
-    # (dev) annotator labels, gold_label last. Test: the first 10 columns.
+    # MNLI: index, promptID, pairID, genre, 4 parse columns, sentence1, sentence2, then 1 (train) or
+    # 5 (dev) annotator labels, gold_label last. Test: the first 10 columns.
     Task("mnli", "MNLI", ("contradiction", "entailment", "neutral"), Columns(a=8, b=9, label=-1),
          ("acc_m", "acc_mm"), dev_splits=(("dev_matched", "_m"), ("dev_mismatched", "_mm")),
          test_splits=(("test_matched", "MNLI-m"), ("test_mismatched", "MNLI-mm"))),
@@ -170,14 +174,16 @@ TASKS: dict[str, Task] = {t.name: t for t in [
     Task("rte", "RTE", NLI2, PAIR, ("acc",), epochs=10),
     Task("wnli", "WNLI", BINARY, PAIR, ("acc",)),
 ]}
-# The paper's dev-set average leaves WNLI out (Table 8 and Tables 1-2 list CoLA SST MRPC STS QQP MNLI QNLI
-# RTE), following BERT, whose authors found every system does no better than the majority class on it.
+# The paper's dev-set average leaves WNLI out (Table 8 and Tables 1-2 list CoLA SST MRPC STS QQP
+# MNLI QNLI RTE), following BERT, whose authors found every system does no better than the majority
+# class on it.
 PAPER_AVERAGE_TASKS = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte")
 STSB_MAX = 5.0  # STS-B scores lie in [0, 5]; the official RegressionTask trains on label / 5
 
 
 def get_task(name: str) -> Task:
-    """The Task for a CLI name, case- and dash-insensitive ("SST-2" == "sst2"); a clear error otherwise."""
+    """The Task for a CLI name, case- and dash-insensitive ("SST-2" == "sst2"); a clear error
+    otherwise."""
     key = name.lower().replace("-", "").replace("_", "")
     if key not in TASKS:
         raise ValueError(f"unknown task '{name}': choose from {', '.join(TASKS)}")
@@ -186,8 +192,8 @@ def get_task(name: str) -> Task:
 
 def task_metrics(task: Task, pred, gold, suffix: str = "") -> dict[str, float]:
     """The task's dev metrics on one split (its GLUE metrics, and accuracy for every classification
-    task), x100 as in the paper's tables. Classification takes class ids, STS-B takes scores. `suffix`
-    names MNLI's matched/mismatched splits.
+    task), x100 as in the paper's tables. Classification takes class ids, STS-B takes scores.
+    `suffix` names MNLI's matched/mismatched splits.
     """
     pred, gold = np.asarray(pred), np.asarray(gold)
     if task.regression:
@@ -210,8 +216,8 @@ def glue_score(results: dict[str, dict[str, float]], leaderboard: bool = False) 
     dev_matched, which is what `paper_metric` says.
 
     leaderboard=True: GLUE's own rule (Wang et al. 2019, section 4 / gluebenchmark.com): each task's
-    `metrics` are averaged into its score (MRPC and QQP: acc and F1, STS-B: Pearson and Spearman, MNLI:
-    matched and mismatched), then the task scores, WNLI included.
+    `metrics` are averaged into its score (MRPC and QQP: acc and F1, STS-B: Pearson and Spearman,
+    MNLI: matched and mismatched), then the task scores, WNLI included.
 
     >>> glue_score({"mrpc": {"acc": 80.0, "f1": 86.0}, "stsb": {"pearson": 84.0, "spearman": 83.0}})
     81.5
@@ -236,7 +242,8 @@ def glue_score(results: dict[str, dict[str, float]], leaderboard: bool = False) 
 
 @dataclass
 class Example:
-    """One GLUE row: text(s), a label (class id, STS-B score, or None on test), and where it came from."""
+    """One GLUE row: text(s), a label (class id, STS-B score, or None on test), and where it came
+    from."""
     index: str             # test rows: the id GLUE's submission files refer to; else the line number
     text_a: str
     text_b: str | None
@@ -246,17 +253,18 @@ class Example:
 def read_tsv(path: Path, encoding: str = "utf-8-sig") -> list[tuple[int, list[str]]]:
     """(1-based line number, fields) for each line of a GLUE TSV.
 
-    GLUE's TSVs are not CSV: quotes are ordinary characters (MRPC and STS-B sentences contain unbalanced
-    `"`), so fields are split on tabs with no quoting at all (the official code's csv.reader(quotechar=None)).
-    utf-8-sig drops MRPC's byte-order mark; lines end at "\\n" only and a trailing "\\r" is dropped, so a
-    stray carriage return inside a sentence does not split a row.
+    GLUE's TSVs are not CSV: quotes are ordinary characters (MRPC and STS-B sentences contain
+    unbalanced `"`), so fields are split on tabs with no quoting at all (the official code's
+    csv.reader(quotechar=None)). utf-8-sig drops MRPC's byte-order mark; lines end at "\\n" only and
+    a trailing "\\r" is dropped, so a stray carriage return inside a sentence does not split a row.
     """
     with open(path, encoding=encoding, newline="\n") as f:
         return [(i, line.rstrip("\n").rstrip("\r").split("\t")) for i, line in enumerate(f, start=1)]
 
 
 def parse_label(task: Task, raw: str, where: str) -> int | float:
-    """A class id (the label's index in task.labels) or an STS-B score; ValueError naming `where` otherwise."""
+    """A class id (the label's index in task.labels) or an STS-B score; ValueError naming `where`
+    otherwise."""
     if task.regression:
         try:
             score = float(raw)
@@ -274,7 +282,8 @@ def read_split(task: Task, folder, split: str, max_examples: int | None = None) 
     """Read `{folder}/{split}.tsv` of `task` into Examples, checking every row.
 
     A malformed row (wrong number of fields, unknown label, a score that is not a number) raises
-    ValueError naming the file and line. Symmetric pair tasks are NOT doubled here (see `add_swapped`).
+    ValueError naming the file and line. Symmetric pair tasks are NOT doubled here (see
+    `add_swapped`).
     """
     path = Path(folder) / f"{split}.tsv"
     if not path.is_file():
@@ -306,9 +315,9 @@ def read_split(task: Task, folder, split: str, max_examples: int | None = None) 
 def add_swapped(task: Task, examples: list[Example]) -> list[Example]:
     """For MRPC and STS-B, append every pair again with its sentences swapped.
 
-    The official code does this for training (configure_finetuning.py, double_unordered=True: "for tasks
-    like paraphrase where sentence order doesn't matter, train the model on both sentence orderings");
-    the paper does not mention it. It doubles the steps of an epoch.
+    The official code does this for training (configure_finetuning.py, double_unordered=True: "for
+    tasks like paraphrase where sentence order doesn't matter, train the model on both sentence
+    orderings"); the paper does not mention it. It doubles the steps of an epoch.
     """
     if not task.symmetric:
         return examples
@@ -316,19 +325,20 @@ def add_swapped(task: Task, examples: list[Example]) -> list[Example]:
 
 
 # -----------------------------------------------------------------------------
-# Download: GLUE's public files into a cache, once (plumbing.download and extract_zip: a file or folder
-# that exists is complete).
+# Download: GLUE's public files into a cache, once (plumbing.download and extract_zip: a file or
+# folder that exists is complete).
 
 # The URLs of GLUE's own download script (download_glue_data.py, W4ngatang's gist). MRPC is not
-# redistributed as a zip (licence): like that script we take SentEval's copy of the Microsoft files and
-# split off GLUE's dev set by its list of sentence-id pairs.
+# redistributed as a zip (licence): like that script we take SentEval's copy of the Microsoft files
+# and split off GLUE's dev set by its list of sentence-id pairs.
 GLUE_BASE_URL = "https://dl.fbaipublicfiles.com/glue/data"          # {zip_name}, mrpc_dev_ids.tsv
 MRPC_BASE_URL = "https://dl.fbaipublicfiles.com/senteval/senteval_data"  # msr_paraphrase_{train,test}.txt
 DEFAULT_CACHE = Path("cache") / "glue"
 
 
 def task_folder(task: Task, data_dir, cache_dir, base_url: str, mrpc_base_url: str) -> Path:
-    """Where `task`'s TSVs are: --data-dir itself, its GLUE-style subfolder, or a cached download."""
+    """Where `task`'s TSVs are: --data-dir itself, its GLUE-style subfolder, or a cached
+    download."""
     if data_dir is None:
         return download_task(task, cache_dir, base_url, mrpc_base_url)
     data_dir = Path(data_dir)
@@ -354,9 +364,9 @@ def download_task(task: Task, cache_dir=DEFAULT_CACHE, base_url: str = GLUE_BASE
 def _download_mrpc(cache_dir: Path, base_url: str, mrpc_base_url: str) -> Path:
     """GLUE's MRPC folder built as download_glue_data.py's format_mrpc builds it:
 
-    dev.tsv / train.tsv = the rows of msr_paraphrase_train.txt whose (#1 ID, #2 ID) pair is / is not in
-    mrpc_dev_ids.tsv, under the original header (with its byte-order mark); test.tsv = the rows of
-    msr_paraphrase_test.txt without their label, numbered from 0 in a new first column "index".
+    dev.tsv / train.tsv = the rows of msr_paraphrase_train.txt whose (#1 ID, #2 ID) pair is / is not
+    in mrpc_dev_ids.tsv, under the original header (with its byte-order mark); test.tsv = the rows
+    of msr_paraphrase_test.txt without their label, numbered from 0 in a new first column "index".
     """
     folder = cache_dir / "MRPC"
     if (folder / "train.tsv").is_file():
@@ -365,7 +375,8 @@ def _download_mrpc(cache_dir: Path, base_url: str, mrpc_base_url: str) -> Path:
     files = {name: download(f"{url}/{name}", raw / name, desc=f"GLUE MRPC {name}")
              for url, name in [(mrpc_base_url, "msr_paraphrase_train.txt"),
                                (mrpc_base_url, "msr_paraphrase_test.txt"), (base_url, "mrpc_dev_ids.tsv")]}
-    # The rows that are not blank; "utf-8" keeps the byte-order mark of the header, as GLUE's files have it.
+    # The rows that are not blank; "utf-8" keeps the byte-order mark of the header, as GLUE's files
+    # have it.
     rows = {name: [fields for _, fields in read_tsv(path, "utf-8") if fields != [""]] for name, path in files.items()}
     dev_ids = {tuple(fields) for fields in rows["mrpc_dev_ids.tsv"]}
     header, *train_rows = rows["msr_paraphrase_train.txt"]
@@ -435,7 +446,8 @@ def prepare_task(task: Task, folder: Path, tok, max_len: int, max_train_examples
 
 def write_submission(task: Task, path: Path, index: list[str], pred: np.ndarray):
     """GLUE's submission format: a header "index<TAB>prediction", then one row per test example, the
-    label as written in the task's files ("entailment", "1", ...) or, for STS-B, a score clipped to [0, 5]."""
+    label as written in the task's files ("entailment", "1", ...) or, for STS-B, a score clipped to
+    [0, 5]."""
     if task.regression:
         values = [f"{min(STSB_MAX, max(0.0, float(p))):.3f}" for p in pred]
     else:

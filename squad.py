@@ -1,7 +1,8 @@
-"""Fine-tune a pre-trained ELECTRA (or BERT) discriminator on SQuAD 1.1 / 2.0, and score it as SQuAD does.
+"""Fine-tune a pre-trained ELECTRA (or BERT) discriminator on SQuAD 1.1 / 2.0, and score it as SQuAD
+does.
 
-Clark et al. 2020 (arXiv 2003.10555), section 3.3 and Table 4, report SQuAD 1.1 and 2.0 dev EM/F1 next to
-GLUE. This file is the pipeline in the order a reader meets it:
+Clark et al. 2020 (arXiv 2003.10555), section 3.3 and Table 4, report SQuAD 1.1 and 2.0 dev EM/F1
+next to GLUE. This file is the pipeline in the order a reader meets it:
 
     evaluation   SQuAD's official evaluation written by hand: normalisation, EM, F1, HasAns/NoAns and the
                  best no-answer threshold (evaluate-v2.0.py; v1.1 scores are its HasAns subset)
@@ -47,8 +48,8 @@ from plumbing import DownloadError, add_flag, atomic_write, download, mixed_prec
 from tokenizer import Tokenizer, is_punctuation, is_whitespace
 
 # ---------------------------------------------------------------------------------------------------------
-# The official evaluation (SQuAD's evaluate-v2.0.py, which for answerable questions scores as v1.1's).
-# Scores are on the 0-100 scale of the paper's Table 4.
+# The official evaluation (SQuAD's evaluate-v2.0.py, which for answerable questions scores as
+# v1.1's). Scores are on the 0-100 scale of the paper's Table 4.
 # ---------------------------------------------------------------------------------------------------------
 
 ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)  # evaluate-v2.0.py remove_articles
@@ -75,10 +76,11 @@ def exact_match(prediction: str, gold: str) -> int:
 
 
 def f1_score(prediction: str, gold: str) -> float:
-    """Token-overlap F1 of the normalised answers: P = common/|pred|, R = common/|gold|, F1 = 2PR/(P+R).
+    """Token-overlap F1 of the normalised answers: P = common/|pred|, R = common/|gold|, F1 =
+    2PR/(P+R).
 
-    Tokens are counted with multiplicity (a bag, as the official Counter &). When either side is empty
-    (SQuAD 2.0's no-answer), F1 is 1 if both are empty, else 0.
+    Tokens are counted with multiplicity (a bag, as the official Counter &). When either side is
+    empty (SQuAD 2.0's no-answer), F1 is 1 if both are empty, else 0.
 
     >>> f1_score("Denver Broncos won", "the Denver Broncos")  # common 2; P = 2/3, R = 2/2: 2*(2/3)/(5/3)
     0.8
@@ -94,7 +96,8 @@ def f1_score(prediction: str, gold: str) -> float:
 
 
 def gold_answers(qa: dict) -> list[str]:
-    """A question's gold answer texts; [""] when it has none that survive normalisation (2.0's no-answer).
+    """A question's gold answer texts; [""] when it has none that survive normalisation (2.0's
+    no-answer).
 
     >>> gold_answers({"answers": [{"text": "the"}]}), gold_answers({"answers": [{"text": "Paris"}]})
     ([''], ['Paris'])
@@ -104,7 +107,8 @@ def gold_answers(qa: dict) -> list[str]:
 
 
 def raw_scores(dataset: list[dict], predictions: dict[str, str]) -> tuple[dict, dict]:
-    """Per question id: the best EM and the best F1 of its prediction over the gold answers (0/1 scale).
+    """Per question id: the best EM and the best F1 of its prediction over the gold answers (0/1
+    scale).
 
     A question without a prediction is a clear error (the official script prints and skips it).
     """
@@ -127,20 +131,22 @@ def has_answer(dataset: list[dict]) -> dict[str, bool]:
 
 
 def apply_no_answer_threshold(scores: dict, null_odds: dict, answerable: dict, threshold: float) -> dict:
-    """Where null_odds > threshold the prediction becomes "no answer": it scores 1 on NoAns questions, 0
-    on HasAns ones (evaluate-v2.0.py apply_no_ans_threshold)."""
+    """Where null_odds > threshold the prediction becomes "no answer": it scores 1 on NoAns
+    questions, 0 on HasAns ones (evaluate-v2.0.py apply_no_ans_threshold)."""
     return {q: float(not answerable[q]) if null_odds[q] > threshold else s for q, s in scores.items()}
 
 
 def best_threshold(predictions: dict, scores: dict, null_odds: dict, answerable: dict) -> tuple[float, float]:
-    """The null-odds threshold that maximises the score, and that score x100 (evaluate-v2.0.py find_best_thresh).
+    """The null-odds threshold that maximises the score, and that score x100 (evaluate-v2.0.py
+    find_best_thresh).
 
     Start with every question predicted "no answer" (score = #NoAns); lower the threshold past each
-    question in order of increasing null odds, which turns its answer on: a HasAns question gains its
-    score, a NoAns question loses 1 if the model gave a non-empty answer. Keep the best running score.
+    question in order of increasing null odds, which turns its answer on: a HasAns question gains
+    its score, a NoAns question loses 1 if the model gave a non-empty answer. Keep the best running
+    score.
 
-    Worked example: q1 HasAns odds -2 score 1, q2 NoAns odds 0 answer "x", q3 HasAns odds 3 score 0.5.
-    Start 1 (q2); after q1: 2 (thresh -2); after q2: 1; after q3: 1.5. Best 2/3, thresh -2.
+    Worked example: q1 HasAns odds -2 score 1, q2 NoAns odds 0 answer "x", q3 HasAns odds 3 score
+    0.5. Start 1 (q2); after q1: 2 (thresh -2); after q2: 1; after q3: 1.5. Best 2/3, thresh -2.
 
     >>> best_threshold({"1": "a", "2": "x", "3": "b"}, {"1": 1, "2": 0, "3": 0.5},
     ...                {"1": -2.0, "2": 0.0, "3": 3.0}, {"1": True, "2": False, "3": True})
@@ -159,12 +165,13 @@ def best_threshold(predictions: dict, scores: dict, null_odds: dict, answerable:
 
 def evaluate(dataset: list[dict], predictions: dict[str, str], null_odds: dict[str, float] | None = None,
              null_threshold: float = 1.0) -> dict:
-    """The official evaluation's numbers (x100): exact, f1, total, HasAns_*/NoAns_* when present, and with
-    null_odds the best_exact/best_f1 and their thresholds.
+    """The official evaluation's numbers (x100): exact, f1, total, HasAns_*/NoAns_* when present,
+    and with null_odds the best_exact/best_f1 and their thresholds.
 
     `dataset` is the "data" list of a SQuAD JSON file; `null_odds` maps question ids to the model's
-    null-answer odds (evaluate-v2.0.py's na_prob; None: every odds 0, as the official script). Like the
-    official script, the main scores count an answer as "no answer" only where odds > null_threshold (1.0).
+    null-answer odds (evaluate-v2.0.py's na_prob; None: every odds 0, as the official script). Like
+    the official script, the main scores count an answer as "no answer" only where odds >
+    null_threshold (1.0).
     """
     exact, f1 = raw_scores(dataset, predictions)
     answerable = has_answer(dataset)
@@ -195,8 +202,9 @@ def evaluate(dataset: list[dict], predictions: dict[str, str], null_odds: dict[s
 # ---------------------------------------------------------------------------------------------------------
 
 SQUAD_BASE_URL = "https://rajpurkar.github.io/SQuAD-explorer/dataset"  # the official site's files
-# (train file, dev file) per task, and their sizes in bytes, checked after a download from SQUAD_BASE_URL
-# (the sizes the site serves; the same figures as torchtext's SQuAD downloader and wget logs of the files).
+# (train file, dev file) per task, and their sizes in bytes, checked after a download from
+# SQUAD_BASE_URL (the sizes the site serves; the same figures as torchtext's SQuAD downloader and
+# wget logs of the files).
 SQUAD_FILES = {"squad1": ("train-v1.1.json", "dev-v1.1.json"), "squad2": ("train-v2.0.json", "dev-v2.0.json")}
 SQUAD_SIZES = {"train-v1.1.json": 30_288_272, "dev-v1.1.json": 4_854_279,
                "train-v2.0.json": 42_123_633, "dev-v2.0.json": 4_370_528}
@@ -222,7 +230,8 @@ def squad_files(task: str, data_dir=None, cache_dir=DEFAULT_CACHE,
 
 
 def read_dataset(path: Path) -> list[dict]:
-    """The "data" list of a SQuAD JSON file (articles -> paragraphs -> qas), with a clear error if it is not one."""
+    """The "data" list of a SQuAD JSON file (articles -> paragraphs -> qas), with a clear error if
+    it is not one."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))["data"]
         for article in data:  # every field the pipeline reads, so a wrong file fails here, not mid-run
@@ -250,12 +259,14 @@ class Example:
 
 
 def context_pieces(context: str) -> list[tuple[int, int]]:
-    """Cut the context at whitespace and around every punctuation character, keeping character offsets.
+    """Cut the context at whitespace and around every punctuation character, keeping character
+    offsets.
 
-    WordPiece never joins across these cuts (basic_tokenize splits there too), so every token belongs
-    to exactly one piece, and a span of tokens maps back to context[start of first piece : end of last].
-    The official code cuts at whitespace only and then guesses the answer's characters inside the word
-    (get_final_text); cutting at punctuation as well makes the guess unnecessary: "(1985)." -> "1985".
+    WordPiece never joins across these cuts (basic_tokenize splits there too), so every token
+    belongs to exactly one piece, and a span of tokens maps back to context[start of first piece :
+    end of last]. The official code cuts at whitespace only and then guesses the answer's characters
+    inside the word (get_final_text); cutting at punctuation as well makes the guess unnecessary:
+    "(1985)." -> "1985".
 
     >>> c = "Born (1985), he"; [c[a:b] for a, b in context_pieces(c)]
     ['Born', '(', '1985', ')', ',', 'he']
@@ -278,8 +289,9 @@ def context_pieces(context: str) -> list[tuple[int, int]]:
 def read_examples(dataset: list[dict], max_examples: int | None = None, training: bool = False) -> list[Example]:
     """Examples of every question; the answer is the first gold answer's pieces (training uses it).
 
-    training=True drops a question whose answer_start does not point at its answer text in the context,
-    as the official code drops (and counts) them, rather than teaching the model "no answer" there.
+    training=True drops a question whose answer_start does not point at its answer text in the
+    context, as the official code drops (and counts) them, rather than teaching the model "no
+    answer" there.
     """
     examples = []
     for article in dataset:
@@ -375,8 +387,8 @@ class Feature:
 
 
 def doc_windows(num_tokens: int, window: int, stride: int) -> list[tuple[int, int]]:
-    """(start, length) of the windows over a context of num_tokens tokens, as the official code: each
-    starts `stride` tokens after the last, the last one ends at the context's end.
+    """(start, length) of the windows over a context of num_tokens tokens, as the official code:
+    each starts `stride` tokens after the last, the last one ends at the context's end.
 
     >>> doc_windows(10, 4, 3)
     [(0, 4), (3, 4), (6, 4)]
@@ -393,8 +405,9 @@ def doc_windows(num_tokens: int, window: int, stride: int) -> list[tuple[int, in
 
 
 def is_max_context(windows: list[tuple[int, int]], w: int, position: int) -> bool:
-    """Whether window w is the one where the token at `position` has the most context around it (official
-    _check_is_max_context: score min(left, right) + 0.01 * window length, the first best wins).
+    """Whether window w is the one where the token at `position` has the most context around it
+    (official _check_is_max_context: score min(left, right) + 0.01 * window length, the first best
+    wins).
 
     >>> windows = doc_windows(10, 6, 2)  # tokens 0..5, 2..7, 4..9
     >>> [is_max_context(windows, w, 4) for w in range(3)]  # token 4: min(4, 1), min(2, 3), min(0, 5)
@@ -412,8 +425,9 @@ def is_max_context(windows: list[tuple[int, int]], w: int, position: int) -> boo
 
 def improve_answer_span(doc_ids: list[int], start: int, end: int, answer_ids: list[int]) -> tuple[int, int]:
     """The first sub-span of tokens start..end whose ids are the answer text's own (official
-    _improve_answer_span); start..end unchanged when there is none. The pieces an answer touches can hold
-    more than the answer: "19" inside the piece "1985" (tokens 19 ##85) becomes the token 19 alone.
+    _improve_answer_span); start..end unchanged when there is none. The pieces an answer touches can
+    hold more than the answer: "19" inside the piece "1985" (tokens 19 ##85) becomes the token 19
+    alone.
 
     >>> improve_answer_span([7, 8, 9], 0, 2, [8])
     (1, 1)
@@ -426,7 +440,8 @@ def improve_answer_span(doc_ids: list[int], start: int, end: int, answer_ids: li
 
 
 def make_features(examples: list[Example], tok: Tokenizer, cfg: SquadConfig, training: bool) -> list[Feature]:
-    """Tokenise every example and cut its context into windows (the official convert_examples_to_features).
+    """Tokenise every example and cut its context into windows (the official
+    convert_examples_to_features).
 
     A SQuAD context carries about five questions: its tokens and its windows' max-context flags are
     computed once per context (and question length), not once per question.
@@ -474,16 +489,17 @@ def make_features(examples: list[Example], tok: Tokenizer, cfg: SquadConfig, tra
 
 
 # ---------------------------------------------------------------------------------------------------------
-# The model: start and end logits on the discriminator's last states, and the answerability classifier.
+# The model: start and end logits on the discriminator's last states, and the answerability
+# classifier.
 # ---------------------------------------------------------------------------------------------------------
 
 MASKED_LOGIT = -1e4  # positions outside the context: exp(-1e4) is 0 in fp32 and bf16, and no overflow
 
 
 class SpanLogits(NamedTuple):
-    """The span model's outputs (fp32). With the joint head at evaluation, `end` is [B, K, T]: the end
-    logits for each of the K best starts, whose positions are `start_top` [B, K]; otherwise end is [B, T]
-    and start_top is None."""
+    """The span model's outputs (fp32). With the joint head at evaluation, `end` is [B, K, T]: the
+    end logits for each of the K best starts, whose positions are `start_top` [B, K]; otherwise end
+    is [B, T] and start_top is None."""
     start: torch.Tensor
     end: torch.Tensor
     answerable: torch.Tensor  # [B]; zeros without the classifier
@@ -491,7 +507,8 @@ class SpanLogits(NamedTuple):
 
 
 class SpanModel(nn.Module):
-    """The pre-trained encoder plus a span head, and for SQuAD 2.0 the official answerability classifier.
+    """The pre-trained encoder plus a span head, and for SQuAD 2.0 the official answerability
+    classifier.
 
     Start logits: start_t = w . h_t + b at every position t. End logits, two heads:
       - joint (official joint_prediction=True): end_t = w' . GELU(W [h_s ; h_t] + c) + b', conditioned on
@@ -501,12 +518,12 @@ class SpanModel(nn.Module):
     Logits outside the context and [CLS] are masked as the official answer_mask = input_mask * segment_ids +
     one_hot(0), so a span never starts in the question.
 
-    Answerability (official answerable_classifier, answerable_uses_start_logits): the [CLS] state and the
-    states averaged under softmax(start logits), concatenated, dense(512, GELU), dense(1): one logit per
-    window, trained with sigmoid cross-entropy on "has no answer".
+    Answerability (official answerable_classifier, answerable_uses_start_logits): the [CLS] state
+    and the states averaged under softmax(start logits), concatenated, dense(512, GELU), dense(1):
+    one logit per window, trained with sigmoid cross-entropy on "has no answer".
 
-    Every head is under `classifier` so that finetune.layer_depth gives it the head's lr (official: the
-    task head's depth).
+    Every head is under `classifier` so that finetune.layer_depth gives it the head's lr (official:
+    the task head's depth).
     """
 
     def __init__(self, config: ElectraConfig, answerable: bool = False, answerable_hidden: int = 512,
@@ -535,8 +552,8 @@ class SpanModel(nn.Module):
         return end.masked_fill(~allowed[:, None], MASKED_LOGIT)
 
     def forward(self, input_ids, segment_ids, attention_mask, start_positions=None) -> SpanLogits:
-        """[B, T] inputs -> SpanLogits. The joint head needs the gold `start_positions` [B] in training;
-        without them it searches the beam of best starts."""
+        """[B, T] inputs -> SpanLogits. The joint head needs the gold `start_positions` [B] in
+        training; without them it searches the beam of best starts."""
         h = self.encoder.hidden_states(input_ids, segment_ids, attention_mask)  # [B, T, H]
         logits = self.classifier["span"](h).float()                               # [B, T, 1 or 2]
         allowed = attention_mask.bool() & segment_ids.bool()
@@ -558,17 +575,20 @@ class SpanModel(nn.Module):
 
 
 def span_loss(start_logits, end_logits, starts, ends):
-    """Mean of the start and end cross-entropies (official and BERT: (start_loss + end_loss) / 2)."""
+    """Mean of the start and end cross-entropies (official and BERT: (start_loss + end_loss) /
+    2)."""
     return (F.cross_entropy(start_logits, starts) + F.cross_entropy(end_logits, ends)) / 2
 
 
 def answerable_loss(answerable_logit, impossible, weight: float):
-    """weight x sigmoid cross-entropy of the answerability logit against "has no answer" (official)."""
+    """weight x sigmoid cross-entropy of the answerability logit against "has no answer"
+    (official)."""
     return weight * F.binary_cross_entropy_with_logits(answerable_logit, impossible)
 
 
 def collate(features: list[Feature], rows, pad_id: int, device):
-    """The chosen features as the model's inputs: input_ids, segment_ids, attention_mask [B, T] (pad_batch)."""
+    """The chosen features as the model's inputs: input_ids, segment_ids, attention_mask [B, T]
+    (pad_batch)."""
     return pad_batch([features[r].ids for r in rows], [features[r].segments for r in rows], pad_id, device)
 
 
@@ -598,12 +618,13 @@ def log_softmax(x: np.ndarray) -> np.ndarray:
 
 def candidate_spans(start_logits: np.ndarray, end_logits: np.ndarray, feature: Feature, cfg: SquadConfig,
                     start_top: np.ndarray | None = None):
-    """(score, start position, end position) of every valid span among the n_best starts x n_best ends:
-    both in the context, start where this window has the token's most context, end >= start, at most
-    max_answer_len tokens (official write_predictions' filters).
+    """(score, start position, end position) of every valid span among the n_best starts x n_best
+    ends: both in the context, start where this window has the token's most context, end >= start,
+    at most max_answer_len tokens (official write_predictions' filters).
 
-    BERT's head: score = start logit + end logit. Joint head (start_top given, end_logits [K, n]): the
-    starts are start_top, and score = log p(start) + log p(end | start), as the official beam search."""
+    BERT's head: score = start logit + end logit. Joint head (start_top given, end_logits [K, n]):
+    the starts are start_top, and score = log p(start) + log p(end | start), as the official beam
+    search."""
     pairs = []
     if start_top is None:
         ends = top_positions(end_logits, cfg.n_best)
@@ -628,9 +649,9 @@ def candidate_spans(start_logits: np.ndarray, end_logits: np.ndarray, feature: F
 def null_odds_of(null_score: float, best_span_score: float, answerable_classifier: bool) -> float:
     """SQuAD 2.0's null odds, the official qa_metrics.py's score_diff: larger means "no answer".
 
-    With the answerability classifier (official default) it is the classifier's logit itself, the lowest
-    over the example's windows. Without it, BERT's: the [CLS]-[CLS] span's score (start + end logit at
-    position 0, the lowest over the windows) minus the best span's score.
+    With the answerability classifier (official default) it is the classifier's logit itself, the
+    lowest over the example's windows. Without it, BERT's: the [CLS]-[CLS] span's score (start + end
+    logit at position 0, the lowest over the windows) minus the best span's score.
 
     >>> null_odds_of(1.5, 4.0, answerable_classifier=False), null_odds_of(1.5, 4.0, answerable_classifier=True)
     (-2.5, 1.5)
@@ -889,7 +910,8 @@ def main(argv=None) -> dict:
         train_data = read_dataset(train_path)
         dev_data = read_dataset(dev_path)
     except DownloadError as e:
-        # plumbing.download's message ends with a hint about train.py's own corpus: keep its first line
+        # plumbing.download's message ends with a hint about train.py's own corpus: keep its first
+        # line
         raise SystemExit(f"error: {str(e).splitlines()[0]} If you are offline, fetch "
                          f"{' and '.join(SQUAD_FILES[run.task])} another way and pass "
                          f"--data-dir FOLDER.") from None
