@@ -19,9 +19,9 @@ from plumbing import atomic_write, download, extract_zip, pad_batch
 
 # -----------------------------------------------------------------------------
 # Metrics. Each returns a plain float on the raw scale (accuracy in [0, 1], correlations in
-# [-1, 1]); `task_metrics` multiplies by 100, the scale of the paper's tables. A metric whose denominator
-# is 0 (F1 with no positive prediction nor label, MCC with an empty margin, a correlation with a
-# constant input) is 0, as scikit-learn's zero_division=0 (scipy's correlations return nan).
+# [-1, 1]); `task_metrics` multiplies by 100, the scale of the paper's tables. A metric whose
+# denominator is 0 (F1 with no positive prediction nor label, MCC with an empty margin, a
+# correlation with a constant input) is 0, as scikit-learn's zero_division=0 (scipy's correlations return nan).
 
 
 def accuracy(pred, gold) -> float:
@@ -54,7 +54,7 @@ def matthews_corrcoef(pred, gold) -> float:
 
         MCC = (TP*TN - FP*FN) / sqrt((TP+FP) (TP+FN) (TN+FP) (TN+FN))
 
-    >>> matthews_corrcoef([1, 1, 0, 0, 1], [1, 0, 0, 1, 1])  # TP=2 FP=1 FN=1 TN=1: (2-1)/sqrt(3*3*2*2)
+    >>> matthews_corrcoef([1, 1, 0, 0, 1], [1, 0, 0, 1, 1])  # TP=2 FP=1 FN=1 TN=1: 1/sqrt(36)
     0.16666666666666666
     """
     tp, fp, fn, tn = _confusion(pred, gold)
@@ -83,17 +83,20 @@ def average_ranks(x) -> np.ndarray:
     x = np.asarray(x)
     order = np.argsort(x, kind="stable")
     xs = x[order]
-    starts = np.r_[0, np.flatnonzero(xs[1:] != xs[:-1]) + 1]  # first index of each run of equal values
+    starts = np.r_[0, np.flatnonzero(xs[1:] != xs[:-1]) + 1]  # each run of equal values' start
     ends = np.r_[starts[1:], len(x)]                            # one past its last index
     ranks = np.empty(len(x), dtype=np.float64)
-    ranks[order] = np.repeat((starts + ends - 1) / 2 + 1, ends - starts)  # mean of 1-based ranks start+1..end
+    # the mean of the 1-based ranks start+1 .. end, for each value of the run
+    ranks[order] = np.repeat((starts + ends - 1) / 2 + 1, ends - starts)
     return ranks
 
 
 def spearman(x, y) -> float:
     """Spearman's rho: the Pearson correlation of the average ranks (GLUE's main metric for STS-B).
 
-    >>> round(spearman([1, 2, 2, 3], [1, 3, 2, 4]), 6)  # ranks (1,2.5,2.5,4),(1,3,2,4): 4.5/sqrt(4.5*5)
+    >>> round(spearman([1, 2, 2, 3], [1, 3, 2, 4]), 6)  # ranks (1,2.5,2.5,4), (1,3,2,4)
+    0.948683
+    >>> round(4.5 / (4.5 * 5) ** 0.5, 6)  # by hand: sum dx dy / sqrt(sum dx^2 sum dy^2)
     0.948683
     """
     return pearson(average_ranks(x), average_ranks(y))
@@ -119,14 +122,14 @@ class Task:
     """One GLUE task: where its files are, how to read them, how it is scored."""
     name: str                          # CLI name, e.g. "sst2"
     folder: str                        # folder inside GLUE's zip and in --data-dir, e.g. "SST-2"
-    labels: tuple[str, ...] | None     # label strings as written in the TSV, index = class id; None = regression
+    labels: tuple[str, ...] | None     # as written in the TSV, index = class id; None: regression
     columns: Columns                   # layout of train.tsv and dev*.tsv
-    metrics: tuple[str, ...]           # GLUE's (its leaderboard averages them); the first is the paper's
-    test_columns: Columns | None = None  # layout of test*.tsv; None = the sentences where `columns` has them
-    dev_splits: tuple[tuple[str, str], ...] = (("dev", ""),)  # (file stem, suffix added to metric names)
-    test_splits: tuple[tuple[str, str], ...] = (("test", ""),)  # (file stem, GLUE submission file stem)
+    metrics: tuple[str, ...]           # GLUE's (its leaderboard averages them); the paper's first
+    test_columns: Columns | None = None  # layout of test*.tsv; None: the sentences as `columns`
+    dev_splits: tuple[tuple[str, str], ...] = (("dev", ""),)  # (file stem, metric names' suffix)
+    test_splits: tuple[tuple[str, str], ...] = (("test", ""),)  # (file stem, submission file stem)
     epochs: int = 3                    # Table 7: "3 for other tasks" ("10 for RTE and STS")
-    symmetric: bool = False            # sentence order carries no meaning (official code's double_unordered)
+    symmetric: bool = False            # sentence order means nothing (official double_unordered)
     zip_name: str = ""                 # file under the GLUE download URL; "" = f"{folder}.zip"
 
     @property
@@ -154,17 +157,19 @@ TASKS: dict[str, Task] = {t.name: t for t in [
     Task("cola", "CoLA", BINARY, Columns(a=3, b=None, label=1, header=False, width=4), ("mcc",),
          test_columns=Columns(a=1, b=None)),
     # SST-2: sentence, label. Test: index, sentence.
-    Task("sst2", "SST-2", BINARY, Columns(a=0, b=None, label=1), ("acc",), test_columns=Columns(a=1, b=None)),
+    Task("sst2", "SST-2", BINARY, Columns(a=0, b=None, label=1), ("acc",),
+         test_columns=Columns(a=1, b=None)),
     # MRPC: header starts with a UTF-8 byte-order mark; Quality, #1 ID, #2 ID, #1 String, #2 String.
     # Test: index, #1 ID, #2 ID, #1 String, #2 String. Not hosted as a zip (licence): see
     # _download_mrpc.
     Task("mrpc", "MRPC", BINARY, Columns(a=3, b=4, label=0), ("acc", "f1"), symmetric=True),
     # STS-B: 10 columns index, genre, filename, year, old_index, source1, source2, sentence1,
     # sentence2, score (0-5). Test has the first 9.
-    Task("stsb", "STS-B", None, Columns(a=7, b=8, label=9), ("spearman", "pearson"), epochs=10, symmetric=True),
+    Task("stsb", "STS-B", None, Columns(a=7, b=8, label=9), ("spearman", "pearson"), epochs=10,
+         symmetric=True),
     # QQP: id, qid1, qid2, question1, question2, is_duplicate. Test: id, question1, question2.
-    Task("qqp", "QQP", BINARY, Columns(a=3, b=4, label=5), ("acc", "f1"), test_columns=Columns(a=1, b=2),
-         zip_name="QQP-clean.zip"),
+    Task("qqp", "QQP", BINARY, Columns(a=3, b=4, label=5), ("acc", "f1"),
+         test_columns=Columns(a=1, b=2), zip_name="QQP-clean.zip"),
     # MNLI: index, promptID, pairID, genre, 4 parse columns, sentence1, sentence2, then 1 (train) or
     # 5 (dev) annotator labels, gold_label last. Test: the first 10 columns.
     Task("mnli", "MNLI", ("contradiction", "entailment", "neutral"), Columns(a=8, b=9, label=-1),
@@ -219,9 +224,10 @@ def glue_score(results: dict[str, dict[str, float]], leaderboard: bool = False) 
     `metrics` are averaged into its score (MRPC and QQP: acc and F1, STS-B: Pearson and Spearman,
     MNLI: matched and mismatched), then the task scores, WNLI included.
 
-    >>> glue_score({"mrpc": {"acc": 80.0, "f1": 86.0}, "stsb": {"pearson": 84.0, "spearman": 83.0}})
+    >>> medians = {"mrpc": {"acc": 80.0, "f1": 86.0}, "stsb": {"pearson": 84.0, "spearman": 83.0}}
+    >>> glue_score(medians)
     81.5
-    >>> glue_score({"mrpc": {"acc": 80.0, "f1": 86.0}, "stsb": {"pearson": 84.0, "spearman": 83.0}}, True)
+    >>> glue_score(medians, leaderboard=True)
     83.25
     """
     scores = []
@@ -232,7 +238,8 @@ def glue_score(results: dict[str, dict[str, float]], leaderboard: bool = False) 
         elif task.name in PAPER_AVERAGE_TASKS:
             scores.append(metrics[task.paper_metric])
     if not scores:
-        raise ValueError(f"no task to average: the paper's GLUE score uses {', '.join(PAPER_AVERAGE_TASKS)}")
+        raise ValueError(f"no task to average: the paper's GLUE score uses "
+                         f"{', '.join(PAPER_AVERAGE_TASKS)}")
     return sum(scores) / len(scores)
 
 
@@ -244,7 +251,7 @@ def glue_score(results: dict[str, dict[str, float]], leaderboard: bool = False) 
 class Example:
     """One GLUE row: text(s), a label (class id, STS-B score, or None on test), and where it came
     from."""
-    index: str             # test rows: the id GLUE's submission files refer to; else the line number
+    index: str             # test rows: the id GLUE's submission files use; else the line number
     text_a: str
     text_b: str | None
     label: int | float | None
@@ -259,7 +266,8 @@ def read_tsv(path: Path, encoding: str = "utf-8-sig") -> list[tuple[int, list[st
     a trailing "\\r" is dropped, so a stray carriage return inside a sentence does not split a row.
     """
     with open(path, encoding=encoding, newline="\n") as f:
-        return [(i, line.rstrip("\n").rstrip("\r").split("\t")) for i, line in enumerate(f, start=1)]
+        return [(i, line.rstrip("\n").rstrip("\r").split("\t"))
+                for i, line in enumerate(f, start=1)]
 
 
 def parse_label(task: Task, raw: str, where: str) -> int | float:
@@ -271,7 +279,8 @@ def parse_label(task: Task, raw: str, where: str) -> int | float:
         except ValueError:
             raise ValueError(f"{where}: score '{raw}' is not a number") from None
         if not math.isfinite(score):
-            raise ValueError(f"{where}: score '{raw}' is not a finite number; fix or remove that row")
+            raise ValueError(f"{where}: score '{raw}' is not a finite number; fix or remove that "
+                             f"row")
         return score
     if raw not in task.labels:
         raise ValueError(f"{where}: label '{raw}' is not one of {', '.join(task.labels)}")
@@ -303,10 +312,12 @@ def read_split(task: Task, folder, split: str, max_examples: int | None = None) 
     examples = []
     for line, fields in rows:
         if len(fields) != width:
-            raise ValueError(f"{path}, line {line}: expected {width} tab-separated fields, found {len(fields)}")
+            raise ValueError(f"{path}, line {line}: expected {width} tab-separated fields, found "
+                             f"{len(fields)}")
         label = None if test else parse_label(task, fields[cols.label], f"{path}, line {line}")
         index = fields[0] if test else str(line)
-        examples.append(Example(index, fields[cols.a], None if cols.b is None else fields[cols.b], label))
+        text_b = None if cols.b is None else fields[cols.b]
+        examples.append(Example(index, fields[cols.a], text_b, label))
         if max_examples is not None and len(examples) >= max_examples:
             break
     return examples
@@ -332,7 +343,8 @@ def add_swapped(task: Task, examples: list[Example]) -> list[Example]:
 # redistributed as a zip (licence): like that script we take SentEval's copy of the Microsoft files
 # and split off GLUE's dev set by its list of sentence-id pairs.
 GLUE_BASE_URL = "https://dl.fbaipublicfiles.com/glue/data"          # {zip_name}, mrpc_dev_ids.tsv
-MRPC_BASE_URL = "https://dl.fbaipublicfiles.com/senteval/senteval_data"  # msr_paraphrase_{train,test}.txt
+# msr_paraphrase_{train,test}.txt
+MRPC_BASE_URL = "https://dl.fbaipublicfiles.com/senteval/senteval_data"
 DEFAULT_CACHE = Path("cache") / "glue"
 
 
@@ -352,12 +364,13 @@ def download_task(task: Task, cache_dir=DEFAULT_CACHE, base_url: str = GLUE_BASE
     if task.name == "mrpc":
         return _download_mrpc(cache_dir, base_url, mrpc_base_url)
     zip_name = task.zip_name or f"{task.folder}.zip"
-    unpacked = extract_zip(download(f"{base_url}/{zip_name}", cache_dir / zip_name, desc=f"GLUE {task.folder}"),
-                           cache_dir / Path(zip_name).stem)
+    zipped = download(f"{base_url}/{zip_name}", cache_dir / zip_name, desc=f"GLUE {task.folder}")
+    unpacked = extract_zip(zipped, cache_dir / Path(zip_name).stem)
     folder = unpacked / task.folder  # GLUE's zips hold one top folder named after the task
     if not (folder / "train.tsv").is_file():
-        raise FileNotFoundError(f"{cache_dir / zip_name} has no {task.folder}/train.tsv: it is not GLUE's "
-                                f"{task.folder} archive; delete {unpacked} and the zip and try again")
+        raise FileNotFoundError(f"{cache_dir / zip_name} has no {task.folder}/train.tsv: it is not "
+                                f"GLUE's {task.folder} archive; delete {unpacked} and the zip and "
+                                f"try again")
     return folder
 
 
@@ -374,10 +387,12 @@ def _download_mrpc(cache_dir: Path, base_url: str, mrpc_base_url: str) -> Path:
     raw = cache_dir / "MRPC-raw"
     files = {name: download(f"{url}/{name}", raw / name, desc=f"GLUE MRPC {name}")
              for url, name in [(mrpc_base_url, "msr_paraphrase_train.txt"),
-                               (mrpc_base_url, "msr_paraphrase_test.txt"), (base_url, "mrpc_dev_ids.tsv")]}
+                               (mrpc_base_url, "msr_paraphrase_test.txt"),
+                               (base_url, "mrpc_dev_ids.tsv")]}
     # The rows that are not blank; "utf-8" keeps the byte-order mark of the header, as GLUE's files
     # have it.
-    rows = {name: [fields for _, fields in read_tsv(path, "utf-8") if fields != [""]] for name, path in files.items()}
+    rows = {name: [fields for _, fields in read_tsv(path, "utf-8") if fields != [""]]
+            for name, path in files.items()}
     dev_ids = {tuple(fields) for fields in rows["mrpc_dev_ids.tsv"]}
     header, *train_rows = rows["msr_paraphrase_train.txt"]
     train, dev = [header], [header]
@@ -385,7 +400,8 @@ def _download_mrpc(cache_dir: Path, base_url: str, mrpc_base_url: str) -> Path:
         (dev if tuple(fields[1:3]) in dev_ids else train).append(fields)
     test = [["index", "#1 ID", "#2 ID", "#1 String", "#2 String"]]
     test += [[str(i), *fields[1:]] for i, fields in enumerate(rows["msr_paraphrase_test.txt"][1:])]
-    for name, out in [("dev.tsv", dev), ("test.tsv", test), ("train.tsv", train)]:  # train.tsv last: complete
+    # train.tsv last: a folder with train.tsv is complete
+    for name, out in [("dev.tsv", dev), ("test.tsv", test), ("train.tsv", train)]:
         atomic_write(folder / name, "".join("\t".join(fields) + "\n" for fields in out))
     return folder
 
@@ -407,13 +423,19 @@ class Encoded:
 
     def batch(self, rows, pad_id: int, device):
         """The chosen rows as the model's inputs (pad_batch)."""
-        return pad_batch([self.ids[r] for r in rows], [self.segments[r] for r in rows], pad_id, device)
+        ids = [self.ids[r] for r in rows]
+        segments = [self.segments[r] for r in rows]
+        return pad_batch(ids, segments, pad_id, device)
 
 
 def encode_examples(examples: list[Example], tok, max_len: int) -> Encoded:
     pairs = [tok.encode_pair(e.text_a, e.text_b, max_len=max_len) for e in examples]
-    labels = None if examples and examples[0].label is None else np.array([e.label for e in examples])
-    return Encoded([p[0] for p in pairs], [p[1] for p in pairs], labels, [e.index for e in examples])
+    labels = None
+    if not examples or examples[0].label is not None:
+        labels = np.array([e.label for e in examples])
+    ids = [p[0] for p in pairs]
+    segments = [p[1] for p in pairs]
+    return Encoded(ids, segments, labels, [e.index for e in examples])
 
 
 class Splits(NamedTuple):
@@ -431,7 +453,8 @@ def prepare_task(task: Task, folder: Path, tok, max_len: int, max_train_examples
     splits.update({s: read_split(task, folder, s) for s, _ in task.dev_splits})
     for split, examples in splits.items():
         if not examples:
-            raise ValueError(f"{folder / (split + '.tsv')} has no examples (a header and nothing else?)")
+            raise ValueError(f"{folder / (split + '.tsv')} has no examples (a header and nothing "
+                             f"else?)")
     if double_unordered:
         splits["train"] = add_swapped(task, splits["train"])
     encoded = {s: encode_examples(ex, tok, max_len) for s, ex in splits.items()}
@@ -452,4 +475,5 @@ def write_submission(task: Task, path: Path, index: list[str], pred: np.ndarray)
         values = [f"{min(STSB_MAX, max(0.0, float(p))):.3f}" for p in pred]
     else:
         values = [task.labels[int(p)] for p in pred]
-    atomic_write(path, "index\tprediction\n" + "".join(f"{i}\t{v}\n" for i, v in zip(index, values)))
+    rows = "".join(f"{i}\t{v}\n" for i, v in zip(index, values))
+    atomic_write(path, "index\tprediction\n" + rows)
