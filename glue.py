@@ -21,7 +21,8 @@ from plumbing import atomic_write, download, extract_zip, pad_batch
 # Metrics. Each returns a plain float on the raw scale (accuracy in [0, 1], correlations in
 # [-1, 1]); `task_metrics` multiplies by 100, the scale of the paper's tables. A metric whose
 # denominator is 0 (F1 with no positive prediction nor label, MCC with an empty margin, a
-# correlation with a constant input) is 0, as scikit-learn's zero_division=0 (scipy's correlations return nan).
+# correlation with a constant input) is 0, as scikit-learn's zero_division=0 (scipy's correlations
+# return nan).
 
 
 def accuracy(pred, gold) -> float:
