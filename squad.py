@@ -47,10 +47,10 @@ from hf import Pretrained, load_pretrained
 from plumbing import DownloadError, add_flag, atomic_write, download, mixed_precision, pad_batch
 from tokenizer import Tokenizer, is_punctuation, is_whitespace
 
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # The official evaluation (SQuAD's evaluate-v2.0.py, which for answerable questions scores as
 # v1.1's). Scores are on the 0-100 scale of the paper's Table 4.
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)  # evaluate-v2.0.py remove_articles
 PUNCTUATION = set(string.punctuation)                 # ASCII punctuation only, as the official script
@@ -197,9 +197,9 @@ def evaluate(dataset: list[dict], predictions: dict[str, str], null_odds: dict[s
     return out
 
 
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Data: the official JSON files, downloaded once into the cache, or read from --data-dir.
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 SQUAD_BASE_URL = "https://rajpurkar.github.io/SQuAD-explorer/dataset"  # the official site's files
 # (train file, dev file) per task, and their sizes in bytes, checked after a download from
@@ -320,9 +320,9 @@ def subset(dataset: list[dict], qids: set[str]) -> list[dict]:
             for a in dataset]
 
 
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Features: [CLS] question [SEP] window of the context [SEP], windows doc_stride tokens apart.
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -488,10 +488,10 @@ def make_features(examples: list[Example], tok: Tokenizer, cfg: SquadConfig, tra
     return features
 
 
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # The model: start and end logits on the discriminator's last states, and the answerability
 # classifier.
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 MASKED_LOGIT = -1e4  # positions outside the context: exp(-1e4) is 0 in fp32 and bf16, and no overflow
 
@@ -592,9 +592,9 @@ def collate(features: list[Feature], rows, pad_id: int, device):
     return pad_batch([features[r].ids for r in rows], [features[r].segments for r in rows], pad_id, device)
 
 
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Answers: the n-best span search, the null score, the official prediction files.
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 
 def top_positions(logits: np.ndarray, n: int) -> list[int]:
@@ -721,13 +721,13 @@ def model_logits(model: SpanModel, features: list[Feature], batch_size: int, pad
     return FeatureLogits(starts, ends, answerable, None if not tops or tops[0] is None else tops)
 
 
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Training: Table 7's recipe (finetune.py's lr, layer-wise decay, optimizer and schedule), 2 epochs
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 
-def finetune(pre: Pretrained, train: list[Feature], ft: FinetuneConfig, cfg: SquadConfig, seed: int,
-             device) -> tuple[SpanModel, list]:
+def finetune(pre: Pretrained, train: list[Feature], ft: FinetuneConfig, cfg: SquadConfig,
+             seed: int, device) -> tuple[SpanModel, list]:
     """Fine-tune a span model (with the answerability classifier when cfg says so: SQuAD 2.0) on
     the training features; returns it and the mean loss of each epoch.
 
@@ -763,7 +763,8 @@ def finetune(pre: Pretrained, train: list[Feature], ft: FinetuneConfig, cfg: Squ
                     s, e, a, _ = model(*inputs, start_positions=starts)
                 loss = span_loss(s, e, starts, ends)
                 if cfg.answerable_classifier:
-                    impossible = torch.tensor([float(train[r].impossible) for r in rows], device=device)
+                    impossible = torch.tensor([float(train[r].impossible) for r in rows],
+                                              device=device)
                     loss = loss + answerable_loss(a, impossible, cfg.answerable_weight)
                 if not torch.isfinite(loss):
                     raise diverged(what, schedule.last_epoch + 1, epoch, ft.lr)
@@ -780,9 +781,9 @@ def finetune(pre: Pretrained, train: list[Feature], ft: FinetuneConfig, cfg: Squ
     return model, epoch_losses
 
 
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # The command line.
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -849,7 +850,8 @@ def parser() -> argparse.ArgumentParser:
     add_flag(p, "max_answer_len", type=int, default=SquadConfig.max_answer_len,
              help="official max_answer_length, in tokens (default %(default)s)")
     add_flag(p, "n_best", type=int, default=SquadConfig.n_best,
-             help="official n_best_size: top start and end positions searched (default %(default)s)")
+             help="official n_best_size: top start and end positions searched "
+                  "(default %(default)s)")
     p.add_argument("--epochs", type=int, default=SquadConfig.epochs,
                    help="Table 7: 2 for SQuAD (default %(default)s)")
     add_flag(p, "independent_ends", action="store_true",
@@ -857,11 +859,12 @@ def parser() -> argparse.ArgumentParser:
                   "joint prediction (the end conditioned on the start, searched with a beam)")
     add_flag(p, "null_threshold", type=float,
              help=f"2.0: answers with null odds above it count as no answer (default "
-                  f"{SquadConfig.null_threshold}, the official qa_na_threshold with the classifier; "
-                  f"BERT's {BERT_NULL_THRESHOLD} with --null-score span)")
+                  f"{SquadConfig.null_threshold}, the official qa_na_threshold with the "
+                  f"classifier; BERT's {BERT_NULL_THRESHOLD} with --null-score span)")
     add_flag(p, "null_score", choices=["classifier", "span"], default="classifier",
              help="2.0's null odds: the official answerability classifier (default), or BERT's "
-                  "[CLS] span score (which implies --independent-ends: it is defined on BERT's head)")
+                  "[CLS] span score (which implies --independent-ends: it is defined on BERT's "
+                  "head)")
     return p
 
 
@@ -920,7 +923,8 @@ def main(argv=None) -> dict:
     cfg = squad_config(args, pre.config.max_position)
     if cfg.max_seq_len > pre.config.max_position:
         raise SystemExit(f"--max-seq-len {cfg.max_seq_len}: must be at most "
-                         f"{pre.config.max_position}, the positions {pre.source} has embeddings for")
+                         f"{pre.config.max_position}, the positions {pre.source} has "
+                         f"embeddings for")
     recipe = FinetuneConfig(lr=args.lr, layer_decay=args.layer_decay, batch_size=args.batch_size,
                             max_seq_len=cfg.max_seq_len, epochs=cfg.epochs)
     ft = recipe_for(pre.config, recipe)
@@ -954,7 +958,8 @@ def main(argv=None) -> dict:
               "seconds": time.time() - t0, "train_loss": losses, "dev": metrics,
               "squad": asdict(cfg), "recipe": asdict(ft)}
     atomic_write(out / "results.json", json.dumps(report, indent=2, allow_nan=False))
-    print(" ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in metrics.items()))
+    print(" ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}"
+                   for k, v in metrics.items()))
     written = [out / "predictions.json"] + ([out / "null_odds.json"] if v2 else [])
     print("wrote " + ", ".join(str(p) for p in written + [out / "results.json"]))
     return report
