@@ -1,9 +1,9 @@
 """HuggingFace's ELECTRA layout, in one place: state dicts both ways (with the discriminator's sign
-flip), the config mapping, checkpoint folders on disk (read and written), what fine-tuning starts from
-(load_pretrained: one of those folders or a train.py run), Google's released pairs, and checkpoints
-by name from the hub. Nothing here is the paper's algorithm; electra.py holds that.
-Only torch and the standard library (safetensors to read and write model.safetensors); transformers
-is never imported.
+flip), the config mapping, checkpoint folders on disk (read and written), what fine-tuning starts
+from (load_pretrained: one of those folders or a train.py run), Google's released pairs, and
+checkpoints by name from the hub. Nothing here is the paper's algorithm; electra.py holds that. Only
+torch and the standard library (safetensors to read and write model.safetensors); transformers is
+never imported.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ import torch
 import torch.nn as nn
 from safetensors.torch import load_file, save_file
 
-from electra import Electra, ElectraConfig, Encoder, generator_config
+from electra import Electra, ElectraConfig, Encoder, generator_config, get_config
 from plumbing import DOWNLOAD_TIMEOUT_S, DownloadError, atomic_write, download
 from tokenizer import Tokenizer
 
@@ -130,7 +130,8 @@ def load_hf_encoder(encoder: Encoder, state_dict: dict, prefix: str | None = Non
 
 
 def from_hf_state_dicts(config: ElectraConfig, disc_sd: dict, gen_sd: dict | None = None) -> Electra:
-    """Build an Electra from HuggingFace ElectraForPreTraining (D) and ElectraForMaskedLM (G) state dicts.
+    """Build an Electra from HuggingFace ElectraForPreTraining (D) and ElectraForMaskedLM (G) state
+    dicts.
 
     D's last layer is negated (see FLIPPED). The embeddings come from D (G's copy in an HF generator
     checkpoint is the same table: ELECTRA ties them). Without gen_sd the generator keeps its random
@@ -157,7 +158,8 @@ def to_hf_state_dicts(model: Electra) -> tuple[dict, dict]:
 # Configs: ElectraConfig <-> config.json
 
 
-# (ElectraConfig field, config.json key, the value when config.json lacks it; None: it must be there)
+# (ElectraConfig field, config.json key, the value when config.json lacks it; None: it must be
+# there)
 CONFIG_KEYS = [("vocab_size", "vocab_size", None), ("hidden_size", "hidden_size", None),
                ("num_layers", "num_hidden_layers", None), ("num_heads", "num_attention_heads", None),
                ("intermediate_size", "intermediate_size", None), ("max_position", "max_position_embeddings", 512),
@@ -185,13 +187,15 @@ def config_from_hf(d: dict) -> ElectraConfig:
 
 
 # -----------------------------------------------------------------------------
-# Folders on disk: config.json + vocab.txt (+ tokenizer_config.json) + model.safetensors / pytorch_model.bin
+# Folders on disk: config.json + vocab.txt (+ tokenizer_config.json) + model.safetensors /
+# pytorch_model.bin
 
 WEIGHTS = ("model.safetensors", "pytorch_model.bin")  # HF's names, the one a folder has first is read
 
 
 def read_json(path: Path) -> dict:
-    """A JSON object of settings (config.json, tokenizer_config.json), or one line saying what is wrong."""
+    """A JSON object of settings (config.json, tokenizer_config.json), or one line saying what is
+    wrong."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
@@ -202,7 +206,8 @@ def read_json(path: Path) -> dict:
 
 
 def read_config(folder: Path, model_types=("electra", "bert")) -> tuple[str, ElectraConfig]:
-    """(model_type, our config) of the folder's config.json, whose model_type must be one of `model_types`."""
+    """(model_type, our config) of the folder's config.json, whose model_type must be one of
+    `model_types`."""
     path = Path(folder) / "config.json"
     if not path.is_file():
         raise FileNotFoundError(f"{folder} is a folder without config.json: not a HuggingFace ELECTRA/BERT "
@@ -218,8 +223,8 @@ def read_config(folder: Path, model_types=("electra", "bert")) -> tuple[str, Ele
 
 
 def read_weights(folder: Path) -> dict:
-    """The folder's state dict: model.safetensors, else pytorch_model.bin read with weights_only=True
-    (no code from the file runs)."""
+    """The folder's state dict: model.safetensors, else pytorch_model.bin read with
+    weights_only=True (no code from the file runs)."""
     weights = next((Path(folder) / n for n in WEIGHTS if (Path(folder) / n).is_file()), None)
     if weights is None:
         raise FileNotFoundError(f"{folder} has config.json but no {' or '.join(WEIGHTS)}")
@@ -248,8 +253,8 @@ def check_vocab(tok: Tokenizer, config: ElectraConfig, vocab_path: Path, init: P
 
 
 def folder_tokenizer(folder: Path, config: ElectraConfig, vocab=None) -> tuple[Tokenizer, ElectraConfig]:
-    """The folder's vocab.txt (or `vocab`), cased if its tokenizer_config.json says do_lower_case false,
-    checked against the config, and the config with the vocab's special ids."""
+    """The folder's vocab.txt (or `vocab`), cased if its tokenizer_config.json says do_lower_case
+    false, checked against the config, and the config with the vocab's special ids."""
     vocab_path = vocab_beside(folder, vocab)
     settings = Path(folder) / "tokenizer_config.json"
     lowercase = bool(read_json(settings).get("do_lower_case", True)) if settings.is_file() else True
@@ -260,7 +265,8 @@ def folder_tokenizer(folder: Path, config: ElectraConfig, vocab=None) -> tuple[T
 
 @dataclass
 class Pretrained:
-    """A pre-trained encoder ready to fine-tune: its config, weights and the tokenizer it was trained with."""
+    """A pre-trained encoder ready to fine-tune: its config, weights and the tokenizer it was
+    trained with."""
     config: ElectraConfig
     encoder_state: dict     # state dict of an electra.Encoder (embeddings, projection, layers)
     tokenizer: Tokenizer
@@ -268,8 +274,8 @@ class Pretrained:
 
 
 def load_hf_folder(folder: Path, vocab=None) -> Pretrained:
-    """An HF ELECTRA or BERT folder's encoder (config.json, weights, vocab.txt); heads and BERT's pooler
-    are dropped."""
+    """An HF ELECTRA or BERT folder's encoder (config.json, weights, vocab.txt); heads and BERT's
+    pooler are dropped."""
     folder = Path(folder)
     model_type, config = read_config(folder)
     sd = read_weights(folder)
@@ -287,8 +293,8 @@ def load_hf_folder(folder: Path, vocab=None) -> Pretrained:
 
 def load_train_checkpoint(path: Path, vocab=None) -> Pretrained:
     """A train.py checkpoint (ckpt.pt): its model config, the encoder fine-tuning starts from (the
-    discriminator's, or BERT's masked LM's; Electra.fine_tuning_encoder, without its pre-training head)
-    and the vocab.txt beside it, checked against the saved vocab hash."""
+    discriminator's, or BERT's masked LM's; Electra.fine_tuning_encoder, without its pre-training
+    head) and the vocab.txt beside it, checked against the saved vocab hash."""
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # a truncated file, or not a torch checkpoint at all
@@ -318,7 +324,8 @@ TRAIN_CHECKPOINT = "ckpt.pt"  # the name train.py gives its checkpoint inside a 
 
 
 def load_pretrained(init, vocab=None) -> Pretrained:
-    """--init: a train.py checkpoint or run folder (holding ckpt.pt), or an HF ELECTRA/BERT folder."""
+    """--init: a train.py checkpoint or run folder (holding ckpt.pt), or an HF ELECTRA/BERT
+    folder."""
     init = Path(init)
     if init.is_dir() and (init / TRAIN_CHECKPOINT).is_file() and not (init / "config.json").is_file():
         init = init / TRAIN_CHECKPOINT
@@ -331,8 +338,8 @@ def load_pretrained(init, vocab=None) -> Pretrained:
 
 
 def export_hf(model: Electra, vocab_path: Path, out: Path) -> list[Path]:
-    """Write out/discriminator/ (ElectraForPreTraining) and out/generator/ (ElectraForMaskedLM), each
-    with config.json, vocab.txt and model.safetensors (HF's default format)."""
+    """Write out/discriminator/ (ElectraForPreTraining) and out/generator/ (ElectraForMaskedLM),
+    each with config.json, vocab.txt and model.safetensors (HF's default format)."""
     if model.discriminator is None:
         raise SystemExit(f"--export-hf: objective {model.config.objective!r} has no ELECTRA discriminator "
                          f"to export; export works for --objective electra (and electra_15)")
@@ -354,7 +361,8 @@ PAIR_SUFFIXES = ("-discriminator", "-generator")  # Google's names: google/elect
 # A generator's shape, read from its config.json, must be the one electra.generator_config derives
 # from the discriminator's; these are the fields compared.
 GENERATOR_FIELDS = ("hidden_size", "intermediate_size", "num_heads", "num_layers", "embedding_size", "vocab_size")
-# ElectraConfig fields that make a released model's shape; train.py --init-from passes them as --set.
+# ElectraConfig fields that make a released model's shape; train.py --init-from passes them as
+# --set.
 SHAPE_FIELDS = tuple(name for name, _, _ in CONFIG_KEYS if name != "vocab_size") + (
     "embedding_size", "generator_fraction", "generator_layers")
 
@@ -374,9 +382,9 @@ def pair_names(name: str) -> tuple[str, str]:
 def released_folders(disc, generator=None, revision: str = "main", cache_dir=None,
                      endpoint=None) -> tuple[Path, Path]:
     """Local folders (discriminator, generator) for a full Electra. `disc` is a hub name (a pair's
-    stem such as google/electra-small, or its -discriminator), or a local folder: an HF discriminator
-    folder, or a train.py --export-hf folder holding discriminator/ and generator/. `generator`
-    (a hub name or folder) overrides the one found by that naming."""
+    stem such as google/electra-small, or its -discriminator), or a local folder: an HF
+    discriminator folder, or a train.py --export-hf folder holding discriminator/ and generator/.
+    `generator` (a hub name or folder) overrides the one found by that naming."""
     if is_hub_name(disc):
         disc_name, gen_name = pair_names(str(disc))
         disc_folder = hub_files(disc_name, revision, cache_dir, endpoint)
@@ -394,9 +402,9 @@ def released_folders(disc, generator=None, revision: str = "main", cache_dir=Non
 
 def electra_config_from_folders(disc_folder: Path, gen_folder: Path) -> tuple[ElectraConfig, Tokenizer]:
     """(ElectraConfig, tokenizer) of a released pair: D's config.json, with the generator's size
-    expressed as electra.py's generator_fraction and generator_layers (Google's ELECTRA-Small generator
-    is as wide as its discriminator, fraction 1; Base's is 256 wide, 1/3), checked against the
-    generator's own config.json; special ids from D's vocab.txt."""
+    expressed as electra.py's generator_fraction and generator_layers (Google's ELECTRA-Small
+    generator is as wide as its discriminator, fraction 1; Base's is 256 wide, 1/3), checked against
+    the generator's own config.json; special ids from D's vocab.txt."""
     (_, d), (_, g) = read_config(disc_folder, ("electra",)), read_config(gen_folder, ("electra",))
     config = dc_replace(d, generator_fraction=g.hidden_size / d.hidden_size,
                         generator_layers=g.num_layers / d.num_layers)
@@ -424,13 +432,28 @@ def load_electra(disc, generator=None, revision: str = "main", cache_dir=None, e
     return model, vocab_beside(disc_folder)
 
 
-def released_start(disc, generator=None, revision: str = "main", cache_dir=None) -> tuple[str, dict, Path]:
-    """What train.py --init-from needs before it builds a model: (size, shape, vocab.txt). size is the
-    recipe preset for the model's hidden size (small, base or large, as finetune.py chooses Table 7's),
-    shape the SHAPE_FIELDS of the released pair. Fetches the files (once); the weights are read later
-    by load_electra, from the cache."""
-    from finetune import paper_size  # finetune imports hf
+PAPER_SIZES = ("small", "base", "large")  # the sizes the paper trains (Table 6) and fine-tunes (Table 7)
 
+
+def paper_size(config: ElectraConfig) -> str:
+    """The paper's size a model is taken for: the widest of PAPER_SIZES no wider than the model
+    (electra.SIZES); narrower models (our tiny) are taken for Small. finetune.py picks Table 7's
+    recipe by it, train.py --init-from the pre-training recipe.
+
+    >>> [paper_size(get_config(s)) for s in ("tiny", "small", "base", "large")]
+    ['small', 'small', 'base', 'large']
+    """
+    hidden = {s: get_config(s).hidden_size for s in PAPER_SIZES}
+    narrower = [s for s in PAPER_SIZES if hidden[s] <= config.hidden_size]
+    return max(narrower, key=hidden.get, default="small")
+
+
+def released_start(disc, generator=None, revision: str = "main",
+                   cache_dir=None) -> tuple[str, dict, Path]:
+    """What train.py --init-from needs before it builds a model: (size, shape, vocab.txt). size is
+    the recipe preset for the model's hidden size (paper_size: small, base or large), shape the
+    SHAPE_FIELDS of the released pair. Fetches the files (once); the weights are read later by
+    load_electra, from the cache."""
     disc_folder, gen_folder = released_folders(disc, generator, revision, cache_dir)
     config, tok = electra_config_from_folders(disc_folder, gen_folder)
     if not tok.lowercase:
@@ -440,7 +463,8 @@ def released_start(disc, generator=None, revision: str = "main", cache_dir=None)
 
 
 # -----------------------------------------------------------------------------
-# The hub: `org/model` names fetched once into a cache (urllib only: no huggingface_hub, no requests)
+# The hub: `org/model` names fetched once into a cache (urllib only: no huggingface_hub, no
+# requests)
 #
 # A repository's files are at {endpoint}/{name}/resolve/{revision}/{file}. The hub answers a large
 # file (the weights, kept with git LFS) with a redirect to a CDN whose headers carry X-Linked-Size
@@ -478,7 +502,8 @@ def hub_cache_dir(cache_dir=None) -> Path:
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    """Stop at a redirect so that its headers (X-Linked-Etag, X-Linked-Size, Location) can be read."""
+    """Stop at a redirect so that its headers (X-Linked-Etag, X-Linked-Size, Location) can be
+    read."""
 
     def redirect_request(self, req, fp, code, msg, headers, newurl):
         return None  # urllib then raises HTTPError with the 30x response's headers
@@ -495,8 +520,8 @@ def _fetch(name: str, file: str, revision: str, endpoint: str, folder: Path) -> 
     """One file of the repository into `folder`, or None when the repository exists but has no such
     file. HEAD {endpoint}/{name}/resolve/{revision}/{file} first: relative redirects are followed; a
     redirect to another host is the CDN and ends the walk. The size and sha256 found on the way are
-    checked by plumbing.download. Raises HubError for a repository that is gated, private or missing,
-    a server that cannot be reached, and a truncated or corrupted transfer."""
+    checked by plumbing.download. Raises HubError for a repository that is gated, private or
+    missing, a server that cannot be reached, and a truncated or corrupted transfer."""
     url = f"{endpoint}/{name}/resolve/{urllib.parse.quote(revision, safe='')}/{file}"
     token = os.environ.get("HF_TOKEN")  # gated or private repositories; sent to the hub only, never the CDN
     auth = {"Authorization": f"Bearer {token}"} if token else {}
@@ -549,8 +574,9 @@ def hub_files(name: str, revision: str = "main", cache_dir=None, endpoint=None) 
     """The local folder {cache}/{org}/{model}/{revision} holding `name`'s config.json, vocab.txt and
     weights, fetched once into a temporary folder beside it and renamed into place only when whole:
     a second call returns it without the network, and a failure (a missing or gated repository, no
-    network, a truncated or corrupted transfer: HubError, one line) leaves nothing behind. A revision
-    is cached as first fetched: delete the folder (or pass another --revision) to fetch it afresh.
+    network, a truncated or corrupted transfer: HubError, one line) leaves nothing behind. A
+    revision is cached as first fetched: delete the folder (or pass another --revision) to fetch it
+    afresh.
 
     >>> hub_files("google/electra-small-discriminator")  # doctest: +SKIP
     PosixPath('/home/me/.cache/electra-from-scratch/hub/google/electra-small-discriminator/main')

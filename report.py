@@ -5,8 +5,7 @@ train.py calls these. Read in order: the metrics (METRICS, step_stats), the same
 curves drawn from it (plot_pretraining_curves), the printed lines (progress_line, startup_report),
 the FLOPs of a step in two conventions (flops_per_step, flops_per_step_official: Table 1's compute),
 MFU (peak_flops) and the time projection of a GPU-sized run started on a CPU (CpuProjection).
-finetune.py calls the last section: the median over seeds, results.json, the table, finetune.png and
-GLUE's submission files (write_finetuning_results, format_table).
+Fine-tuning's results (the table, finetune.png) are finetune.py's own.
 
     python report.py    # parameters and FLOPs of every preset, and ELECTRA-Small's 1M-step total
 """
@@ -23,7 +22,6 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-import glue
 from data import pretraining_batch
 from electra import (
     HEAD_SIZE,
@@ -419,84 +417,6 @@ def duration(seconds: float) -> str:
         if seconds >= 2 * length:
             return f"{seconds / length:.3g} {unit}"
     return f"{seconds:.3g} seconds"
-
-
-# -----------------------------------------------------------------------------
-# Fine-tuning results (finetune.py): the median over seeds, results.json, the table, finetune.png,
-# GLUE submission files
-
-
-def summarize(task: glue.Task, runs: list[dict]) -> dict:
-    """Per-seed dev metrics and their median (the paper reports the median of 10 seeds, section 3.1)."""
-    median = {m: float(np.median([r["dev"][m] for r in runs])) for m in runs[0]["dev"]}
-    return {"seeds": [{k: v for k, v in r.items() if k != "test"} for r in runs], "median": median,
-            "paper_metric": task.paper_metric}
-
-
-def write_test_predictions(task: glue.Task, runs: list[dict], test: dict, out: Path) -> int | None:
-    """GLUE submission files from the seed whose dev score is the (lower) median, the run the paper would
-    report; returns that seed (None when the task has no test file)."""
-    chosen = sorted(runs, key=lambda r: r["dev"][task.paper_metric])[(len(runs) - 1) // 2]
-    for split, stem in task.test_splits:
-        if split in test:
-            path = out / "glue_submission" / f"{stem or task.folder}.tsv"
-            glue.write_submission(task, path, test[split].index, chosen["test"][split])
-    return chosen["seed"] if test else None
-
-
-def write_finetuning_results(results: dict, task: glue.Task, runs: list[dict], test: dict, out: Path) -> None:
-    """Add a task's seeds to `results` (with the GLUE score of the tasks so far) and write results.json,
-    finetune.png and its submission files: after every task, so a later failure loses nothing."""
-    results["tasks"][task.name] = summarize(task, runs)
-    results["tasks"][task.name]["test_predictions_seed"] = write_test_predictions(task, runs, test, out)
-    medians = {n: r["median"] for n, r in results["tasks"].items()}
-    if any(n in glue.PAPER_AVERAGE_TASKS for n in medians):
-        results["glue_score"] = glue.glue_score(medians)
-    results["glue_score_leaderboard"] = glue.glue_score(medians, leaderboard=True)
-    # allow_nan=False: NaN is not JSON, and no metric may be one
-    atomic_write(out / "results.json", json.dumps(results, indent=2, allow_nan=False))
-    plot_finetuning_curves(results["tasks"], out / "finetune.png")
-
-
-def format_table(results: dict[str, dict]) -> str:
-    """One line per task: each seed's paper metric, the median of every metric."""
-    lines = [f"{'task':6} {'metric':9} {'median':>7}  seeds"]
-    for name, r in results.items():
-        task = glue.get_task(name)
-        per_seed = " ".join(f"{s['dev'][task.paper_metric]:.2f}" for s in r["seeds"])
-        lines.append(f"{name:6} {task.paper_metric:9} {r['median'][task.paper_metric]:7.2f}  {per_seed}")
-        others = ", ".join(f"{m} {v:.2f}" for m, v in r["median"].items() if m != task.paper_metric)
-        if others:
-            lines.append(f"{'':6} {'':9} {'':7}  (median {others})")
-    medians = {name: r["median"] for name, r in results.items()}
-    if any(n in glue.PAPER_AVERAGE_TASKS for n in medians):
-        lines.append(f"GLUE score (paper: one metric per task, no WNLI) over {len(medians)} task(s): "
-                     f"{glue.glue_score(medians):.2f}")
-    return "\n".join(lines)
-
-
-def plot_finetuning_curves(results: dict[str, dict], path: Path) -> None:
-    """finetune.png: the dev metric the paper reports, after each epoch, one line per seed, one panel per task."""
-    from matplotlib.figure import Figure  # its own canvas: no pyplot, no switch of the global backend
-
-    fig = Figure(figsize=(4.5 * len(results), 3.5))
-    axes = fig.subplots(1, len(results), squeeze=False)
-    for ax, (name, r) in zip(axes[0], results.items()):
-        metric = r["paper_metric"]
-        for s in r["seeds"]:
-            ax.plot([h["epoch"] for h in s["history"]], [h[metric] for h in s["history"]], marker="o",
-                    label=f"seed {s['seed']}")
-        ax.set(title=f"{name}: median {r['median'][metric]:.2f}", xlabel="epoch", ylabel=f"dev {metric}")
-        ax.xaxis.get_major_locator().set_params(integer=True)  # epochs are whole numbers
-        ax.grid(alpha=0.3)
-        if len(r["seeds"]) <= 10:
-            ax.legend(fontsize=7)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.stem + ".tmp.png")
-    fig.savefig(tmp, dpi=120)
-    os.replace(tmp, path)
-
 
 
 if __name__ == "__main__":

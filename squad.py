@@ -1,11 +1,12 @@
-"""Fine-tune a pre-trained ELECTRA (or BERT) discriminator on SQuAD 1.1 / 2.0, and score it as SQuAD does.
+"""Fine-tune a pre-trained ELECTRA (or BERT) discriminator on SQuAD 1.1 / 2.0, and score it as SQuAD
+does.
 
-Clark et al. 2020 (arXiv 2003.10555), section 3.3 and Table 4, report SQuAD 1.1 and 2.0 dev EM/F1 next to
-GLUE. This file is the pipeline in the order a reader meets it:
+Clark et al. 2020 (arXiv 2003.10555), section 3.3 and Table 4, report SQuAD 1.1 and 2.0 dev EM/F1
+next to GLUE. This file is the pipeline in the order a reader meets it:
 
     evaluation   SQuAD's official evaluation written by hand: normalisation, EM, F1, HasAns/NoAns and the
                  best no-answer threshold (evaluate-v2.0.py; v1.1 scores are its HasAns subset)
-    data         the official JSON files (download once, or --data_dir), read into examples
+    data         the official JSON files (download once, or --data-dir), read into examples
     features     whitespace words with character offsets, WordPiece, doc-stride windows of 512 tokens
     model        the start/end span head on the discriminator's states
     answers      the n-best span search, the null score for 2.0, predictions.json / null_odds.json
@@ -13,7 +14,7 @@ GLUE. This file is the pipeline in the order a reader meets it:
     main         the CLI
 
     python squad.py --task squad1 --init path/to/hf-electra-small-discriminator
-    python squad.py --task squad2 --init ckpt.pt --data_dir squad_data/
+    python squad.py --task squad2 --init ckpt.pt --data-dir squad_data/
 """
 import argparse
 import collections
@@ -22,7 +23,7 @@ import math
 import re
 import string
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -33,26 +34,23 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from electra import ElectraConfig, Encoder
-from finetune import FinetuneConfig, fine_tuning_loop, recipe_for
-from hf import load_pretrained
-from plumbing import (
-    DownloadError,
-    add_options,
-    at_least,
-    atomic_write,
-    check_flags,
-    download,
-    given,
-    mixed_precision,
-    option,
-    pad_batch,
+from finetune import (
+    LOSS_WINDOW,
+    FinetuneConfig,
+    check_finetune_config,
+    diverged,
+    from_flags,
+    optimizer_and_schedule,
+    recipe_for,
 )
+from hf import Pretrained, load_pretrained
+from plumbing import DownloadError, add_flag, atomic_write, download, mixed_precision, pad_batch
 from tokenizer import Tokenizer, is_punctuation, is_whitespace
 
-# ---------------------------------------------------------------------------------------------------------
-# The official evaluation (SQuAD's evaluate-v2.0.py, which for answerable questions scores as v1.1's).
-# Scores are on the 0-100 scale of the paper's Table 4.
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
+# The official evaluation (SQuAD's evaluate-v2.0.py, which for answerable questions scores as
+# v1.1's). Scores are on the 0-100 scale of the paper's Table 4.
+# --------------------------------------------------------------------------------------------------
 
 ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)  # evaluate-v2.0.py remove_articles
 PUNCTUATION = set(string.punctuation)                 # ASCII punctuation only, as the official script
@@ -78,10 +76,11 @@ def exact_match(prediction: str, gold: str) -> int:
 
 
 def f1_score(prediction: str, gold: str) -> float:
-    """Token-overlap F1 of the normalised answers: P = common/|pred|, R = common/|gold|, F1 = 2PR/(P+R).
+    """Token-overlap F1 of the normalised answers: P = common/|pred|, R = common/|gold|, F1 =
+    2PR/(P+R).
 
-    Tokens are counted with multiplicity (a bag, as the official Counter &). When either side is empty
-    (SQuAD 2.0's no-answer), F1 is 1 if both are empty, else 0.
+    Tokens are counted with multiplicity (a bag, as the official Counter &). When either side is
+    empty (SQuAD 2.0's no-answer), F1 is 1 if both are empty, else 0.
 
     >>> f1_score("Denver Broncos won", "the Denver Broncos")  # common 2; P = 2/3, R = 2/2: 2*(2/3)/(5/3)
     0.8
@@ -97,7 +96,8 @@ def f1_score(prediction: str, gold: str) -> float:
 
 
 def gold_answers(qa: dict) -> list[str]:
-    """A question's gold answer texts; [""] when it has none that survive normalisation (2.0's no-answer).
+    """A question's gold answer texts; [""] when it has none that survive normalisation (2.0's
+    no-answer).
 
     >>> gold_answers({"answers": [{"text": "the"}]}), gold_answers({"answers": [{"text": "Paris"}]})
     ([''], ['Paris'])
@@ -107,7 +107,8 @@ def gold_answers(qa: dict) -> list[str]:
 
 
 def raw_scores(dataset: list[dict], predictions: dict[str, str]) -> tuple[dict, dict]:
-    """Per question id: the best EM and the best F1 of its prediction over the gold answers (0/1 scale).
+    """Per question id: the best EM and the best F1 of its prediction over the gold answers (0/1
+    scale).
 
     A question without a prediction is a clear error (the official script prints and skips it).
     """
@@ -130,20 +131,22 @@ def has_answer(dataset: list[dict]) -> dict[str, bool]:
 
 
 def apply_no_answer_threshold(scores: dict, null_odds: dict, answerable: dict, threshold: float) -> dict:
-    """Where null_odds > threshold the prediction becomes "no answer": it scores 1 on NoAns questions, 0
-    on HasAns ones (evaluate-v2.0.py apply_no_ans_threshold)."""
+    """Where null_odds > threshold the prediction becomes "no answer": it scores 1 on NoAns
+    questions, 0 on HasAns ones (evaluate-v2.0.py apply_no_ans_threshold)."""
     return {q: float(not answerable[q]) if null_odds[q] > threshold else s for q, s in scores.items()}
 
 
 def best_threshold(predictions: dict, scores: dict, null_odds: dict, answerable: dict) -> tuple[float, float]:
-    """The null-odds threshold that maximises the score, and that score x100 (evaluate-v2.0.py find_best_thresh).
+    """The null-odds threshold that maximises the score, and that score x100 (evaluate-v2.0.py
+    find_best_thresh).
 
     Start with every question predicted "no answer" (score = #NoAns); lower the threshold past each
-    question in order of increasing null odds, which turns its answer on: a HasAns question gains its
-    score, a NoAns question loses 1 if the model gave a non-empty answer. Keep the best running score.
+    question in order of increasing null odds, which turns its answer on: a HasAns question gains
+    its score, a NoAns question loses 1 if the model gave a non-empty answer. Keep the best running
+    score.
 
-    Worked example: q1 HasAns odds -2 score 1, q2 NoAns odds 0 answer "x", q3 HasAns odds 3 score 0.5.
-    Start 1 (q2); after q1: 2 (thresh -2); after q2: 1; after q3: 1.5. Best 2/3, thresh -2.
+    Worked example: q1 HasAns odds -2 score 1, q2 NoAns odds 0 answer "x", q3 HasAns odds 3 score
+    0.5. Start 1 (q2); after q1: 2 (thresh -2); after q2: 1; after q3: 1.5. Best 2/3, thresh -2.
 
     >>> best_threshold({"1": "a", "2": "x", "3": "b"}, {"1": 1, "2": 0, "3": 0.5},
     ...                {"1": -2.0, "2": 0.0, "3": 3.0}, {"1": True, "2": False, "3": True})
@@ -162,12 +165,13 @@ def best_threshold(predictions: dict, scores: dict, null_odds: dict, answerable:
 
 def evaluate(dataset: list[dict], predictions: dict[str, str], null_odds: dict[str, float] | None = None,
              null_threshold: float = 1.0) -> dict:
-    """The official evaluation's numbers (x100): exact, f1, total, HasAns_*/NoAns_* when present, and with
-    null_odds the best_exact/best_f1 and their thresholds.
+    """The official evaluation's numbers (x100): exact, f1, total, HasAns_*/NoAns_* when present,
+    and with null_odds the best_exact/best_f1 and their thresholds.
 
     `dataset` is the "data" list of a SQuAD JSON file; `null_odds` maps question ids to the model's
-    null-answer odds (evaluate-v2.0.py's na_prob; None: every odds 0, as the official script). Like the
-    official script, the main scores count an answer as "no answer" only where odds > null_threshold (1.0).
+    null-answer odds (evaluate-v2.0.py's na_prob; None: every odds 0, as the official script). Like
+    the official script, the main scores count an answer as "no answer" only where odds >
+    null_threshold (1.0).
     """
     exact, f1 = raw_scores(dataset, predictions)
     answerable = has_answer(dataset)
@@ -193,36 +197,41 @@ def evaluate(dataset: list[dict], predictions: dict[str, str], null_odds: dict[s
     return out
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Data: the official JSON files, downloaded once into the cache, or read from --data_dir.
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
+# Data: the official JSON files, downloaded once into the cache, or read from --data-dir.
+# --------------------------------------------------------------------------------------------------
 
 SQUAD_BASE_URL = "https://rajpurkar.github.io/SQuAD-explorer/dataset"  # the official site's files
-# (train file, dev file) per task, and their sizes in bytes, checked after a download from SQUAD_BASE_URL
-# (the sizes the site serves; the same figures as torchtext's SQuAD downloader and wget logs of the files).
+# (train file, dev file) per task, and their sizes in bytes, checked after a download from
+# SQUAD_BASE_URL (the sizes the site serves; the same figures as torchtext's SQuAD downloader and
+# wget logs of the files).
 SQUAD_FILES = {"squad1": ("train-v1.1.json", "dev-v1.1.json"), "squad2": ("train-v2.0.json", "dev-v2.0.json")}
 SQUAD_SIZES = {"train-v1.1.json": 30_288_272, "dev-v1.1.json": 4_854_279,
                "train-v2.0.json": 42_123_633, "dev-v2.0.json": 4_370_528}
 DEFAULT_CACHE = Path("cache") / "squad"
 
 
-def squad_files(task: str, data_dir=None, cache_dir=DEFAULT_CACHE, base_url: str = SQUAD_BASE_URL) -> tuple[Path, Path]:
-    """(train, dev) JSON paths: from --data_dir, or downloaded into `cache_dir` once (plumbing.download: a
-    ".part" file renamed when complete; the official files' sizes checked, a mirror's by Content-Length)."""
+def squad_files(task: str, data_dir=None, cache_dir=DEFAULT_CACHE,
+                base_url: str = SQUAD_BASE_URL) -> tuple[Path, Path]:
+    """(train, dev) JSON paths: from --data-dir, or downloaded into `cache_dir` once
+    (plumbing.download: a ".part" file renamed when complete; the official files' sizes checked, a
+    mirror's by Content-Length)."""
     names = SQUAD_FILES[task]
     if data_dir is not None:
         paths = tuple(Path(data_dir) / n for n in names)
         for path in paths:
             if not path.is_file():
-                raise FileNotFoundError(f"--data_dir {data_dir} has no {path.name}: put the official "
-                                        f"{' and '.join(names)} there, or leave --data_dir out to download them")
+                raise FileNotFoundError(f"--data-dir {data_dir} has no {path.name}: put the official "
+                                        f"{' and '.join(names)} there, or leave --data-dir out to "
+                                        f"download them")
         return paths
     return tuple(download(f"{base_url}/{n}", Path(cache_dir) / n, SQUAD_SIZES[n] if base_url == SQUAD_BASE_URL
                           else None, desc=f"SQuAD {n}") for n in names)
 
 
 def read_dataset(path: Path) -> list[dict]:
-    """The "data" list of a SQuAD JSON file (articles -> paragraphs -> qas), with a clear error if it is not one."""
+    """The "data" list of a SQuAD JSON file (articles -> paragraphs -> qas), with a clear error if
+    it is not one."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))["data"]
         for article in data:  # every field the pipeline reads, so a wrong file fails here, not mid-run
@@ -250,12 +259,14 @@ class Example:
 
 
 def context_pieces(context: str) -> list[tuple[int, int]]:
-    """Cut the context at whitespace and around every punctuation character, keeping character offsets.
+    """Cut the context at whitespace and around every punctuation character, keeping character
+    offsets.
 
-    WordPiece never joins across these cuts (basic_tokenize splits there too), so every token belongs
-    to exactly one piece, and a span of tokens maps back to context[start of first piece : end of last].
-    The official code cuts at whitespace only and then guesses the answer's characters inside the word
-    (get_final_text); cutting at punctuation as well makes the guess unnecessary: "(1985)." -> "1985".
+    WordPiece never joins across these cuts (basic_tokenize splits there too), so every token
+    belongs to exactly one piece, and a span of tokens maps back to context[start of first piece :
+    end of last]. The official code cuts at whitespace only and then guesses the answer's characters
+    inside the word (get_final_text); cutting at punctuation as well makes the guess unnecessary:
+    "(1985)." -> "1985".
 
     >>> c = "Born (1985), he"; [c[a:b] for a, b in context_pieces(c)]
     ['Born', '(', '1985', ')', ',', 'he']
@@ -278,8 +289,9 @@ def context_pieces(context: str) -> list[tuple[int, int]]:
 def read_examples(dataset: list[dict], max_examples: int | None = None, training: bool = False) -> list[Example]:
     """Examples of every question; the answer is the first gold answer's pieces (training uses it).
 
-    training=True drops a question whose answer_start does not point at its answer text in the context,
-    as the official code drops (and counts) them, rather than teaching the model "no answer" there.
+    training=True drops a question whose answer_start does not point at its answer text in the
+    context, as the official code drops (and counts) them, rather than teaching the model "no
+    answer" there.
     """
     examples = []
     for article in dataset:
@@ -303,49 +315,62 @@ def read_examples(dataset: list[dict], max_examples: int | None = None, training
 
 
 def subset(dataset: list[dict], qids: set[str]) -> list[dict]:
-    """The dataset with only the questions in `qids` (to score a --max_dev_examples prefix)."""
+    """The dataset with only the questions in `qids` (to score a --max-dev-examples prefix)."""
     return [{"paragraphs": [{**p, "qas": [qa for qa in p["qas"] if qa["id"] in qids]} for p in a["paragraphs"]]}
             for a in dataset]
 
 
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Features: [CLS] question [SEP] window of the context [SEP], windows doc_stride tokens apart.
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class SquadConfig:
-    """SQuAD's settings, as the official configure_finetuning.py and the paper's Table 7. Fields with
-    help are command-line flags."""
-    max_seq_len: int = option(512, "tokens per window (official max_seq_length; GLUE uses 128), or the "
-                                   "model's positions if it has fewer",
-                              check=at_least(5, "room for [CLS], a question token, [SEP], a context token, [SEP]"))
-    doc_stride: int = option(128, "official doc_stride: a new window every N context tokens",
-                             check=at_least(1, "context tokens between window starts"))
-    max_query_len: int = option(64, "official max_query_length: longer questions are cut",
-                                check=at_least(1, "question tokens kept"))
-    max_answer_len: int = option(30, "official max_answer_length, in tokens",
-                                 check=at_least(1, "tokens in the longest answer"))
-    n_best: int = option(20, "official n_best_size: top start and end positions searched",
-                         check=at_least(1, "start and end positions searched"))
-    epochs: int = option(2, "Table 7: 2 for SQuAD", check=at_least(1, "passes over the training questions "
-                                                                       "(Table 7: 2)"))
-    # SQuAD 2.0 (official configure_finetuning.py): answerable_classifier=True, answerable_uses_start_logits
-    # =True, answerable_weight=0.5; qa_na_threshold=-2.75 is its "no answer" cut on the null odds.
-    answerable_classifier: bool = True  # False: BERT's null score ([CLS] start + end minus the best span's)
-    joint_prediction: bool = option(True, "BERT's span head (start and end from one dense layer) instead of "
-                                          "the official joint prediction (the end conditioned on the start, "
-                                          "searched with a beam)", flag="--independent_ends")
-    beam: int = 20                      # official beam_size: starts (and ends per start) the joint head keeps
-    joint_hidden: int = 512             # width of the joint end head's GELU layer (official "qa_hidden", 512)
-    answerable_weight: float = 0.5      # weight of the answerability loss beside the span loss
-    answerable_hidden: int = 512        # width of the classifier's GELU layer (official dense(.., 512, gelu))
-    null_threshold: float = option(-2.75, "2.0: answers with null odds above it count as no answer (the "
-                                          "official qa_na_threshold with the classifier; BERT's 0.0 with "
-                                          "--null_score span)", check=(math.isfinite, "a finite number"))
+    """SQuAD's settings, as the official configure_finetuning.py and the paper's Table 7."""
+    max_seq_len: int = 512  # tokens per window (official max_seq_length; GLUE uses 128)
+    doc_stride: int = 128  # official doc_stride: a new window every N context tokens
+    max_query_len: int = 64  # official max_query_length: longer questions are cut
+    max_answer_len: int = 30  # official max_answer_length, in tokens
+    n_best: int = 20  # official n_best_size: top start and end positions searched
+    epochs: int = 2  # Table 7 "Train Epochs": 2 for SQuAD
+    # SQuAD 2.0 (official configure_finetuning.py): answerable_classifier=True,
+    # answerable_uses_start_logits=True, answerable_weight=0.5; qa_na_threshold=-2.75 is its "no
+    # answer" cut on the null odds.
+    answerable_classifier: bool = True  # False: BERT's null score ([CLS] span minus the best span)
+    independent_ends: bool = False  # BERT's span head, not the official joint_prediction=True
+    beam: int = 20  # official beam_size: starts (and ends per start) the joint head keeps
+    joint_hidden: int = 512  # width of the joint end head's GELU layer (official "qa_hidden", 512)
+    answerable_weight: float = 0.5  # weight of the answerability loss beside the span loss
+    answerable_hidden: int = 512  # width of the classifier's GELU layer (official dense(.., 512, gelu))
+    null_threshold: float = -2.75  # 2.0: null odds above it are "no answer" (official qa_na_threshold)
 
 
-BERT_NULL_THRESHOLD = 0.0  # BERT run_squad.py's null_score_diff_threshold, for --null_score span
+def check_squad_config(cfg: SquadConfig) -> None:
+    """One line naming the flag of a value out of its range."""
+    if cfg.max_seq_len < 5:
+        raise SystemExit(f"--max-seq-len {cfg.max_seq_len}: must be an integer >= 5 (room for [CLS], "
+                         f"a question token, [SEP], a context token, [SEP])")
+    if cfg.doc_stride < 1:
+        raise SystemExit(f"--doc-stride {cfg.doc_stride}: must be an integer >= 1 (context tokens "
+                         f"between window starts)")
+    if cfg.max_query_len < 1:
+        raise SystemExit(f"--max-query-len {cfg.max_query_len}: must be an integer >= 1 (question "
+                         f"tokens kept)")
+    if cfg.max_answer_len < 1:
+        raise SystemExit(f"--max-answer-len {cfg.max_answer_len}: must be an integer >= 1 (tokens in "
+                         f"the longest answer)")
+    if cfg.n_best < 1:
+        raise SystemExit(f"--n-best {cfg.n_best}: must be an integer >= 1 (start and end positions "
+                         f"searched)")
+    if cfg.epochs < 1:
+        raise SystemExit(f"--epochs {cfg.epochs}: must be an integer >= 1 (passes over the training "
+                         f"questions (Table 7: 2))")
+    if not math.isfinite(cfg.null_threshold):
+        raise SystemExit(f"--null-threshold {cfg.null_threshold}: must be a finite number")
+
+
+BERT_NULL_THRESHOLD = 0.0  # BERT run_squad.py's null_score_diff_threshold, for --null-score span
 
 
 @dataclass
@@ -362,8 +387,8 @@ class Feature:
 
 
 def doc_windows(num_tokens: int, window: int, stride: int) -> list[tuple[int, int]]:
-    """(start, length) of the windows over a context of num_tokens tokens, as the official code: each
-    starts `stride` tokens after the last, the last one ends at the context's end.
+    """(start, length) of the windows over a context of num_tokens tokens, as the official code:
+    each starts `stride` tokens after the last, the last one ends at the context's end.
 
     >>> doc_windows(10, 4, 3)
     [(0, 4), (3, 4), (6, 4)]
@@ -380,8 +405,9 @@ def doc_windows(num_tokens: int, window: int, stride: int) -> list[tuple[int, in
 
 
 def is_max_context(windows: list[tuple[int, int]], w: int, position: int) -> bool:
-    """Whether window w is the one where the token at `position` has the most context around it (official
-    _check_is_max_context: score min(left, right) + 0.01 * window length, the first best wins).
+    """Whether window w is the one where the token at `position` has the most context around it
+    (official _check_is_max_context: score min(left, right) + 0.01 * window length, the first best
+    wins).
 
     >>> windows = doc_windows(10, 6, 2)  # tokens 0..5, 2..7, 4..9
     >>> [is_max_context(windows, w, 4) for w in range(3)]  # token 4: min(4, 1), min(2, 3), min(0, 5)
@@ -399,8 +425,9 @@ def is_max_context(windows: list[tuple[int, int]], w: int, position: int) -> boo
 
 def improve_answer_span(doc_ids: list[int], start: int, end: int, answer_ids: list[int]) -> tuple[int, int]:
     """The first sub-span of tokens start..end whose ids are the answer text's own (official
-    _improve_answer_span); start..end unchanged when there is none. The pieces an answer touches can hold
-    more than the answer: "19" inside the piece "1985" (tokens 19 ##85) becomes the token 19 alone.
+    _improve_answer_span); start..end unchanged when there is none. The pieces an answer touches can
+    hold more than the answer: "19" inside the piece "1985" (tokens 19 ##85) becomes the token 19
+    alone.
 
     >>> improve_answer_span([7, 8, 9], 0, 2, [8])
     (1, 1)
@@ -413,7 +440,8 @@ def improve_answer_span(doc_ids: list[int], start: int, end: int, answer_ids: li
 
 
 def make_features(examples: list[Example], tok: Tokenizer, cfg: SquadConfig, training: bool) -> list[Feature]:
-    """Tokenise every example and cut its context into windows (the official convert_examples_to_features).
+    """Tokenise every example and cut its context into windows (the official
+    convert_examples_to_features).
 
     A SQuAD context carries about five questions: its tokens and its windows' max-context flags are
     computed once per context (and question length), not once per question.
@@ -440,8 +468,9 @@ def make_features(examples: list[Example], tok: Tokenizer, cfg: SquadConfig, tra
                 answer = improve_answer_span(doc_ids, s, e, tok.encode(ex.answer_text))
         room = cfg.max_seq_len - len(query) - 3  # [CLS], [SEP], [SEP]
         if room < 1:
-            raise ValueError(f"--max_seq_len {cfg.max_seq_len} leaves no room for the context after a "
-                             f"{len(query)}-token question: raise it or lower --max_query_len")
+            raise ValueError(f"--max-seq-len {cfg.max_seq_len} leaves no room for the context "
+                             f"after a {len(query)}-token question: raise it or lower "
+                             f"--max-query-len")
         windows = doc_windows(len(doc_ids), room, cfg.doc_stride)
         if room not in flags:
             flags[room] = [[is_max_context(windows, w, start + i) for i in range(length)]
@@ -459,17 +488,18 @@ def make_features(examples: list[Example], tok: Tokenizer, cfg: SquadConfig, tra
     return features
 
 
-# ---------------------------------------------------------------------------------------------------------
-# The model: start and end logits on the discriminator's last states, and the answerability classifier.
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
+# The model: start and end logits on the discriminator's last states, and the answerability
+# classifier.
+# --------------------------------------------------------------------------------------------------
 
 MASKED_LOGIT = -1e4  # positions outside the context: exp(-1e4) is 0 in fp32 and bf16, and no overflow
 
 
 class SpanLogits(NamedTuple):
-    """The span model's outputs (fp32). With the joint head at evaluation, `end` is [B, K, T]: the end
-    logits for each of the K best starts, whose positions are `start_top` [B, K]; otherwise end is [B, T]
-    and start_top is None."""
+    """The span model's outputs (fp32). With the joint head at evaluation, `end` is [B, K, T]: the
+    end logits for each of the K best starts, whose positions are `start_top` [B, K]; otherwise end
+    is [B, T] and start_top is None."""
     start: torch.Tensor
     end: torch.Tensor
     answerable: torch.Tensor  # [B]; zeros without the classifier
@@ -477,7 +507,8 @@ class SpanLogits(NamedTuple):
 
 
 class SpanModel(nn.Module):
-    """The pre-trained encoder plus a span head, and for SQuAD 2.0 the official answerability classifier.
+    """The pre-trained encoder plus a span head, and for SQuAD 2.0 the official answerability
+    classifier.
 
     Start logits: start_t = w . h_t + b at every position t. End logits, two heads:
       - joint (official joint_prediction=True): end_t = w' . GELU(W [h_s ; h_t] + c) + b', conditioned on
@@ -487,12 +518,12 @@ class SpanModel(nn.Module):
     Logits outside the context and [CLS] are masked as the official answer_mask = input_mask * segment_ids +
     one_hot(0), so a span never starts in the question.
 
-    Answerability (official answerable_classifier, answerable_uses_start_logits): the [CLS] state and the
-    states averaged under softmax(start logits), concatenated, dense(512, GELU), dense(1): one logit per
-    window, trained with sigmoid cross-entropy on "has no answer".
+    Answerability (official answerable_classifier, answerable_uses_start_logits): the [CLS] state
+    and the states averaged under softmax(start logits), concatenated, dense(512, GELU), dense(1):
+    one logit per window, trained with sigmoid cross-entropy on "has no answer".
 
-    Every head is under `classifier` so that finetune.layer_depth gives it the head's lr (official: the
-    task head's depth).
+    Every head is under `classifier` so that finetune.layer_depth gives it the head's lr (official:
+    the task head's depth).
     """
 
     def __init__(self, config: ElectraConfig, answerable: bool = False, answerable_hidden: int = 512,
@@ -521,8 +552,8 @@ class SpanModel(nn.Module):
         return end.masked_fill(~allowed[:, None], MASKED_LOGIT)
 
     def forward(self, input_ids, segment_ids, attention_mask, start_positions=None) -> SpanLogits:
-        """[B, T] inputs -> SpanLogits. The joint head needs the gold `start_positions` [B] in training;
-        without them it searches the beam of best starts."""
+        """[B, T] inputs -> SpanLogits. The joint head needs the gold `start_positions` [B] in
+        training; without them it searches the beam of best starts."""
         h = self.encoder.hidden_states(input_ids, segment_ids, attention_mask)  # [B, T, H]
         logits = self.classifier["span"](h).float()                               # [B, T, 1 or 2]
         allowed = attention_mask.bool() & segment_ids.bool()
@@ -544,23 +575,26 @@ class SpanModel(nn.Module):
 
 
 def span_loss(start_logits, end_logits, starts, ends):
-    """Mean of the start and end cross-entropies (official and BERT: (start_loss + end_loss) / 2)."""
+    """Mean of the start and end cross-entropies (official and BERT: (start_loss + end_loss) /
+    2)."""
     return (F.cross_entropy(start_logits, starts) + F.cross_entropy(end_logits, ends)) / 2
 
 
 def answerable_loss(answerable_logit, impossible, weight: float):
-    """weight x sigmoid cross-entropy of the answerability logit against "has no answer" (official)."""
+    """weight x sigmoid cross-entropy of the answerability logit against "has no answer"
+    (official)."""
     return weight * F.binary_cross_entropy_with_logits(answerable_logit, impossible)
 
 
 def collate(features: list[Feature], rows, pad_id: int, device):
-    """The chosen features as the model's inputs: input_ids, segment_ids, attention_mask [B, T] (pad_batch)."""
+    """The chosen features as the model's inputs: input_ids, segment_ids, attention_mask [B, T]
+    (pad_batch)."""
     return pad_batch([features[r].ids for r in rows], [features[r].segments for r in rows], pad_id, device)
 
 
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Answers: the n-best span search, the null score, the official prediction files.
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 
 def top_positions(logits: np.ndarray, n: int) -> list[int]:
@@ -584,12 +618,13 @@ def log_softmax(x: np.ndarray) -> np.ndarray:
 
 def candidate_spans(start_logits: np.ndarray, end_logits: np.ndarray, feature: Feature, cfg: SquadConfig,
                     start_top: np.ndarray | None = None):
-    """(score, start position, end position) of every valid span among the n_best starts x n_best ends:
-    both in the context, start where this window has the token's most context, end >= start, at most
-    max_answer_len tokens (official write_predictions' filters).
+    """(score, start position, end position) of every valid span among the n_best starts x n_best
+    ends: both in the context, start where this window has the token's most context, end >= start,
+    at most max_answer_len tokens (official write_predictions' filters).
 
-    BERT's head: score = start logit + end logit. Joint head (start_top given, end_logits [K, n]): the
-    starts are start_top, and score = log p(start) + log p(end | start), as the official beam search."""
+    BERT's head: score = start logit + end logit. Joint head (start_top given, end_logits [K, n]):
+    the starts are start_top, and score = log p(start) + log p(end | start), as the official beam
+    search."""
     pairs = []
     if start_top is None:
         ends = top_positions(end_logits, cfg.n_best)
@@ -614,9 +649,9 @@ def candidate_spans(start_logits: np.ndarray, end_logits: np.ndarray, feature: F
 def null_odds_of(null_score: float, best_span_score: float, answerable_classifier: bool) -> float:
     """SQuAD 2.0's null odds, the official qa_metrics.py's score_diff: larger means "no answer".
 
-    With the answerability classifier (official default) it is the classifier's logit itself, the lowest
-    over the example's windows. Without it, BERT's: the [CLS]-[CLS] span's score (start + end logit at
-    position 0, the lowest over the windows) minus the best span's score.
+    With the answerability classifier (official default) it is the classifier's logit itself, the
+    lowest over the example's windows. Without it, BERT's: the [CLS]-[CLS] span's score (start + end
+    logit at position 0, the lowest over the windows) minus the best span's score.
 
     >>> null_odds_of(1.5, 4.0, answerable_classifier=False), null_odds_of(1.5, 4.0, answerable_classifier=True)
     (-2.5, 1.5)
@@ -624,27 +659,39 @@ def null_odds_of(null_score: float, best_span_score: float, answerable_classifie
     return null_score if answerable_classifier else null_score - best_span_score
 
 
-def predict_answers(examples: list[Example], features: list[Feature], start_logits: list[np.ndarray],
-                    end_logits: list[np.ndarray], answerable_logits: list[float], start_tops: list | None,
+class FeatureLogits(NamedTuple):
+    """model_logits' outputs, one entry per feature (numpy, unpadded)."""
+    start: list[np.ndarray]  # [n] start logits
+    end: list[np.ndarray]  # [n], or the joint head's [K, n]: the ends of each of the K best starts
+    answerable: list[float]  # the answerability logit (0 without the classifier)
+    start_top: list[np.ndarray] | None  # the joint head's K best starts; None for BERT's head
+
+
+def predict_answers(examples: list[Example], features: list[Feature], logits: FeatureLogits,
                     cfg: SquadConfig, v2: bool) -> tuple[dict, dict]:
     """predictions.json {qid: answer text} and null_odds.json {qid: odds} (empty for SQuAD 1.1).
 
     Each example takes the best-scoring span over all its windows; its text is the context's own
-    characters from the span's first piece to its last. As the official code, the answer is written even
-    for 2.0, and the "no answer" decision is the evaluation's: null odds > threshold (see `evaluate`).
+    characters from the span's first piece to its last. As the official code, the answer is written
+    even for 2.0, and the "no answer" decision is the evaluation's: null odds > threshold (see
+    `evaluate`).
     """
     by_example = collections.defaultdict(list)
-    tops = start_tops if start_tops is not None else [None] * len(features)
-    for f, s, e, a, top in zip(features, start_logits, end_logits, answerable_logits, tops):
+    tops = logits.start_top if logits.start_top is not None else [None] * len(features)
+    for f, s, e, a, top in zip(features, logits.start, logits.end, logits.answerable, tops):
         by_example[f.example].append((f, s, e, a, top))
-    predictions, null_odds = {}, {}
+    predictions = {}
+    null_odds = {}
     for i, ex in enumerate(examples):
-        spans, null_score = [], math.inf
+        spans = []
+        null_score = math.inf
         for f, s, e, answerable, top in by_example[i]:
-            null_score = min(null_score, float(answerable) if cfg.answerable_classifier else float(s[0] + e[0]))
+            window_null = float(answerable) if cfg.answerable_classifier else float(s[0] + e[0])
+            null_score = min(null_score, window_null)
             spans += [(score, f, a, b) for score, a, b in candidate_spans(s, e, f, cfg, top)]
         best = max(spans, key=lambda x: x[0], default=None)
-        text, best_score = "", 0.0  # no valid span at all: the official nonce entry, score 0
+        text = ""  # no valid span at all: the official nonce entry, score 0
+        best_score = 0.0
         if best is not None:
             best_score, f, a, b = best
             text = ex.context[ex.pieces[f.token_piece[a]][0]:ex.pieces[f.token_piece[b]][1]]
@@ -655,9 +702,9 @@ def predict_answers(examples: list[Example], features: list[Feature], start_logi
 
 
 @torch.no_grad()
-def model_logits(model: SpanModel, features: list[Feature], batch_size: int, pad_id: int, device):
-    """Start and end logits (numpy, unpadded; the joint head's end [K, n]), the answerability logit and
-    the joint head's beam of starts (None for BERT's head) of every feature, in order."""
+def model_logits(model: SpanModel, features: list[Feature], batch_size: int, pad_id: int,
+                 device) -> FeatureLogits:
+    """The logits of every feature, in order."""
     model.eval()
     _, autocast = mixed_precision(device, "auto")
     starts, ends, answerable, tops = [], [], [], []
@@ -671,141 +718,250 @@ def model_logits(model: SpanModel, features: list[Feature], batch_size: int, pad
             starts.append(s[i, :n].cpu().numpy())
             ends.append(e[i, ..., :n].cpu().numpy())
             tops.append(None if top is None else top[i].cpu().numpy())
-    return starts, ends, answerable, (None if not tops or tops[0] is None else tops)
+    return FeatureLogits(starts, ends, answerable, None if not tops or tops[0] is None else tops)
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Training: Table 7's recipe, in finetune.py's loop (its layer-wise lr, optimizer and schedule).
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
+# Training: Table 7's recipe (finetune.py's lr, layer-wise decay, optimizer and schedule), 2 epochs
+# --------------------------------------------------------------------------------------------------
 
 
-def finetune(pre, train: list[Feature], ft: FinetuneConfig, cfg: SquadConfig, v2: bool, seed: int,
-             device) -> tuple[SpanModel, list]:
-    """Fine-tune a span model (with the answerability classifier for 2.0 when cfg says so) on the training
-    features for cfg.epochs; returns it and the mean loss of each epoch."""
+def finetune(pre: Pretrained, train: list[Feature], ft: FinetuneConfig, cfg: SquadConfig,
+             seed: int, device) -> tuple[SpanModel, list]:
+    """Fine-tune a span model (with the answerability classifier when cfg says so: SQuAD 2.0) on
+    the training features; returns it and the mean loss of each epoch.
+
+    GLUE's loop (finetune.finetune_seed) with SQuAD's loss: cfg.epochs passes over the features in
+    a new random order each (drawn from `seed`), one update per ft.batch_size features, gradients
+    clipped to a global norm of ft.grad_clip.
+    """
     device = torch.device(device)
+    pad_id = pre.tokenizer.pad_id
     _, autocast = mixed_precision(device, "auto")
     torch.manual_seed(seed)
-    answerable = v2 and cfg.answerable_classifier
-    model = SpanModel(pre.config, answerable, cfg.answerable_hidden, cfg.joint_prediction, cfg.beam, cfg.joint_hidden)
+    model = SpanModel(pre.config, cfg.answerable_classifier, cfg.answerable_hidden,
+                      not cfg.independent_ends, cfg.beam, cfg.joint_hidden)
     model.encoder.load_state_dict(pre.encoder_state)
     model.to(device)
-
-    def batch_loss(rows):
-        targets = torch.tensor([[train[r].start, train[r].end] for r in rows], device=device)
-        with autocast:
-            s, e, a, _ = model(*collate(train, rows, pre.tokenizer.pad_id, device), start_positions=targets[:, 0])
-        loss = span_loss(s, e, targets[:, 0], targets[:, 1])
-        if answerable:
-            impossible = torch.tensor([float(train[r].impossible) for r in rows], device=device)
-            loss = loss + answerable_loss(a, impossible, cfg.answerable_weight)
-        return loss
-
+    steps = cfg.epochs * math.ceil(len(train) / ft.batch_size)
+    opt, schedule = optimizer_and_schedule(model, pre.config.num_layers, ft, steps)
+    order_rng = torch.Generator().manual_seed(seed)
+    what = f"squad seed {seed}"
     epoch_losses = []
-    for epoch, loss in fine_tuning_loop(model, pre.config.num_layers, batch_loss, len(train),
-                                        replace(ft, epochs=cfg.epochs), seed, f"squad seed {seed}"):
-        epoch_losses.append(loss)
-        tqdm.write(f"squad epoch {epoch}: loss {loss:.4f}")
+    for epoch in range(1, cfg.epochs + 1):
+        model.train()
+        order = torch.randperm(len(train), generator=order_rng).tolist()
+        losses = []
+        with tqdm(total=len(train), unit="ex", desc=f"{what} epoch {epoch}/{cfg.epochs}",
+                  dynamic_ncols=True, leave=False) as bar:
+            for start in range(0, len(train), ft.batch_size):
+                rows = order[start:start + ft.batch_size]
+                starts = torch.tensor([train[r].start for r in rows], device=device)  # [B]
+                ends = torch.tensor([train[r].end for r in rows], device=device)  # [B]
+                with autocast:
+                    inputs = collate(train, rows, pad_id, device)
+                    s, e, a, _ = model(*inputs, start_positions=starts)
+                loss = span_loss(s, e, starts, ends)
+                if cfg.answerable_classifier:
+                    impossible = torch.tensor([float(train[r].impossible) for r in rows],
+                                              device=device)
+                    loss = loss + answerable_loss(a, impossible, cfg.answerable_weight)
+                if not torch.isfinite(loss):
+                    raise diverged(what, schedule.last_epoch + 1, epoch, ft.lr)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), ft.grad_clip)
+                opt.step()
+                schedule.step()
+                losses.append(loss.item())
+                bar.update(len(rows))
+                bar.set_postfix(loss=f"{np.mean(losses[-LOSS_WINDOW:]):.4f}")
+        epoch_losses.append(float(np.mean(losses)))
+        tqdm.write(f"squad epoch {epoch}: loss {epoch_losses[-1]:.4f}")
     return model, epoch_losses
 
 
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # The command line.
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 
 @dataclass
 class Run:
-    """Where the model and the data come from and where results go: not the recipe. Each field is a
-    command-line flag (--task and --init, required, are added by parse_args)."""
-    vocab: str | None = option(None, "vocab.txt (default: the one beside --init)")
-    data_dir: str | None = option(None, "folder holding the official train/dev JSON files (default: download "
-                                        "into --cache_dir)")
-    cache_dir: str = option(str(DEFAULT_CACHE), "where downloaded SQuAD files are kept")
-    squad_url: str = option(SQUAD_BASE_URL, "base URL of the SQuAD JSON files")
-    out_dir: str = option("out/squad", "predictions.json, null_odds.json, results.json")
-    seed: int = option(0, "random seed", check=at_least(0, "the seed"))
-    device: str = option("cuda" if torch.cuda.is_available() else "cpu", "cuda or cpu")
-    max_train_examples: int | None = option(None, "use only the first N training questions",
-                                            check=at_least(1, "training questions"))
-    max_dev_examples: int | None = option(None, "predict and score the first N dev questions",
-                                          check=at_least(1, "dev questions"))
+    """Where the model and the data come from and where results go: not the recipe."""
+    task: str  # squad1 or squad2
+    init: str  # train.py checkpoint or run folder, or HF ELECTRA/BERT folder
+    vocab: str | None = None  # None: the vocab.txt beside --init
+    data_dir: str | None = None  # None: download the official files into cache_dir
+    cache_dir: str = str(DEFAULT_CACHE)  # where downloaded SQuAD files are kept
+    squad_url: str = SQUAD_BASE_URL
+    out_dir: str = "out/squad"  # predictions.json, null_odds.json, results.json
+    seed: int = 0
+    device: str = "cuda" if torch.cuda.is_available() else "cpu"
+    max_train_examples: int | None = None  # the first N training questions only: quick runs
+    max_dev_examples: int | None = None  # predict and score the first N dev questions only
 
 
-RECIPE_FLAGS = ("lr", "layer_decay", "batch_size")  # finetune.FinetuneConfig's flags that SQuAD takes
+def check_run(run: Run) -> None:
+    """One line naming the flag of a value out of its range."""
+    if run.seed < 0:
+        raise SystemExit(f"--seed {run.seed}: must be an integer >= 0 (the seed)")
+    if run.max_train_examples is not None and run.max_train_examples < 1:
+        raise SystemExit(f"--max-train-examples {run.max_train_examples}: must be an integer >= 1 "
+                         f"(training questions)")
+    if run.max_dev_examples is not None and run.max_dev_examples < 1:
+        raise SystemExit(f"--max-dev-examples {run.max_dev_examples}: must be an integer >= 1 "
+                         f"(dev questions)")
+
+
+def parser() -> argparse.ArgumentParser:
+    """Run's flags, SquadConfig's and the three of finetune.py's recipe that SQuAD takes."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--task", required=True, choices=list(SQUAD_FILES), help="SQuAD 1.1 or 2.0")
+    p.add_argument("--init", required=True,
+                   help="train.py checkpoint, or HuggingFace ELECTRA/BERT folder")
+    p.add_argument("--vocab", help="vocab.txt (default: the one beside --init)")
+    add_flag(p, "data_dir", help="folder holding the official train/dev JSON files (default: "
+                                 "download into --cache-dir)")
+    add_flag(p, "cache_dir", default=Run.cache_dir,
+             help="where downloaded SQuAD files are kept (default %(default)s)")
+    add_flag(p, "squad_url", default=Run.squad_url, help="base URL of the SQuAD JSON files")
+    add_flag(p, "out_dir", default=Run.out_dir,
+             help="predictions.json, null_odds.json, results.json (default %(default)s)")
+    p.add_argument("--seed", type=int, default=Run.seed, help="random seed (default %(default)s)")
+    p.add_argument("--device", default=Run.device, help="cuda or cpu (default %(default)s)")
+    add_flag(p, "max_train_examples", type=int, help="use only the first N training questions")
+    add_flag(p, "max_dev_examples", type=int, help="predict and score the first N dev questions")
+    # finetune.py's recipe: left out, Table 7's for the model's size
+    p.add_argument("--lr", type=float,
+                   help="peak learning rate; default: Table 7's for the model size")
+    add_flag(p, "layer_decay", type=float,
+             help="layer-wise lr decay; default: 0.8 (0.9 for large)")
+    add_flag(p, "batch_size", type=int, default=FinetuneConfig.batch_size,
+             help="examples per update (Table 7) (default %(default)s)")
+    # SquadConfig
+    add_flag(p, "max_seq_len", type=int,
+             help=f"tokens per window (official max_seq_length; GLUE uses 128; default "
+                  f"{SquadConfig.max_seq_len}, or the model's positions if it has fewer)")
+    add_flag(p, "doc_stride", type=int, default=SquadConfig.doc_stride,
+             help="official doc_stride: a new window every N context tokens (default %(default)s)")
+    add_flag(p, "max_query_len", type=int, default=SquadConfig.max_query_len,
+             help="official max_query_length: longer questions are cut (default %(default)s)")
+    add_flag(p, "max_answer_len", type=int, default=SquadConfig.max_answer_len,
+             help="official max_answer_length, in tokens (default %(default)s)")
+    add_flag(p, "n_best", type=int, default=SquadConfig.n_best,
+             help="official n_best_size: top start and end positions searched "
+                  "(default %(default)s)")
+    p.add_argument("--epochs", type=int, default=SquadConfig.epochs,
+                   help="Table 7: 2 for SQuAD (default %(default)s)")
+    add_flag(p, "independent_ends", action="store_true",
+             help="BERT's span head (start and end from one dense layer) instead of the official "
+                  "joint prediction (the end conditioned on the start, searched with a beam)")
+    add_flag(p, "null_threshold", type=float,
+             help=f"2.0: answers with null odds above it count as no answer (default "
+                  f"{SquadConfig.null_threshold}, the official qa_na_threshold with the "
+                  f"classifier; BERT's {BERT_NULL_THRESHOLD} with --null-score span)")
+    add_flag(p, "null_score", choices=["classifier", "span"], default="classifier",
+             help="2.0's null odds: the official answerability classifier (default), or BERT's "
+                  "[CLS] span score (which implies --independent-ends: it is defined on BERT's "
+                  "head)")
+    return p
+
+
+def squad_config(args: argparse.Namespace, max_position: int) -> SquadConfig:
+    """SquadConfig from the flags. Left out, max_seq_len is the official 512, or `max_position`
+    (the model's positions) if it is fewer; null_threshold the official one, or BERT's with
+    --null-score span."""
+    span = args.null_score == "span"  # BERT's null score, defined on BERT's head
+    max_seq_len = args.max_seq_len
+    if max_seq_len is None:
+        max_seq_len = min(SquadConfig.max_seq_len, max_position)
+    null_threshold = args.null_threshold
+    if null_threshold is None:
+        null_threshold = BERT_NULL_THRESHOLD if span else SquadConfig.null_threshold
+    return SquadConfig(max_seq_len=max_seq_len, doc_stride=args.doc_stride,
+                       max_query_len=args.max_query_len, max_answer_len=args.max_answer_len,
+                       n_best=args.n_best, epochs=args.epochs,
+                       answerable_classifier=args.task == "squad2" and not span,
+                       independent_ends=args.independent_ends or span,
+                       null_threshold=null_threshold)
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    """The flags of Run (filled with their defaults), of SquadConfig and of finetune's recipe (None when
-    not given), each checked against its range."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--task", required=True, choices=list(SQUAD_FILES), help="SQuAD 1.1 or 2.0")
-    p.add_argument("--init", required=True, help="train.py checkpoint, or HuggingFace ELECTRA/BERT folder")
-    add_options(p, Run, sep="_", filled=True)
-    add_options(p, FinetuneConfig, sep="_", names=RECIPE_FLAGS)
-    add_options(p, SquadConfig, sep="_")
-    p.add_argument("--null_score", choices=["classifier", "span"], default="classifier",
-                   help="2.0's null odds: the official answerability classifier (default), or BERT's [CLS] span score "
-                        "(which implies --independent_ends: it is defined on BERT's head)")
-    args = p.parse_args(argv)
-    for config in (Run, SquadConfig, FinetuneConfig):  # SquadConfig's ranges first: --max_seq_len is both
-        check_flags(args, config, sep="_")
+    """The command line, each value checked against its range before anything is loaded."""
+    args = parser().parse_args(argv)
+    check_run(from_flags(Run, args))
+    check_squad_config(squad_config(args, max_position=SquadConfig.max_seq_len))
+    check_finetune_config(FinetuneConfig(lr=args.lr, layer_decay=args.layer_decay,
+                                         batch_size=args.batch_size))
     return args
 
 
-EVAL_BATCH_SIZE = 16  # evaluation only, no effect on results; the joint head's beam makes a [16, 20, 512, 2H]
-# tensor of start-end pairs (Base: about 1 GiB in fp32), and larger batches would crowd a CPU's memory
+EVAL_BATCH_SIZE = 16  # evaluation only, no effect on results; the joint head's beam makes a
+# [16, 20, 512, 2H] tensor of start-end pairs (Base: about 1 GiB in fp32), and larger batches
+# would crowd a CPU's memory
 
 
 def main(argv=None) -> dict:
     args = parse_args(argv)
-    out = Path(args.out_dir)
-    v2 = args.task == "squad2"
+    run = from_flags(Run, args)
+    out = Path(run.out_dir)
+    v2 = run.task == "squad2"
     try:
-        pre = load_pretrained(args.init, args.vocab)
-        train_path, dev_path = squad_files(args.task, args.data_dir, args.cache_dir, args.squad_url)
-        train_data, dev_data = read_dataset(train_path), read_dataset(dev_path)
+        pre = load_pretrained(run.init, run.vocab)
+        train_path, dev_path = squad_files(run.task, run.data_dir, run.cache_dir, run.squad_url)
+        train_data = read_dataset(train_path)
+        dev_data = read_dataset(dev_path)
     except DownloadError as e:
-        # plumbing.download's message ends with a hint about train.py's own corpus: keep its first line only
+        # plumbing.download's message ends with a hint about train.py's own corpus: keep its first
+        # line
         raise SystemExit(f"error: {str(e).splitlines()[0]} If you are offline, fetch "
-                         f"{' and '.join(SQUAD_FILES[args.task])} another way and pass --data_dir FOLDER.") from None
+                         f"{' and '.join(SQUAD_FILES[run.task])} another way and pass "
+                         f"--data-dir FOLDER.") from None
     except (FileNotFoundError, ValueError) as e:
         raise SystemExit(f"error: {e}") from None
-    span = args.null_score == "span"  # BERT's null score, defined on BERT's head
-    cfg = SquadConfig(**{"max_seq_len": min(SquadConfig.max_seq_len, pre.config.max_position),
-                         "null_threshold": BERT_NULL_THRESHOLD if span else SquadConfig.null_threshold,
-                         **given(args, SquadConfig), "answerable_classifier": not span,
-                         **({"joint_prediction": False} if span else {})})
+    cfg = squad_config(args, pre.config.max_position)
     if cfg.max_seq_len > pre.config.max_position:
-        raise SystemExit(f"--max_seq_len {cfg.max_seq_len}: must be at most {pre.config.max_position}, the "
-                         f"positions {pre.source} has embeddings for")
-    recipe = {k: v for k, v in given(args, FinetuneConfig).items() if k in RECIPE_FLAGS}
-    ft = recipe_for(pre.config, FinetuneConfig(**recipe, max_seq_len=cfg.max_seq_len, epochs=cfg.epochs))
-    train_examples = read_examples(train_data, args.max_train_examples, training=True)
-    dev_examples = read_examples(dev_data, args.max_dev_examples)
+        raise SystemExit(f"--max-seq-len {cfg.max_seq_len}: must be at most "
+                         f"{pre.config.max_position}, the positions {pre.source} has "
+                         f"embeddings for")
+    recipe = FinetuneConfig(lr=args.lr, layer_decay=args.layer_decay, batch_size=args.batch_size,
+                            max_seq_len=cfg.max_seq_len, epochs=cfg.epochs)
+    ft = recipe_for(pre.config, recipe)
+    train_examples = read_examples(train_data, run.max_train_examples, training=True)
+    dev_examples = read_examples(dev_data, run.max_dev_examples)
     try:
         train_features = make_features(train_examples, pre.tokenizer, cfg, training=True)
         dev_features = make_features(dev_examples, pre.tokenizer, cfg, training=False)
     except ValueError as e:
         raise SystemExit(f"error: {e}") from None
-    print(f"{args.task}: {len(train_examples):,} training questions in {len(train_features):,} windows, "
-          f"{len(dev_examples):,} dev questions in {len(dev_features):,} windows; {pre.source} on {args.device}: "
-          f"lr {ft.lr:g}, layer decay {ft.layer_decay}, batch {ft.batch_size}, {cfg.epochs} epochs")
+    print(f"{run.task}: {len(train_examples):,} training questions in {len(train_features):,} "
+          f"windows, {len(dev_examples):,} dev questions in {len(dev_features):,} windows; "
+          f"{pre.source} on {run.device}: lr {ft.lr:g}, layer decay {ft.layer_decay}, "
+          f"batch {ft.batch_size}, {cfg.epochs} epochs")
     t0 = time.time()
-    model, losses = finetune(pre, train_features, ft, cfg, v2, args.seed, args.device)
-    logits = model_logits(model, dev_features, EVAL_BATCH_SIZE, pre.tokenizer.pad_id, torch.device(args.device))
-    predictions, null_odds = predict_answers(dev_examples, dev_features, *logits, cfg, v2)
-    scored = subset(dev_data, set(predictions)) if args.max_dev_examples is not None else dev_data
-    metrics = evaluate(scored, predictions, null_odds, cfg.null_threshold) if v2 else evaluate(scored, predictions)
+    model, losses = finetune(pre, train_features, ft, cfg, run.seed, run.device)
+    device = torch.device(run.device)
+    logits = model_logits(model, dev_features, EVAL_BATCH_SIZE, pre.tokenizer.pad_id, device)
+    predictions, null_odds = predict_answers(dev_examples, dev_features, logits, cfg, v2)
+    scored = dev_data
+    if run.max_dev_examples is not None:
+        scored = subset(dev_data, set(predictions))
+    if v2:
+        metrics = evaluate(scored, predictions, null_odds, cfg.null_threshold)
+    else:
+        metrics = evaluate(scored, predictions)
     atomic_write(out / "predictions.json", json.dumps(predictions, indent=2, ensure_ascii=False))
     if v2:
         atomic_write(out / "null_odds.json", json.dumps(null_odds, indent=2))
-    report = {"task": args.task, "init": pre.source, "device": args.device, "seconds": time.time() - t0,
-              "train_loss": losses, "dev": metrics, "squad": asdict(cfg), "recipe": asdict(ft)}
+    report = {"task": run.task, "init": pre.source, "device": run.device,
+              "seconds": time.time() - t0, "train_loss": losses, "dev": metrics,
+              "squad": asdict(cfg), "recipe": asdict(ft)}
     atomic_write(out / "results.json", json.dumps(report, indent=2, allow_nan=False))
-    print(" ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in metrics.items()))
-    print(f"wrote {out / 'predictions.json'}" + (f", {out / 'null_odds.json'}" if v2 else "")
-          + f", {out / 'results.json'}")
+    print(" ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}"
+                   for k, v in metrics.items()))
+    written = [out / "predictions.json"] + ([out / "null_odds.json"] if v2 else [])
+    print("wrote " + ", ".join(str(p) for p in written + [out / "results.json"]))
     return report
 
 

@@ -118,7 +118,7 @@ def add_common_args(p: argparse.ArgumentParser, default_tasks: str) -> None:
                    help="fine-tune on the first N training rows of each task (default: all)")
     p.add_argument("--ft-epochs", type=int, default=None, help="fine-tuning epochs (default: Table 7's)")
     p.add_argument("--single-order", action="store_true",
-                   help="fine-tune MRPC/STS-B on one sentence order only (finetune.py --single_order)")
+                   help="fine-tune MRPC/STS-B on one sentence order only (finetune.py --single-order)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
 
@@ -332,18 +332,18 @@ def fine_tune(ctx: Context, run: Run, step: int, task: str, seed: int) -> dict:
     """Fine-tune snapshot `step` of `run` on `task` with one seed (finetune.py's main); its dev metrics."""
     a = ctx.args
     out = run.dir / "finetune" / _slug(f"step{step}-{task}-seed{seed}-{ft_signature(a)}")
-    argv = ["--task", task, "--init", str(run.snapshot(step)), "--vocab", str(ctx.vocab), "--out_dir", str(out),
+    argv = ["--task", task, "--init", str(run.snapshot(step)), "--vocab", str(ctx.vocab), "--out-dir", str(out),
             "--seeds", "1", "--seed", str(seed)]
     if a.glue_dir is not None:
-        argv += ["--data_dir", str(a.glue_dir)]
+        argv += ["--data-dir", str(a.glue_dir)]
     if a.device != "auto":
         argv += ["--device", a.device]
     if a.ft_examples:
-        argv += ["--max_train_examples", str(a.ft_examples)]
+        argv += ["--max-train-examples", str(a.ft_examples)]
     if a.ft_epochs:
         argv += ["--epochs", str(a.ft_epochs)]
     if a.single_order:
-        argv += ["--single_order"]
+        argv += ["--single-order"]
     report = finetune.main(argv)
     return report["tasks"][task]["seeds"][0]["dev"]
 

@@ -186,7 +186,7 @@ def test_qnli_rte_wnli(tmp_path, name, label, expected):
 def test_reader_errors_name_file_and_line(tmp_path):
     t = glue.get_task("rte")
     d = tmp_path / "RTE"
-    with pytest.raises(FileNotFoundError, match=r"RTE/train.tsv not found.*leave out --data_dir"):
+    with pytest.raises(FileNotFoundError, match=r"RTE/train.tsv not found.*leave out --data-dir"):
         glue.read_split(t, d, "train")
     write(d, "train.tsv", ["index\tsentence1\tsentence2\tlabel", "0\ta\tb\tentailment", "1\ta\tb"])
     with pytest.raises(ValueError, match=r"train.tsv, line 3: expected 4 tab-separated fields, found 3"):

@@ -239,7 +239,7 @@ def test_a_few_steps_lower_the_loss(tmp_path):
     data = glue.encode_examples(examples, tok, 16)
     # a random-init encoder barely separates the sentences at [CLS]: a high lr and no decay, 32 steps
     recipe = ft.recipe_for(pre.config, ft.FinetuneConfig(epochs=8, batch_size=16, lr=3e-3, layer_decay=1.0))
-    run = ft.finetune_seed(task, pre, data, {"dev": data}, {}, recipe, seed=0, device="cpu")
+    run = ft.finetune_seed(task, pre, glue.Splits(data, {"dev": data}, {}), recipe, seed=0, device="cpu")
     losses = [h["train_loss"] for h in run["history"]]
     assert losses[-1] < 0.5 * losses[0], losses
     assert run["dev"]["acc"] == 100.0  # one word decides the label: the model must learn it
@@ -396,14 +396,14 @@ def test_diverged_fine_tuning_stops_and_writes_no_nan(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("flag, value, message", [
     ("--epochs", "0", "--epochs 0: must be an integer >= 1 (passes over train.tsv; leave it out for the paper's"),
-    ("--batch_size", "0", "--batch_size 0: must be an integer >= 1 (examples per update)"),
+    ("--batch_size", "0", "--batch-size 0: must be an integer >= 1 (examples per update)"),
     ("--lr", "nan", "--lr nan: must be a positive number"),
     ("--lr", "-1", "--lr -1.0: must be a positive number"),
-    ("--layer_decay", "0", "--layer_decay 0.0: must be in (0, 1]"),
-    ("--weight_decay", "-1", "--weight_decay -1.0: must be a number >= 0"),
-    ("--max_seq_len", "2", "--max_seq_len 2: must be an integer >= 3"),
-    ("--max_seq_len", "65", "--max_seq_len 65: must be at most 64, the positions"),
-    ("--max_train_examples", "0", "--max_train_examples 0: must be an integer >= 1"),
+    ("--layer_decay", "0", "--layer-decay 0.0: must be in (0, 1]"),
+    ("--weight-decay", "-1", "--weight-decay -1.0: must be a number >= 0"),
+    ("--max_seq_len", "2", "--max-seq-len 2: must be an integer >= 3"),
+    ("--max-seq-len", "65", "--max-seq-len 65: must be at most 64, the positions"),
+    ("--max_train_examples", "0", "--max-train-examples 0: must be an integer >= 1"),
     ("--seeds", "-1", "--seeds -1: must be an integer >= 1"),
     ("--seed", "-1", "--seed -1: must be an integer >= 0"),
 ])
@@ -423,5 +423,6 @@ def test_epochs_is_honoured(tmp_path):
                                for i, r in enumerate(sentiment_rows(4))], tok, 16)
     for epochs, expected in ((1, [1]), (None, [1, 2, 3])):  # None: the task's (SST-2: 3, Table 7)
         recipe = ft.recipe_for(pre.config, ft.FinetuneConfig(epochs=epochs, batch_size=4))
-        run = ft.finetune_seed(glue.get_task("sst2"), pre, data, {"dev": data}, {}, recipe, seed=0, device="cpu")
+        run = ft.finetune_seed(glue.get_task("sst2"), pre, glue.Splits(data, {"dev": data}, {}), recipe, seed=0,
+                               device="cpu")
         assert [h["epoch"] for h in run["history"]] == expected
