@@ -348,10 +348,12 @@ def load_run(init: Path, vocab=None) -> Scored:
     rebuilt from its model_config and weights as train.py --export-hf does; the vocab.txt beside it
     (or `vocab`), checked against the checkpoint's vocab_hash. An unreadable ckpt.pt falls back to
     the previous one (plumbing.load_checkpoint)."""
+    choices = "a train.py run folder (or its ckpt.pt), a HuggingFace ELECTRA folder or a hub name"
+    if not init.exists():
+        raise FileNotFoundError(f"--init {init} does not exist: pass {choices}")
     path = init / TRAIN_CHECKPOINT if init.is_dir() else init
     if not path.is_file() and not previous_checkpoint(path).is_file():
-        raise FileNotFoundError(f"--init {init}: no {path.name} there; pass a train.py run "
-                                f"folder, its ckpt.pt, a HuggingFace ELECTRA folder or a hub name")
+        raise FileNotFoundError(f"--init {init}: no {TRAIN_CHECKPOINT} there; pass {choices}")
     saved = load_checkpoint(path, "--init")
     try:
         config = ElectraConfig(**saved["model_config"])
