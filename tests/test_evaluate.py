@@ -120,7 +120,8 @@ def test_d_score_and_pll_by_hand():
     z = len(tok) + 2  # the MLM's softmax denominator: V - 1 tokens at e^0 and "sleeps" at 3
     pll = evaluate.pseudo_log_likelihood(model.generator, rows, tok.mask_id, tok.pad_id, "cpu",
                                          batch_size=2)  # 7 masked copies in 4 batches
-    assert pll.tolist() == pytest.approx([math.log(3 / z) + 2 * math.log(1 / z), 4 * math.log(1 / z)])
+    by_hand = [math.log(3 / z) + 2 * math.log(1 / z), 4 * math.log(1 / z)]
+    assert pll.tolist() == pytest.approx(by_hand)
     assert model.generator.rows_seen == 3 + 4
 
 
@@ -144,10 +145,12 @@ def test_accuracy_ties_count_half():
                        "mlm_pll": [1.0, 1.0, 0.5, 0.5]}
     acc = evaluate.accuracies(pairs, credits)
     assert acc["overall"] == {"pairs": 4, "d_sum": 0.75, "d_mean": 0.5, "mlm_pll": 0.75}
-    assert acc["fields"] == {"morphology": {"pairs": 2, "d_sum": 1.0, "d_mean": 0.5, "mlm_pll": 1.0},
-                             "syntax": {"pairs": 2, "d_sum": 0.5, "d_mean": 0.5, "mlm_pll": 0.5}}
+    assert acc["fields"] == {
+        "morphology": {"pairs": 2, "d_sum": 1.0, "d_mean": 0.5, "mlm_pll": 1.0},
+        "syntax": {"pairs": 2, "d_sum": 0.5, "d_mean": 0.5, "mlm_pll": 0.5}}
     assert acc["paradigms"]["b"] == {"field": "syntax", **acc["fields"]["syntax"]}
-    assert [evaluate.pair_credit(*s) for s in ((1.0, 0.0), (0.0, 1.0), (2.0, 2.0))] == [1.0, 0.0, 0.5]
+    by_rule = [evaluate.pair_credit(*s) for s in ((1.0, 0.0), (0.0, 1.0), (2.0, 2.0))]
+    assert by_rule == [1.0, 0.0, 0.5]
 
 
 # --- the real model: batching and padding change nothing --------------------------------------
@@ -191,7 +194,8 @@ def test_read_blimp_takes_the_first_n_and_one_field_spelling(tmp_path):
                                           "y": [("g", "h")]})
     pairs = evaluate.read_blimp(folder, 2)
     assert [(p.good, p.paradigm, p.field) for p in pairs] == [
-        ("a b", "x_ss", "syntax_semantics"), ("c d", "x_ss", "syntax_semantics"), ("g", "y", "morphology")]
+        ("a b", "x_ss", "syntax_semantics"), ("c d", "x_ss", "syntax_semantics"),
+        ("g", "y", "morphology")]
     assert len(evaluate.read_blimp(folder, None)) == 4
     (folder / "z.jsonl").write_text('{"sentence_good": "x"}\n')
     with pytest.raises(ValueError, match=r"z.jsonl line 1 is not a BLiMP pair"):
@@ -236,7 +240,7 @@ def test_the_base_url_comes_from_the_environment():
     assert got.stdout.strip() == "http://127.0.0.1:1/blimp"
 
 
-# --- the command line -----------------------------------------------------------------------------
+# --- the command line ----------------------------------------------------------------------
 
 
 def run_folder(folder, tok, **kw):
@@ -252,8 +256,8 @@ def run_folder(folder, tok, **kw):
     return model
 
 
-PARADIGMS = {"agreement": [("the cat sleeps .", "the cat sleep ."), ("the dogs bark", "the dogs barks"),
-                           ("the cat", "cat the")],
+PARADIGMS = {"agreement": [("the cat sleeps .", "the cat sleep ."),
+                           ("the dogs bark", "the dogs barks"), ("the cat", "cat the")],
              "anaphor_ss": [("the dog barks .", "the dog bark ."), ("the zebra", "the zebra")]}
 
 
@@ -261,8 +265,8 @@ def test_cli_on_a_run_folder_its_random_twin_and_its_hf_export(tmp_path, capsys)
     tok = tiny_tokenizer()
     model = run_folder(tmp_path / "run", tok)
     data = write_blimp(tmp_path / "blimp", PARADIGMS)
-    argv = ["blimp", "--init", str(tmp_path / "run"), "--data-dir", str(data), "--per-paradigm", "2",
-            "--batch-size", "3"]
+    argv = ["blimp", "--init", str(tmp_path / "run"), "--data-dir", str(data),
+            "--per-paradigm", "2", "--batch-size", "3"]
     trained = evaluate.main(argv)
     saved = json.loads((tmp_path / "run" / "blimp.json").read_text())
     assert saved == trained and saved["overall"]["pairs"] == 4 and saved["identical_pairs"] == 1
@@ -284,11 +288,13 @@ def test_cli_on_a_run_folder_its_random_twin_and_its_hf_export(tmp_path, capsys)
     # same; its discriminator folder alone scores D only.
     hf.export_hf(model, tmp_path / "run" / "vocab.txt", tmp_path / "hf")
     out = tmp_path / "hf_results"
-    exported = evaluate.main(argv[:1] + ["--init", str(tmp_path / "hf")] + argv[3:] + ["--out", str(out)])
+    exported = evaluate.main(argv[:1] + ["--init", str(tmp_path / "hf")] + argv[3:]
+                             + ["--out", str(out)])
     assert exported["overall"] == pytest.approx(saved["overall"])
     d_only = evaluate.main(argv[:1] + ["--init", str(tmp_path / "hf" / "discriminator")] + argv[3:]
                            + ["--out", str(out)])
-    assert d_only["overall"] == pytest.approx({k: v for k, v in saved["overall"].items() if k != "mlm_pll"})
+    without_mlm = {k: v for k, v in saved["overall"].items() if k != "mlm_pll"}
+    assert d_only["overall"] == pytest.approx(without_mlm)
     assert "      -" in capsys.readouterr().out  # the table's MLM column reads "-"
 
 
@@ -296,18 +302,21 @@ def test_cli_bert_objective_scores_its_masked_lm(tmp_path):
     tok = tiny_tokenizer()
     run_folder(tmp_path / "bert", tok, objective="bert")
     data = write_blimp(tmp_path / "blimp", PARADIGMS)
-    got = evaluate.main(["blimp", "--init", str(tmp_path / "bert"), "--data-dir", str(data)])
+    got = evaluate.main(["blimp", "--init", str(tmp_path / "bert"), "--data-dir", str(data),
+                         "--threads", "1"])
     assert set(got["overall"]) == {"pairs", "mlm_pll"} and got["overall"]["pairs"] == 5
+    assert got["threads"] == 1
 
 
 def test_cli_random_from_a_vocab_downloads_the_data(http_server, tmp_path):
     root, url = http_server
-    write_blimp(root, {uid: [("the cat sleeps", "the cat sleep")] * 2 for uid in evaluate.BLIMP_PARADIGMS})
+    pairs = [("the cat sleeps", "the cat sleep")] * 2
+    write_blimp(root, {uid: pairs for uid in evaluate.BLIMP_PARADIGMS})
     tok = tiny_tokenizer()
     tok.save(tmp_path / "vocab.txt")
-    got = evaluate.main(["blimp", "--random", "--vocab", str(tmp_path / "vocab.txt"), "--blimp-url", url,
-                         "--cache-dir", str(tmp_path / "cache"), "--per-paradigm", "1",
-                         "--out", str(tmp_path / "out")])
+    got = evaluate.main(["blimp", "--random", "--vocab", str(tmp_path / "vocab.txt"),
+                         "--blimp-url", url, "--cache-dir", str(tmp_path / "cache"),
+                         "--per-paradigm", "1", "--out", str(tmp_path / "out")])
     assert got["overall"]["pairs"] == 67 and len(list((tmp_path / "cache").glob("*.jsonl"))) == 67
     assert (tmp_path / "out" / "blimp-random-seed0.json").is_file()
 
@@ -317,6 +326,7 @@ def test_cli_random_from_a_vocab_downloads_the_data(http_server, tmp_path):
     (["blimp", "--init", "no/such/folder/x"], "does not exist"),
     (["blimp", "--init", "."], "no ckpt.pt there"),
     (["blimp", "--random", "--vocab", "v.txt", "--per-paradigm", "-1"], "--per-paradigm -1"),
+    (["blimp", "--random", "--vocab", "v.txt", "--threads", "0"], "--threads 0"),
 ])
 def test_cli_errors_are_one_line(argv, message, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
