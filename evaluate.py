@@ -273,7 +273,8 @@ def accuracies(pairs: list[MinimalPair], credits: dict[str, list[float]]) -> dic
         means = {s: sum(c[i] for i in indices) / len(indices) for s, c in credits.items()}
         return {"pairs": len(indices), **means}
 
-    fields, paradigms = defaultdict(list), defaultdict(list)
+    fields = defaultdict(list)  # field: the indices of its pairs
+    paradigms = defaultdict(list)  # UID: the indices of its pairs
     for i, pair in enumerate(pairs):
         fields[pair.field].append(i)
         paradigms[pair.paradigm].append(i)
@@ -290,12 +291,13 @@ def blimp_credits(model: Electra, tok: Tokenizer, pairs: list[MinimalPair], batc
 
     D's scores need a discriminator (ELECTRA), the PLL a masked LM (mlm_of). Two sentences whose
     ids are the same (words the vocab does not have both read [UNK]) are a tie by definition,
-    whatever the rounding of two forward passes. Sentences longer than the model's positions are
-    cut to fit (tokenizer.encode_pair), which no BLiMP sentence is at 512.
+    whatever the rounding of two forward passes. A sentence longer than the model's positions
+    would be cut to fit (tokenizer.encode_pair); BLiMP's longest has 26 words, far below 512.
     """
     D = model.discriminator
     mlm = mlm_of(model) if score_mlm else None
-    names = [s for s, has in zip(SCORES, (D, D, mlm)) if has is not None]
+    d_names = ["d_sum", "d_mean"] if D is not None else []
+    names = d_names + (["mlm_pll"] if mlm is not None else [])
     credits = {s: [] for s in names}
     identical = 0
     step = max(1, batch_size // 2)  # pairs per forward pass of D: two rows each
@@ -373,18 +375,20 @@ def load_run(init: Path, vocab=None) -> Scored:
     return Scored(model, tok, source, path.parent)
 
 
-def load_hf(init: str, generator=None, revision: str = "main", hub_cache_dir=None) -> Scored:
+def load_hf(init: str, generator=None, revision: str = "main", hub_cache_dir=None,
+            vocab=None) -> Scored:
     """A released pair (a hub name, or a folder with discriminator/ and generator/) through
-    hf.load_electra; an HF discriminator folder without a generator scores D alone."""
+    hf.load_electra; an HF discriminator folder without a generator scores D alone. `vocab`
+    replaces the discriminator's vocab.txt."""
     folder = Path(init)
     if not is_hub_name(init) and generator is None and (folder / "config.json").is_file():
         _, config = read_config(folder, ("electra",))
-        tok, config = folder_tokenizer(folder, config)
+        tok, config = folder_tokenizer(folder, config, vocab)
         model = from_hf_state_dicts(config, read_weights(folder))
         source = f"HuggingFace discriminator {folder} (no generator)"
         return Scored(model, tok, source, None, score_mlm=False)
-    model, vocab = load_electra(init, generator, revision, hub_cache_dir)
-    tok, _ = folder_tokenizer(vocab.parent, model.config)
+    model, disc_vocab = load_electra(init, generator, revision, hub_cache_dir)
+    tok, _ = folder_tokenizer(disc_vocab.parent, model.config, vocab)
     where = f"{init} (revision {revision})" if is_hub_name(init) else f"HuggingFace pair {init}"
     return Scored(model, tok, where, None)
 
@@ -406,7 +410,7 @@ def load_scored(args: argparse.Namespace) -> Scored:
                             sep_id=tok.sep_id, mask_id=tok.mask_id)
         scored = Scored(Electra(config), tok, f"--size {args.size} with {args.vocab}", None)
     elif is_hf(args.init):
-        scored = load_hf(args.init, args.generator, args.revision, args.hub_cache_dir)
+        scored = load_hf(args.init, args.generator, args.revision, args.hub_cache_dir, args.vocab)
     else:
         scored = load_run(Path(args.init), args.vocab)
     if args.random:
