@@ -443,13 +443,15 @@ def parse_args(argv=None) -> argparse.Namespace:
     add_flag(b, "hub_cache_dir", help="where hub checkpoints are kept "
                                       "(default ~/.cache/electra-from-scratch/hub)")
     add_flag(b, "data_dir", help="a folder of BLiMP's jsonl files (default: download them once)")
-    add_flag(b, "cache_dir", default=str(BLIMP_CACHE), help="where the download is kept")
+    add_flag(b, "cache_dir", default=str(BLIMP_CACHE),
+             help=f"where the download is kept (default {BLIMP_CACHE})")
     add_flag(b, "blimp_url", default=BLIMP_URL, help="base URL of BLiMP's jsonl files")
     add_flag(b, "per_paradigm", type=int, default=PER_PARADIGM,
              help=f"the first N pairs of each paradigm, 0 for all (default {PER_PARADIGM})")
     add_flag(b, "batch_size", type=int, default=BATCH_SIZE,
              help=f"sequences per forward pass (default {BATCH_SIZE})")
-    b.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    b.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu",
+                   help="cuda or cpu (default: cuda when there is one)")
     b.add_argument("--threads", type=int, help="torch CPU threads (default: torch's; on a busy "
                                                "machine 1 can be several times faster)")
     b.add_argument("--out", help="folder for the results JSON (default: the run folder of --init, "
