@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-MODULES = [name for name in ("electra", "tokenizer", "data", "train", "finetune", "glue", "squad", "plumbing", "hf",
-                             "report")
-           if (ROOT / f"{name}.py").is_file()]
+NAMES = ("plumbing", "tokenizer", "electra", "data", "glue", "hf", "report", "train", "finetune",
+         "squad", "evaluate")
+MODULES = [name for name in NAMES if (ROOT / f"{name}.py").is_file()]
 MIN_EXAMPLES = 70  # the examples that ran when this test was written; fewer means some were lost
 
 
