@@ -52,6 +52,8 @@ from plumbing import add_flag
 from tokenizer import CONFIG as WORDPIECE
 from tokenizer import Tokenizer
 
+MIN_VOCAB_SIZE = len(WORDPIECE.specials) + 1  # the special tokens and at least one piece
+
 # -----------------------------------------------------------------------------
 # The recipe: per size (paper Table 6, official configure_pretraining.py), every value a flag. The
 # model of each size, and its vocabulary size, is electra.SIZES.
@@ -179,10 +181,9 @@ def check_train_config(cfg: TrainConfig) -> None:
     def positive(v) -> bool:
         return math.isfinite(v) and v > 0
 
-    least_vocab = len(WORDPIECE.specials) + 1
-    if cfg.vocab_size < least_vocab:
+    if cfg.vocab_size < MIN_VOCAB_SIZE:
         raise refuse("--vocab-size", cfg.vocab_size,
-                     f"an integer >= {least_vocab} (the special tokens and at least one piece)")
+                     f"an integer >= {MIN_VOCAB_SIZE} (the special tokens and at least one piece)")
     if cfg.seq_len < SHORT_SEQ_MIN:
         raise refuse("--seq-len", cfg.seq_len, f"an integer >= {SHORT_SEQ_MIN} "
                      f"(the example builder's shortest target length)")
