@@ -399,7 +399,7 @@ class Batches:
     max_len: int  # tokens per sequence (T)
     special: tuple[int, int, int]  # (cls_id, sep_id, pad_id)
     seed: int  # the shuffle of each epoch is seeded by (seed, epoch)
-    _perms: dict = field(default_factory=dict, repr=False)  # {epoch: its order}, the latest only
+    _perms: dict = field(default_factory=dict, init=False, repr=False)  # {epoch: order}, the latest
 
     def _perm(self, epoch: int) -> np.ndarray:
         if epoch not in self._perms:
@@ -557,6 +557,7 @@ def pretraining_data(cfg, rank: int, world: int, vocab_hash: str | None = None) 
                          f"{cfg.grad_accum} x {world} process(es)")
     micro_batch = cfg.batch_size // (cfg.grad_accum * world)
     special = (tok.cls_id, tok.sep_id, tok.pad_id)
-    batches = Batches(ids, train_ex, cfg.batch_size, micro_batch, rank, world, cfg.seq_len, special,
-                      cfg.seed)
+    batches = Batches(ids=ids, examples=train_ex, batch_size=cfg.batch_size,
+                      micro_batch=micro_batch, rank=rank, world=world, max_len=cfg.seq_len,
+                      special=special, seed=cfg.seed)
     return PretrainingData(corpus, tok, ids, batches, eval_ex)

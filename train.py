@@ -357,7 +357,8 @@ def set_up(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device) 
         # communication.
         model.compile()
     precision, autocast = plumbing.mixed_precision(device, cfg.precision)
-    return Run(rank, world, device, data, mc, raw, model, optimizer, precision, autocast, step)
+    return Run(rank=rank, world=world, device=device, data=data, mc=mc, raw=raw, model=model,
+               optimizer=optimizer, precision=precision, autocast=autocast, step=step)
 
 
 def diverged(step: int, cfg: TrainConfig, last_ckpt: int | None) -> SystemExit:

@@ -304,7 +304,7 @@ def save_init(run: Run) -> None:
     if run.snapshot(0).is_file():
         return
     mc = ElectraConfig(**run.model_config)
-    torch.manual_seed(run.seed)  # as train.set_up_model: torch.manual_seed(cfg.seed), then build_model
+    torch.manual_seed(run.seed)  # as train.set_up: torch.manual_seed(cfg.seed), then build_model
     model = train.build_model(mc, "cpu")
     state = {"model": model.state_dict(), "model_config": run.model_config, "vocab_hash": run.vocab_hash,
              "step": 0, "train_config": {}}

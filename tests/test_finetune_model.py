@@ -32,7 +32,7 @@ def tiny_config(tok, **kw):
 
 
 def save_train_checkpoint(folder, tok, cfg, seed=0):
-    """A run folder as train.py writes it: ckpt.pt (through train.save_checkpoint) and vocab.txt."""
+    """A run folder as train.py writes it: ckpt.pt (through train.checkpoint) and vocab.txt."""
     folder.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(seed)
     model = Electra(cfg)
