@@ -6,7 +6,7 @@
     examples   [CLS] A [SEP] B [SEP] as the official ExampleBuilder packs them: four numbers each
     batches    gathered from the one ids array on the fly, a pure function of the step
 
-pretraining_data, at the end, runs the whole path for train.py.
+pretraining_data, at the end, runs the whole path for train.py and returns it as PretrainingData.
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ import random
 import re
 from collections.abc import Iterator
 from contextlib import nullcontext
+from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
 
@@ -40,20 +41,23 @@ CORPUS_SUFFIXES = (".txt", ".raw")  # text files in a corpus folder (WikiText sh
 
 
 def read_corpus(path: str | os.PathLike) -> Iterator[tuple[str, str]]:
-    """(filename, text) for the file `path`, or each .txt (or .raw) file under the folder `path`, sorted.
+    """(filename, text) for the file `path`, or each .txt (or .raw) file under the folder `path`,
+    sorted.
 
     Raises FileNotFoundError for a missing path and ValueError for a folder with no .txt files
     (both at the call) or a corpus whose files hold no text (once they have all been read).
     """
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"corpus {path} does not exist: pass a .txt file or a folder of .txt files")
+        raise FileNotFoundError(f"corpus {path} does not exist: pass a .txt file or a folder of "
+                                f".txt files")
     if path.is_file():
         files = [path]
     else:
         files = sorted(p for p in path.rglob("*") if p.suffix in CORPUS_SUFFIXES and p.is_file())
     if not files:
-        raise ValueError(f"corpus folder {path} has no .txt files: put the text in files ending in .txt")
+        raise ValueError(f"corpus folder {path} has no .txt files: put the text in files ending "
+                         f"in .txt")
 
     def generate():
         any_text = False
@@ -70,7 +74,8 @@ def read_corpus(path: str | os.PathLike) -> Iterator[tuple[str, str]]:
 # -----------------------------------------------------------------------------
 # Vocab: the run's tokenizer, given or trained on the corpus once.
 
-VOCAB_TRAIN_CHARS = 50_000_000  # ours: the WordPiece trainer sees at most this much text (WikiText-103 has ~540M)
+# ours: the WordPiece trainer sees at most this much text (WikiText-103 has ~540M characters)
+VOCAB_TRAIN_CHARS = 50_000_000
 
 
 def load_or_train_vocab(cfg, corpus: Path, out_dir: Path) -> Tokenizer:
@@ -91,7 +96,8 @@ def load_or_train_vocab(cfg, corpus: Path, out_dir: Path) -> Tokenizer:
                 budget -= min(budget, len(text))
                 if budget == 0:
                     return
-        print(f"training a {cfg.vocab_size:,}-token WordPiece vocabulary on {corpus} (once; saved to {saved})")
+        print(f"training a {cfg.vocab_size:,}-token WordPiece vocabulary on {corpus} "
+              f"(once; saved to {saved})")
         tok = train_vocab(texts(), vocab_size=cfg.vocab_size)
     if not saved.is_file() or Tokenizer.load(saved).hash() != tok.hash():
         tok.save(saved)
@@ -102,8 +108,10 @@ def load_or_train_vocab(cfg, corpus: Path, out_dir: Path) -> Tokenizer:
 # Ids: every line of the corpus tokenised once, in worker processes, cached as numpy arrays.
 
 CHUNK_CHARS = 1 << 20  # ~1 MB of text per task sent to a worker process
-CACHE_FORMAT = "electra-wordpiece-corpus-v1"  # part of the cache key; bump when the ids would change
-_WORKER_TOKENIZER: Tokenizer | None = None  # the tokenizer of _encode_lines, set once per process by _init_worker
+# part of the cache key; bump when the ids would change
+CACHE_FORMAT = "electra-wordpiece-corpus-v1"
+# the tokenizer of _encode_lines, set once per process by _init_worker
+_WORKER_TOKENIZER: Tokenizer | None = None
 
 
 def _init_worker(tok: Tokenizer) -> None:
@@ -120,8 +128,10 @@ def _encode_lines(lines: list[str]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _corpus_chunks(texts: list[str], chunk_chars: int) -> Iterator[list[str]]:
-    """Lines of all files in groups of about chunk_chars characters; every file ends with a DOCUMENT_END line."""
-    chunk, size = [], 0
+    """Lines of all files in groups of about chunk_chars characters; every file ends with a
+    DOCUMENT_END line."""
+    chunk = []
+    size = 0
     for text in texts:
         lines = text.split("\n")
         if lines[-1] != DOCUMENT_END:  # text.split gives "" after a final newline
@@ -131,7 +141,8 @@ def _corpus_chunks(texts: list[str], chunk_chars: int) -> Iterator[list[str]]:
             size += len(line) + 1
             if size >= chunk_chars:
                 yield chunk
-                chunk, size = [], 0
+                chunk = []
+                size = 0
     if chunk:
         yield chunk
 
@@ -163,9 +174,14 @@ def encode_corpus(path: str | os.PathLike, tok: Tokenizer, cache_dir: str | os.P
     chunks = list(_corpus_chunks([text for _, text in named_texts], chunk_chars))
     workers = min(workers or os.cpu_count() or 1, len(chunks))
     _init_worker(tok)  # with one worker, this process is it
-    with multiprocessing.get_context().Pool(workers, _init_worker, (tok,)) if workers > 1 else nullcontext() as pool:
-        results = pool.imap(_encode_lines, chunks) if pool else map(_encode_lines, chunks)
-        parts = list(tqdm(results, total=len(chunks), desc=f"tokenising {path}", unit="chunk", disable=not progress))
+    if workers > 1:
+        pool = multiprocessing.get_context().Pool(workers, _init_worker, (tok,))
+    else:
+        pool = nullcontext()
+    with pool:
+        results = pool.imap(_encode_lines, chunks) if workers > 1 else map(_encode_lines, chunks)
+        parts = list(tqdm(results, total=len(chunks), desc=f"tokenising {path}", unit="chunk",
+                          disable=not progress))
     ids, lengths = (np.concatenate(arrays) for arrays in zip(*parts))
     ids = ids.astype(np.uint16 if len(tok) <= np.iinfo(np.uint16).max + 1 else np.uint32)
     line_offsets = np.concatenate([[0], np.cumsum(lengths)])  # int64
@@ -190,17 +206,20 @@ def documents(line_offsets: np.ndarray) -> list[tuple[int, int]]:
     >>> documents(np.array([0, 3, 5, 5, 5, 9]))  # line lengths 3, 2, 0, 0, 4
     [(0, 2), (4, 5)]
     """
-    nonblank = np.concatenate([[0], np.diff(line_offsets) > 0, [0]]).astype(np.int8)  # [num_lines + 2]
+    # [num_lines + 2]: 1 on a line with tokens, 0 on a blank one and on the two ends
+    nonblank = np.concatenate([[0], np.diff(line_offsets) > 0, [0]]).astype(np.int8)
     edges = np.diff(nonblank)  # +1 where a document starts, -1 just after one ends
     return list(zip(np.flatnonzero(edges == 1).tolist(), np.flatnonzero(edges == -1).tolist()))
 
 
-SENTENCE_END_TOKENS = (".", "!", "?")  # basic_tokenize splits punctuation off: a sentence ends at one of these
+# basic_tokenize splits punctuation off: a sentence ends at one of these tokens
+SENTENCE_END_TOKENS = (".", "!", "?")
 
 
 def split_long_lines(ids: np.ndarray, line_offsets: np.ndarray, max_tokens: int,
                      sentence_end_ids) -> tuple[np.ndarray, int]:
-    """Cut every line longer than max_tokens into pieces of at most max_tokens, each its own document.
+    """Cut every line longer than max_tokens into pieces of at most max_tokens, each its own
+    document.
 
     The example builder, as the official one, drops what does not fit in an example: a file with no
     newline would become one example. A piece ends after the last sentence end (a token in
@@ -216,11 +235,15 @@ def split_long_lines(ids: np.ndarray, line_offsets: np.ndarray, max_tokens: int,
     long = np.flatnonzero(lengths > max_tokens)
     if len(long) == 0:
         return line_offsets, 0
-    parts, prev = [], 0
+    parts = []
+    prev = 0
     for i in long.tolist():
-        start, end = int(line_offsets[i]), int(line_offsets[i + 1])
-        cuts = np.flatnonzero(np.isin(ids[start:end], sentence_end_ids)) + start + 1  # just after a sentence end
-        starts, pos = [start], start  # the blank line before the first piece
+        start = int(line_offsets[i])
+        end = int(line_offsets[i + 1])
+        # the places just after a sentence end
+        cuts = np.flatnonzero(np.isin(ids[start:end], sentence_end_ids)) + start + 1
+        starts = [start]  # the blank line before the first piece
+        pos = start
         while end - pos > max_tokens:
             j = np.searchsorted(cuts, pos + max_tokens, side="right") - 1  # the last cut that fits
             cut = int(cuts[j]) if j >= 0 and cuts[j] > pos else pos + max_tokens
@@ -237,8 +260,10 @@ def split_long_lines(ids: np.ndarray, line_offsets: np.ndarray, max_tokens: int,
 # Examples, as the official build_pretraining_dataset.py builds them (its ExampleBuilder). An
 # example is four numbers (a_start, a_len, b_start, b_len): token ranges of the ids array.
 
-SINGLE_SEGMENT_PROB = 0.1  # official _create_example: random() < 0.1 -> only one segment ("as in classification tasks")
-SHORT_SEQ_PROB = 0.05  # official: random() < 0.05 -> the next example's target length is randint(5, max_len)
+# official _create_example: random() < 0.1 -> only one segment ("as in classification tasks")
+SINGLE_SEGMENT_PROB = 0.1
+# official: random() < 0.05 -> the next example's target length is randint(5, max_len)
+SHORT_SEQ_PROB = 0.05
 SHORT_SEQ_MIN = 5  # official: random.randint(5, max_length)
 SPLIT_COIN = 0.5  # official: the sentence that would overflow segment A goes to A 50% of the time
 
@@ -265,11 +290,13 @@ class ExampleBuilder:
     """
 
     def __init__(self, max_len: int, rng: random.Random):
-        self.max_len, self.rng = max_len, rng
+        self.max_len = max_len
+        self.rng = rng
         self.target_len = max_len
-        self.start, self.lengths = 0, []  # the sentences gathered so far, consecutive from `start`
+        self.start = 0  # the sentences gathered so far, consecutive from `start`
+        self.lengths = []
 
-    def add_sentence(self, start: int, length: int):  # length > 0: blank lines end documents instead
+    def add_sentence(self, start: int, length: int):  # length > 0: blank lines end documents
         if not self.lengths:
             self.start = start
         self.lengths.append(length)
@@ -292,7 +319,8 @@ class ExampleBuilder:
                 a_len += n
             else:
                 b_len += n
-        a_kept = min(a_len, self.max_len - 2)  # what does not fit is dropped, as in the official code
+        # what does not fit is dropped, as in the official code
+        a_kept = min(a_len, self.max_len - 2)
         b_kept = min(b_len, max(0, self.max_len - a_kept - 3))
         self.lengths = []
         short = self.rng.random() < SHORT_SEQ_PROB
@@ -319,12 +347,15 @@ def build_examples(line_offsets: np.ndarray, max_len: int, seed: int, eval_fract
             start = int(line_offsets[line])
             examples[k].append(builders[k].add_sentence(start, int(line_offsets[line + 1]) - start))
         examples[k].append(builders[k].end_document())
-    train, held_out = (np.array([e for e in ex if e is not None], dtype=np.int64).reshape(-1, 4) for ex in examples)
+    train = np.array([e for e in examples[0] if e is not None], dtype=np.int64).reshape(-1, 4)
+    held_out = np.array([e for e in examples[1] if e is not None], dtype=np.int64).reshape(-1, 4)
     return train, held_out
 
 
-def pretraining_batch(ids: np.ndarray, examples: np.ndarray, max_len: int, cls_id: int, sep_id: int, pad_id: int):
-    """A batch of examples laid out as [CLS] A [SEP] B [SEP] + padding, as the official _make_tf_example.
+def pretraining_batch(ids: np.ndarray, examples: np.ndarray, max_len: int, cls_id: int,
+                      sep_id: int, pad_id: int):
+    """A batch of examples laid out as [CLS] A [SEP] B [SEP] + padding, as the official
+    _make_tf_example.
 
     ids: the corpus token ids; examples: [B, 4] (a_start, a_len, b_start, b_len).
     Returns numpy arrays input_ids [B, T] int64, segment_ids [B, T] int64 (1 on B and its
@@ -349,6 +380,7 @@ def pretraining_batch(ids: np.ndarray, examples: np.ndarray, max_len: int, cls_i
     return x, segment, t < length
 
 
+@dataclass
 class Batches:
     """The stream of training batches, a pure function of the step (so --resume and DDP are exact).
 
@@ -358,16 +390,21 @@ class Batches:
     rank r's micro-batch j is slice (j * world + r) of it.
     """
 
-    def __init__(self, ids, examples, batch_size: int, micro_batch: int, rank: int, world: int,
-                 max_len: int, special: tuple[int, int, int], seed: int):
-        self.ids, self.examples = ids, examples
-        self.batch_size, self.micro_batch, self.rank, self.world = batch_size, micro_batch, rank, world
-        self.max_len, self.special, self.seed = max_len, special, seed
-        self._perms = {}
+    ids: np.ndarray  # the corpus' token ids
+    examples: np.ndarray  # [N, 4] training examples (a_start, a_len, b_start, b_len)
+    batch_size: int  # sequences per update, all ranks and micro-batches together
+    micro_batch: int  # sequences per forward: batch_size // (grad_accum * world)
+    rank: int  # this process
+    world: int  # processes (DDP ranks)
+    max_len: int  # tokens per sequence (T)
+    special: tuple[int, int, int]  # (cls_id, sep_id, pad_id)
+    seed: int  # the shuffle of each epoch is seeded by (seed, epoch)
+    _perms: dict = field(default_factory=dict, init=False, repr=False)  # {epoch: order}, the latest
 
     def _perm(self, epoch: int) -> np.ndarray:
         if epoch not in self._perms:
-            self._perms = {epoch: np.random.default_rng((self.seed, epoch)).permutation(len(self.examples))}
+            order = np.random.default_rng((self.seed, epoch)).permutation(len(self.examples))
+            self._perms = {epoch: order}
         return self._perms[epoch]
 
     def epoch(self, step: int) -> float:
@@ -377,24 +414,29 @@ class Batches:
         first = step * self.batch_size + (micro * self.world + self.rank) * self.micro_batch
         pos = np.arange(first, first + self.micro_batch)  # [b] positions in the endless stream
         N = len(self.examples)
-        rows = np.concatenate([self._perm(e)[pos[pos // N == e] % N] for e in np.unique(pos // N)])
+        epochs = pos // N  # [b]: a micro-batch may straddle two epochs
+        rows = np.concatenate([self._perm(e)[pos[epochs == e] % N] for e in np.unique(epochs)])
         return pretraining_batch(self.ids, self.examples[rows], self.max_len, *self.special)
 
 
 # -----------------------------------------------------------------------------
 # Known corpora: `--data` is a .txt file, a folder of them, or one of these names. WikiText
-# (Merity et al. 2016, CC BY-SA 3.0, hosted by its author), downloaded once and rewritten into documents.
+# (Merity et al. 2016, CC BY-SA 3.0, hosted by its author), downloaded once and rewritten into
+# documents.
 
-# The base URL can be overridden (--data-url or $ELECTRA_DATA_URL), e.g. for a mirror or a test server.
+# The base URL can be overridden (--data-url or $ELECTRA_DATA_URL), e.g. for a mirror or a test
+# server.
 DATA_URL = os.environ.get("ELECTRA_DATA_URL", "https://wikitext.smerity.com")
 KNOWN_CORPORA = {
     # name: (archive, its size in bytes, the folder inside it, the training split)
     "wikitext-103": ("wikitext-103-raw-v1.zip", 191_984_949, "wikitext-103-raw", "wiki.train.raw"),
     "wikitext-2": ("wikitext-2-raw-v1.zip", 4_721_645, "wikitext-2-raw", "wiki.train.raw"),
 }
-WIKI_TITLE = re.compile(r"^ = [^=].* = $")  # " = Title = ": a new article (sections are " = = S = = ")
+# " = Title = ": a new article (sections are " = = S = = ")
+WIKI_TITLE = re.compile(r"^ = [^=].* = $")
 WIKI_HEADING = re.compile(r"^ =.* = $")  # any heading line, article or section
-WIKI_SENTENCE_END = re.compile(r"(?<= [.!?]) (?=\S)")  # WikiText is tokenised: " . " ends a sentence
+# WikiText is tokenised: " . " ends a sentence
+WIKI_SENTENCE_END = re.compile(r"(?<= [.!?]) (?=\S)")
 
 
 def wikitext_documents(raw_path: Path, out_path: Path) -> Path:
@@ -439,7 +481,8 @@ def resolve_corpus(data: str, cache_dir: Path, data_url: str = DATA_URL) -> Path
     """
     if data in KNOWN_CORPORA:
         archive, size, folder, split = KNOWN_CORPORA[data]
-        zip_path = download(f"{data_url.rstrip('/')}/{archive}", cache_dir / archive, size, desc=data)
+        url = f"{data_url.rstrip('/')}/{archive}"
+        zip_path = download(url, cache_dir / archive, size, desc=data)
         try:
             raw = extract_zip(zip_path, cache_dir / Path(archive).stem)
         except DownloadError:
@@ -451,8 +494,8 @@ def resolve_corpus(data: str, cache_dir: Path, data_url: str = DATA_URL) -> Path
         return out
     path = Path(data).expanduser()
     if not path.exists():
-        raise SystemExit(f"--data {data}: no such file or folder. Pass a .txt file, a folder of .txt "
-                         f"files, or one of the known corpora: {', '.join(KNOWN_CORPORA)}.")
+        raise SystemExit(f"--data {data}: no such file or folder. Pass a .txt file, a folder of "
+                         f".txt files, or one of the known corpora: {', '.join(KNOWN_CORPORA)}.")
     return path
 
 
@@ -461,8 +504,8 @@ def resolve_corpus(data: str, cache_dir: Path, data_url: str = DATA_URL) -> Path
 
 
 def tokenised_corpus(cfg, progress: bool):
-    """(the corpus path, the tokenizer, the corpus' token ids, its line offsets) of a train.TrainConfig,
-    from the caches when there; a failure is one line (SystemExit)."""
+    """(the corpus path, the tokenizer, the corpus' token ids, its line offsets) of a
+    train.TrainConfig, from the caches when there; a failure is one line (SystemExit)."""
     cache_dir = Path(cfg.cache_dir)
     try:
         corpus = resolve_corpus(cfg.data, cache_dir, cfg.data_url)
@@ -471,34 +514,50 @@ def tokenised_corpus(cfg, progress: bool):
     except (DownloadError, FileNotFoundError, ValueError) as e:
         raise SystemExit(str(e)) from e
     except KeyboardInterrupt:
-        raise SystemExit("interrupted while preparing the data (download, vocabulary or tokenising), before "
-                         "any training: nothing partial was written; run the same command again to start over") from None
+        raise SystemExit("interrupted while preparing the data (download, vocabulary or "
+                         "tokenising), before any training: nothing partial was written; run the "
+                         "same command again to start over") from None
     return corpus, tok, ids, line_offsets
 
 
-def pretraining_data(cfg, rank: int, world: int, say, vocab_hash: str | None = None):
-    """(corpus, tokenizer, token ids, the training Batches, the held-out examples) of a train.TrainConfig
-    for process `rank` of `world`; rank 0 fills the caches first. vocab_hash: a resumed run's, which the
-    vocabulary must match."""
-    corpus, tok, ids, line_offsets = rank0_first(rank, world, lambda: tokenised_corpus(cfg, progress=rank == 0))
+@dataclass
+class PretrainingData:
+    """What pretraining_data gives train.py: the corpus, its tokens and the batches made of them."""
+
+    corpus: Path  # the .txt file or folder trained on
+    tok: Tokenizer  # the run's vocabulary
+    ids: np.ndarray  # the corpus' token ids, every line in order
+    batches: Batches  # the training batches, a pure function of the step
+    eval_ex: np.ndarray  # [N, 4] held-out examples (a_start, a_len, b_start, b_len)
+
+
+def pretraining_data(cfg, rank: int, world: int, vocab_hash: str | None = None) -> PretrainingData:
+    """The data of a train.TrainConfig for process `rank` of `world`; rank 0 fills the caches
+    first. vocab_hash: a resumed run's, which the vocabulary must match."""
+    corpus, tok, ids, line_offsets = rank0_first(
+        rank, world, lambda: tokenised_corpus(cfg, progress=rank == 0))
     if vocab_hash is not None and vocab_hash != tok.hash():
         out_vocab = Path(cfg.out_dir) / "vocab.txt"
-        raise SystemExit(f"the vocabulary ({cfg.vocab or out_vocab}, sha256 {tok.hash()[:12]}) does not match the "
-                         f"checkpoint's (sha256 {vocab_hash[:12]}): resume with the run's own {out_vocab} "
-                         f"(drop --vocab), or start a new run with another --out")
-    line_offsets, n_split = split_long_lines(ids, line_offsets, cfg.seq_len - 2,
-                                             [tok.vocab[t] for t in SENTENCE_END_TOKENS if t in tok.vocab])
-    if n_split:
-        say(f"split {n_split:,} line(s) longer than {cfg.seq_len - 2} tokens (--seq-len {cfg.seq_len} less "
-            f"[CLS] and [SEP]) into pieces, at sentence ends where possible, so none of their text is dropped")
+        raise SystemExit(f"the vocabulary ({cfg.vocab or out_vocab}, sha256 {tok.hash()[:12]}) "
+                         f"does not match the checkpoint's (sha256 {vocab_hash[:12]}): resume with "
+                         f"the run's own {out_vocab} (drop --vocab), or start a new run with "
+                         f"another --out")
+    sentence_ends = [tok.vocab[t] for t in SENTENCE_END_TOKENS if t in tok.vocab]
+    line_offsets, n_split = split_long_lines(ids, line_offsets, cfg.seq_len - 2, sentence_ends)
+    if n_split and rank == 0:
+        print(f"split {n_split:,} line(s) longer than {cfg.seq_len - 2} tokens (--seq-len "
+              f"{cfg.seq_len} less [CLS] and [SEP]) into pieces, at sentence ends where possible, "
+              f"so none of their text is dropped")
     train_ex, eval_ex = build_examples(line_offsets, cfg.seq_len, cfg.seed, cfg.eval_fraction)
     if len(train_ex) == 0:
-        raise SystemExit(f"--data {cfg.data}: no training examples could be built ({len(ids):,} tokens in "
-                         f"{len(eval_ex)} held-out example(s)); give it more text")
+        raise SystemExit(f"--data {cfg.data}: no training examples could be built ({len(ids):,} "
+                         f"tokens in {len(eval_ex)} held-out example(s)); give it more text")
     if cfg.batch_size % (cfg.grad_accum * world):
-        raise SystemExit(f"--batch-size {cfg.batch_size} must be a multiple of --grad-accum {cfg.grad_accum} x "
-                         f"{world} process(es)")
+        raise SystemExit(f"--batch-size {cfg.batch_size} must be a multiple of --grad-accum "
+                         f"{cfg.grad_accum} x {world} process(es)")
     micro_batch = cfg.batch_size // (cfg.grad_accum * world)
     special = (tok.cls_id, tok.sep_id, tok.pad_id)
-    batches = Batches(ids, train_ex, cfg.batch_size, micro_batch, rank, world, cfg.seq_len, special, cfg.seed)
-    return corpus, tok, ids, batches, eval_ex
+    batches = Batches(ids=ids, examples=train_ex, batch_size=cfg.batch_size,
+                      micro_batch=micro_batch, rank=rank, world=world, max_len=cfg.seq_len,
+                      special=special, seed=cfg.seed)
+    return PretrainingData(corpus, tok, ids, batches, eval_ex)

@@ -1,8 +1,8 @@
 """Plumbing shared by train.py, finetune.py, squad.py, data.py and tokenizer.py: nothing in here is
 ELECTRA. Downloads (size-checked, renamed only when complete), text files decoded, atomic writes,
 checkpoint files (with the previous one kept as a fallback), RNG state, devices and precision, DDP,
-signals, the one-run-per-folder lock, and command lines derived from config dataclasses. Each lives
-here once.
+signals, the run folder (one run at a time), and the command line's spelling (add_flag) and --set
+values (parse_overrides). Each lives here once.
 """
 from __future__ import annotations
 
@@ -12,14 +12,12 @@ import dataclasses
 import errno
 import hashlib
 import http.client
-import math
 import os
 import re
 import shutil
 import signal
 import sys
 import tempfile
-import typing
 import urllib.error
 import urllib.request
 import zipfile
@@ -30,7 +28,6 @@ try:
 except ImportError:  # Windows has no flock; msvcrt's non-blocking byte lock does the same job
     fcntl = None
     import msvcrt
-from dataclasses import field
 from pathlib import Path
 
 import torch
@@ -292,18 +289,6 @@ def load_checkpoint(path: Path, flag: str = "--resume", set_aside: bool = False)
     return fallback
 
 
-def check_run_folder(path: Path, resume: bool) -> None:
-    """--resume needs the checkpoint `path` (or the previous one); a new run must not overwrite them."""
-    prev = previous_checkpoint(path)
-    found = [p for p in (path, prev) if p.exists()]
-    if resume and not found:
-        raise _no_checkpoint(path, "--resume")
-    if not resume and found:
-        raise SystemExit(f"{path.parent} holds a run ({', '.join(map(str, found))}): continue it with --resume "
-                         f"(which falls back to {prev.name} if {path.name} is unreadable), or start a new run with "
-                         f"another --out (nothing was overwritten)")
-
-
 # -----------------------------------------------------------------------------
 # RNG state (masks, samples and dropout all draw from torch's generators)
 
@@ -415,30 +400,6 @@ def agree_to_stop(requested: bool, log_step: bool, world: int, device: torch.dev
     return bool(flag.item())
 
 
-def parallel_model(model: torch.nn.Module, world: int, device: torch.device, compile: bool) -> torch.nn.Module:
-    """The module each update runs: `model` DDP-wrapped under torchrun, compiled when asked. On GPUs,
-    TF32 for any fp32 matmul left outside autocast."""
-    if device.type == "cuda":
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
-    if world > 1:
-        model = torch.nn.parallel.DistributedDataParallel(
-            model, device_ids=[device.index] if device.type == "cuda" else None)
-    if compile:
-        # In place, so the model inside keeps its state_dict keys; compiling the DDP wrapper (not the
-        # model inside it) lets torch split the graph at DDP's gradient buckets and overlap communication.
-        model.compile()
-    return model
-
-
-def to_device(arrays, device: torch.device) -> list[torch.Tensor]:
-    """numpy arrays as tensors on `device` (on a GPU: from pinned memory, without waiting for the copy)."""
-    ts = [torch.from_numpy(a) for a in arrays]
-    if device.type == "cuda":
-        return [t.pin_memory().to(device, non_blocking=True) for t in ts]
-    return ts
-
-
 class StopOnSignal:
     """Ctrl-C (SIGINT) or SIGTERM sets `.requested`; the loop then saves a checkpoint and exits.
     A second Ctrl-C quits at once (the last checkpoint on disk stays intact)."""
@@ -462,29 +423,40 @@ class StopOnSignal:
             signal.signal(s, h)
 
 
-def check_writable(out_dir: Path) -> None:
-    """Fail at once, with one message, when the output folder cannot be created or written."""
+# -----------------------------------------------------------------------------
+# The run folder (--out): one run at a time, a new run never overwrites one, --resume finds its own
+
+LOCK_FILE = "train.lock"  # in --out; flock-ed by the run using it (the kernel releases it if it dies)
+
+
+@contextlib.contextmanager
+def open_run_folder(ckpt_path: Path, resume: bool, rank: int):
+    """The folder of `ckpt_path`, held for as long as the run lasts; yields the checkpoint to resume
+    (load_checkpoint), or None for a new run. One line and exit, before anything is written, when:
+
+    - --resume finds no checkpoint there (nor the previous one), or a new run would overwrite one;
+    - the folder cannot be created or written;
+    - another run holds it: an exclusive flock on its train.lock. Under DDP only rank 0 takes the
+      lock (the ranks share --out), and only rank 0 sets an unreadable checkpoint aside.
+    """
+    out_dir = ckpt_path.parent
+    prev = previous_checkpoint(ckpt_path)
+    found = [p for p in (ckpt_path, prev) if p.exists()]
+    if resume and not found:
+        raise _no_checkpoint(ckpt_path, "--resume")
+    if not resume and found:
+        raise SystemExit(f"{out_dir} holds a run ({', '.join(map(str, found))}): continue it with "
+                         f"--resume (which falls back to {prev.name} if {ckpt_path.name} is "
+                         f"unreadable), or start a new run with another --out (nothing was overwritten)")
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=out_dir, prefix=".write-test-"):
             pass
     except OSError as e:
-        raise SystemExit(f"--out {out_dir}: cannot write there ({e.strerror or e}); choose a folder you "
-                         f"can write to with --out DIR") from e
-
-
-# -----------------------------------------------------------------------------
-# The command line
-
-LOCK_FILE = "train.lock"  # in --out; flock-ed by the run using the folder (the kernel releases it when it dies)
-
-
-@contextlib.contextmanager
-def run_lock(out_dir: Path, rank: int):
-    """One run per --out: an exclusive flock on out_dir/train.lock for as long as the run lasts.
-    A second run gets one line and exits. Under DDP only rank 0 takes it (the ranks share --out)."""
+        raise SystemExit(f"--out {out_dir}: cannot write there ({e.strerror or e}); choose a folder "
+                         f"you can write to with --out DIR") from e
     if rank != 0:
-        yield
+        yield load_checkpoint(ckpt_path) if resume else None
         return
     with open(out_dir / LOCK_FILE, "a+") as f:
         try:
@@ -492,14 +464,14 @@ def run_lock(out_dir: Path, rank: int):
         except (BlockingIOError, PermissionError):  # PermissionError: msvcrt's answer when it is held
             f.seek(0)
             holder = f.read().strip() or "another process"
-            raise SystemExit(f"--out {out_dir} is in use by another train.py run ({holder}): wait for it to "
-                             f"finish, or choose another --out") from None
+            raise SystemExit(f"--out {out_dir} is in use by another train.py run ({holder}): wait for "
+                             f"it to finish, or choose another --out") from None
         f.seek(0)
         f.truncate()
         f.write(f"pid {os.getpid()}\n")
         f.flush()
         try:
-            yield
+            yield load_checkpoint(ckpt_path, set_aside=True) if resume else None
         finally:
             _lock(f, release=True)
 
@@ -533,118 +505,6 @@ def add_flag(parser: argparse.ArgumentParser, name: str, **kwargs) -> None:
     if "_" in name:
         alias = {k: v for k, v in kwargs.items() if k not in ("help", "metavar")}
         parser.add_argument("--" + name, dest=name, help=argparse.SUPPRESS, **alias)
-
-
-# -----------------------------------------------------------------------------
-# Command lines derived from config dataclasses: each field (its default, help, range) written once
-
-
-def option(default=None, help: str = "", *, check=None, flag: str | None = None, choices=None, **meta):
-    """A config dataclass field that is also a command-line flag. `check` is (test, what the value must
-    be), for the one-line error of check_flags; `flag` names the flag when the field's name does not
-    (a bool whose default is True becomes a flag that sets it False, e.g. --single_order). Other
-    keyword arguments are kept in the field's metadata for the config's own use.
-
-    >>> from dataclasses import dataclass, fields
-    >>> @dataclass
-    ... class C:
-    ...     steps: int = option(10, "updates", check=at_least(1, "updates"))
-    >>> fields(C)[0].metadata["help"], C().steps
-    ('updates', 10)
-    """
-    kind = dict(default_factory=lambda: dict(default)) if isinstance(default, dict) else dict(default=default)
-    return field(**kind, metadata=dict(help=help, check=check, flag=flag, choices=choices, **meta))
-
-
-def at_least(low: int, what: str):
-    """An option's `check`: an integer >= low."""
-    return lambda v: v >= low, f"an integer >= {low} ({what})"
-
-
-def positive(what: str):
-    """An option's `check`: a finite number > 0."""
-    return lambda v: math.isfinite(v) and v > 0, f"a positive number ({what})"
-
-
-def non_negative(what: str):
-    """An option's `check`: a finite number >= 0."""
-    return lambda v: math.isfinite(v) and v >= 0, f"a number >= 0 ({what})"
-
-
-def flag_name(f, sep: str) -> str:
-    return f.metadata.get("flag") or "--" + f.name.replace("_", sep)
-
-
-def add_options(parser: argparse.ArgumentParser, config_cls, sep: str = "-", defaults=None, names=None,
-                filled: bool = False) -> None:
-    """One flag per `option` field of `config_cls` (fields without help are not flags). Every flag
-    parses to None when not given, so a preset, a checkpoint or the dataclass default fills it in
-    (`given`); the help shows `defaults` (a dict, e.g. "preset") or the dataclass default, unless the
-    option says show_default=False (its help says it). An option's `metavar` and `action` (e.g.
-    "append": a repeatable flag) go to argparse. `names`: only these fields. `filled`: a flag not
-    given parses to its default instead (options no preset changes, such as where files go).
-
-    >>> from dataclasses import dataclass
-    >>> @dataclass
-    ... class C:
-    ...     batch_size: int = option(32, "examples per update")
-    ...     compile: bool = option(False, "torch.compile the model")
-    ...     overrides: dict = option({}, "FIELD=VALUE", flag="--set", metavar="FIELD=VALUE", action="append")
-    >>> p = argparse.ArgumentParser(); add_options(p, C)
-    >>> p.parse_args(["--batch-size", "8", "--set", "a=1", "--set", "b=2"])
-    Namespace(batch_size=8, compile=None, overrides=['a=1', 'b=2'])
-    >>> p = argparse.ArgumentParser(); add_options(p, C, names=("batch_size",), filled=True)
-    >>> p.parse_args([])
-    Namespace(batch_size=32)
-    """
-    hints = typing.get_type_hints(config_cls)
-    for f in dataclasses.fields(config_cls):
-        m = f.metadata
-        if not m.get("help") or (names is not None and f.name not in names):
-            continue
-        default = (defaults or {}).get(f.name, f.default if f.default is not dataclasses.MISSING else None)
-        parsed = default if filled else None
-        kind = hints[f.name]
-        base = next((t for t in typing.get_args(kind) if t is not type(None)), kind)  # int | None -> int
-        if base is bool:
-            parser.add_argument(flag_name(f, sep), dest=f.name, action="store_const", default=parsed,
-                                const=not f.default, help=m["help"])
-            continue
-        shows = default is not None and not m.get("choices") and m.get("show_default", True)
-        shown = f" (default {default})" if shows else ""
-        parser.add_argument(flag_name(f, sep), dest=f.name, type=base if base in (int, float) else str,
-                            default=parsed, choices=m.get("choices"), help=m["help"] + shown,
-                            **{k: m[k] for k in ("metavar", "action") if k in m})
-
-
-def check_flags(args: argparse.Namespace, config_cls, sep: str = "-") -> None:
-    """One line for a flag out of its range: `--lr -1: must be a positive number (the peak learning
-    rate)`. A flag that was not given (None) is not checked."""
-    for f in dataclasses.fields(config_cls):
-        check = f.metadata.get("check")
-        value = getattr(args, f.name, None)
-        if check is not None and value is not None and not check[0](value):
-            raise SystemExit(f"{flag_name(f, sep)} {value}: must be {check[1]}")
-
-
-def given(args: argparse.Namespace, config_cls) -> dict:
-    """The config fields set on the command line: {name: value} for every flag that was given."""
-    return {f.name: getattr(args, f.name) for f in dataclasses.fields(config_cls)
-            if getattr(args, f.name, None) is not None}
-
-
-def resumed(config_cls, flags: dict, saved: dict, where: str, sep: str = "-") -> dict:
-    """The fields of a resumed run: the flags given, and the run=True options as the checkpoint's config
-    `saved` has them, which a flag may not contradict (a run changed half-way is not the run that was
-    started): one line naming each flag that does."""
-    run = {f.name: saved[f.name] for f in dataclasses.fields(config_cls) if f.metadata.get("run")}
-    changed = [f"{flag_name(f, sep)} {flags[f.name]} (checkpoint: {run[f.name]})" for f in dataclasses.fields(config_cls)
-               if f.name in run and f.name in flags and flags[f.name] != run[f.name]]
-    if changed:
-        raise SystemExit(f"--resume: the checkpoint in {where} was trained with different settings: "
-                         f"{'; '.join(changed)}. Resume with the checkpoint's settings (drop those flags), or start "
-                         f"a new run with another --out.")
-    return {**flags, **run}
 
 
 def parse_overrides(items: list[str], config_cls, flag: str, fixed: tuple = (), fixed_by: str = "") -> dict:

@@ -3,11 +3,10 @@
 train.py calls these. Read in order: the metrics (METRICS, step_stats), the same on held-out text
 (evaluate_heldout), the metrics file (MetricsLog writes metrics.jsonl, read_metrics reads it), the
 curves drawn from it (plot_pretraining_curves), the printed lines (progress_line, startup_report),
-the FLOPs of a step in two conventions (flops_per_step, flops_per_step_official: Table 1's compute),
-MFU (peak_flops) and the time projection of a GPU-sized run started on a CPU (CpuProjection).
+the FLOPs of a step in two conventions (flops_per_step, flops_per_step_official: Table 1's compute)
+and every preset's (preset_costs: python train.py --presets), MFU (peak_flops) and the time
+projection of a GPU-sized run started on a CPU (CpuProjection).
 Fine-tuning's results (the table, finetune.png) are finetune.py's own.
-
-    python report.py    # parameters and FLOPs of every preset, and ELECTRA-Small's 1M-step total
 """
 from __future__ import annotations
 
@@ -15,7 +14,8 @@ import json
 import math
 import os
 import time
-from dataclasses import asdict
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -34,11 +34,11 @@ from electra import (
     generator_config,
     get_config,
 )
-from plumbing import atomic_write, to_device
+from plumbing import atomic_write
 
 # -----------------------------------------------------------------------------
-# The metrics: what each update measures (electra.METRICS), summed between two lines of metrics.jsonl,
-# and the same measured on held-out text
+# The metrics: what each update measures (electra.METRICS), summed between two lines of
+# metrics.jsonl, and the same measured on held-out text
 
 
 def step_stats(out) -> torch.Tensor:
@@ -49,15 +49,17 @@ def step_stats(out) -> torch.Tensor:
 def stats_dict(t: torch.Tensor) -> dict:
     """step_stats' tensor (or a mean of them) as {metric: value}, with D's all-original baseline."""
     d = dict(zip(METRICS, t.tolist()))
-    d["all_original_acc"] = 1.0 - d["replaced_frac"]  # the accuracy of a D that calls every token original
+    # the accuracy of a D that calls every token original
+    d["all_original_acc"] = 1.0 - d["replaced_frac"]
     return d
 
 
 @torch.no_grad()
-def evaluate_heldout(model: torch.nn.Module, ids: np.ndarray, examples: np.ndarray, cfg, micro_batch: int,
-                     special: tuple[int, int, int], device: torch.device, autocast) -> dict:
+def evaluate_heldout(model: torch.nn.Module, examples: np.ndarray, batches, cfg,
+                     device: torch.device, autocast) -> dict:
     """Held-out metrics: the same quantities as training, dropout off, the same masks every time.
-    `cfg` is the run's train.TrainConfig.
+    `examples` are laid out as the training `batches` (a data.Batches: its ids, micro-batch size,
+    length and special tokens); `cfg` is the run's train.TrainConfig.
 
     Runs on the first cfg.eval_batches micro-batches of held-out examples with the torch RNG
     forked and seeded, so evaluations at different steps see the same corrupted inputs and the
@@ -65,16 +67,22 @@ def evaluate_heldout(model: torch.nn.Module, ids: np.ndarray, examples: np.ndarr
     together (a ranking does not average over batches); the other metrics are batch means.
     """
     model.eval()
-    sums, n = torch.zeros(len(METRICS), device=device), 0
-    p_original, is_original, real = [], [], []  # D's scores and labels of every held-out token
+    sums = torch.zeros(len(METRICS), device=device)
+    n = 0
+    # D's scores and labels of every held-out token
+    p_original = []
+    is_original = []
+    real = []
+    b = batches.micro_batch
     devices = [device.index or 0] if device.type == "cuda" else []
     with torch.random.fork_rng(devices=devices):
         torch.manual_seed(cfg.seed)
         for i in range(cfg.eval_batches):
-            rows = examples[i * micro_batch:(i + 1) * micro_batch]
+            rows = examples[i * b:(i + 1) * b]
             if len(rows) == 0:
                 break
-            x, segment_ids, attention_mask = to_device(pretraining_batch(ids, rows, cfg.seq_len, *special), device)
+            arrays = pretraining_batch(batches.ids, rows, batches.max_len, *batches.special)
+            x, segment_ids, attention_mask = (torch.from_numpy(a).to(device) for a in arrays)
             with autocast:
                 out = model(x, segment_ids, attention_mask)
             sums += step_stats(out)
@@ -86,7 +94,8 @@ def evaluate_heldout(model: torch.nn.Module, ids: np.ndarray, examples: np.ndarr
     model.train()
     stats = stats_dict(sums / max(n, 1))
     if p_original:
-        stats["disc_auc"] = disc_auc(torch.cat(p_original), torch.cat(is_original), torch.cat(real)).item()
+        auc = disc_auc(torch.cat(p_original), torch.cat(is_original), torch.cat(real))
+        stats["disc_auc"] = auc.item()
     return stats
 
 
@@ -94,23 +103,29 @@ class MetricsLog:
     """metrics.jsonl of a run: the training rows (means since the last row, with speed and MFU) and
     the held-out rows. Only rank 0 writes; every rank sums, and the ranks average at each row.
 
-    elapsed_s is the wall-clock time of the loop (evaluations included), carried over a --resume from
-    the last row kept: what the AUC-vs-minutes curves are drawn against.
+    elapsed_s is the wall-clock time of the loop (evaluations included), carried over a --resume
+    from the last row kept: what the AUC-vs-minutes curves are drawn against. `cfg` is the run's
+    train.TrainConfig, `run` its train.Run (a resumed one starts at run.step > 0).
     """
 
-    def __init__(self, path: Path, resume_at: int | None, master: bool, device: torch.device, world: int,
-                 tokens_per_update: int, flops_per_update: float, peak: float | None):
-        self.path, self.master, self.world = path, master, world
-        self.tokens_per_update, self.flops_per_update, self.peak = tokens_per_update, flops_per_update, peak
+    def __init__(self, path: Path, cfg, run):
+        self.path = path
+        self.master = run.rank == 0
+        self.world = run.world
+        self.tokens_per_update = cfg.batch_size * cfg.seq_len
+        self.flops_per_update = flops_per_step(run.mc, cfg.batch_size, cfg.seq_len)
+        self.peak = peak_flops(run.device, cfg.peak_tflops)
         # A resumed run drops the rows written after its checkpoint: it writes them again.
-        rows = [] if resume_at is None else [r for r in read_metrics(path) if r["step"] <= resume_at]
-        if master and resume_at is None:
+        rows = [r for r in read_metrics(path) if r["step"] <= run.step] if run.step else []
+        if self.master and not run.step:
             path.unlink(missing_ok=True)
-        elif master:
+        elif self.master:
             atomic_write(path, lambda p: p.write_text("".join(json.dumps(r) + "\n" for r in rows)))
         self.elapsed0 = rows[-1].get("elapsed_s", 0.0) if rows else 0.0
-        self.t_start = self.t_last = time.perf_counter()
-        self.sums = torch.zeros(len(METRICS) + 1, device=device)  # summed stats + grad norm since the last row
+        self.t_start = time.perf_counter()
+        self.t_last = self.t_start
+        # the summed stats and gradient norm since the last row
+        self.sums = torch.zeros(len(METRICS) + 1, device=run.device)
         self.n = 0
 
     def add(self, stats: torch.Tensor, grad_norm: torch.Tensor) -> None:
@@ -128,9 +143,10 @@ class MetricsLog:
         now = time.perf_counter()
         steps_per_s = self.n / max(now - self.t_last, 1e-9)
         means = self.sums / self.n
-        row = {"step": step, "split": "train", **stats_dict(means[:-1]), "grad_norm": means[-1].item(),
-               "lr": lr, "epoch": round(epoch, 4), "steps_per_s": steps_per_s,
-               "tokens_per_s": steps_per_s * self.tokens_per_update, "elapsed_s": self.elapsed()}
+        row = {"step": step, "split": "train", **stats_dict(means[:-1]),
+               "grad_norm": means[-1].item(), "lr": lr, "epoch": round(epoch, 4),
+               "steps_per_s": steps_per_s, "tokens_per_s": steps_per_s * self.tokens_per_update,
+               "elapsed_s": self.elapsed()}
         if self.peak:
             row["mfu"] = self.flops_per_update * steps_per_s / (self.peak * self.world)
         self.write(row)
@@ -150,8 +166,9 @@ class MetricsLog:
 
 
 def read_metrics(metrics_path: Path) -> list[dict]:
-    """The rows of metrics.jsonl ([] when there is none yet). A last line cut short (the process was
-    killed mid-write, or the disk filled) is dropped; a broken line before it is an error naming it."""
+    """The rows of metrics.jsonl ([] when there is none yet). A last line cut short (the process
+    was killed mid-write, or the disk filled) is dropped; a broken line before it is an error
+    naming it."""
     if not metrics_path.is_file():
         return []
     lines = metrics_path.read_text().splitlines()
@@ -164,18 +181,21 @@ def read_metrics(metrics_path: Path) -> list[dict]:
         except json.JSONDecodeError as e:
             if i == len(lines):
                 break
-            raise SystemExit(f"{metrics_path}, line {i}: not a JSON metrics row ({e}); delete or repair that "
-                             f"line (the checkpoint does not depend on it)") from e
+            raise SystemExit(f"{metrics_path}, line {i}: not a JSON metrics row ({e}); delete or "
+                             f"repair that line (the checkpoint does not depend on it)") from e
     return rows
 
 
 def plot_pretraining_curves(metrics_path: Path, png_path: Path) -> None:
-    """Redraw curves.png from metrics.jsonl: losses, accuracies (with D's all-original baseline), lr."""
-    from matplotlib.figure import Figure  # its own canvas: no pyplot, no switch of the global backend
+    """Redraw curves.png from metrics.jsonl: losses, accuracies (with D's all-original baseline),
+    lr."""
+    # its own canvas: no pyplot, no switch of the global backend
+    from matplotlib.figure import Figure
 
     rows = read_metrics(metrics_path)
     if not rows:
-        return  # a checkpoint before the first log line (--ckpt-interval < --log-interval): nothing to draw yet
+        # a checkpoint before the first log line (--ckpt-interval < --log-interval): nothing yet
+        return
     train = [r for r in rows if r["split"] == "train"]
     held = [r for r in rows if r["split"] == "eval"]
     fig = Figure(figsize=(11, 7.5))
@@ -183,18 +203,22 @@ def plot_pretraining_curves(metrics_path: Path, png_path: Path) -> None:
     panels = [
         (axes[0, 0], "L_MLM (generator)", [("mlm_loss", "")]),
         (axes[0, 1], "L_Disc (discriminator)", [("disc_loss", "")]),
-        (axes[1, 0], "accuracy", [("gen_acc", "G top-1 on masked"), ("disc_acc", "D, all tokens"),
+        (axes[1, 0], "accuracy", [("gen_acc", "G top-1 on masked"),
+                                  ("disc_acc", "D, all tokens"),
                                   ("all_original_acc", "D baseline: all original"),
                                   ("disc_precision", "D precision (replaced)"),
                                   ("disc_recall", "D recall (replaced)"),
                                   ("disc_auc", "D AUC, replaced vs original (0.5 = chance)")]),
     ]
     for ax, title, keys in panels:
-        for i, (key, label) in enumerate(keys):  # one colour per quantity: train solid, held-out dashed
+        # one colour per quantity: train solid, held-out dashed
+        for i, (key, label) in enumerate(keys):
             for split, style in ((train, "-"), (held, "o--")):
                 if split:
-                    ax.plot([r["step"] for r in split], [r.get(key, math.nan) for r in split], style, color=f"C{i}",
-                            ms=3, label=f"{label or key} ({split[0]['split']})")
+                    steps = [r["step"] for r in split]
+                    values = [r.get(key, math.nan) for r in split]
+                    legend = f"{label or key} ({split[0]['split']})"
+                    ax.plot(steps, values, style, color=f"C{i}", ms=3, label=legend)
         ax.set_title(title)
         ax.set_xlabel("step")
         ax.grid(alpha=0.3)
@@ -217,13 +241,16 @@ def plot_pretraining_curves(metrics_path: Path, png_path: Path) -> None:
 def progress_line(row: dict, objective: str) -> str:
     """The few numbers shown on the progress bar and after each evaluation."""
     if objective in ("replace_mlm", "all_tokens_mlm"):
-        text = f"L_MLM(G) {row['mlm_loss']:.3f} L_MLM(main) {row['main_mlm_loss']:.3f} G_acc {row['gen_acc']:.3f}"
+        text = (f"L_MLM(G) {row['mlm_loss']:.3f} L_MLM(main) {row['main_mlm_loss']:.3f} "
+                f"G_acc {row['gen_acc']:.3f}")
     elif objective == "bert":
         text = f"L_MLM {row['mlm_loss']:.3f} MLM_acc {row['gen_acc']:.3f}"
     else:
-        text = (f"L_MLM {row['mlm_loss']:.3f} L_Disc {row['disc_loss']:.4f} G_acc {row['gen_acc']:.3f} "
-                f"D_acc {row['disc_acc']:.4f} (all-original {row['all_original_acc']:.4f}) "
-                f"D_P/R {row['disc_precision']:.2f}/{row['disc_recall']:.2f} D_AUC {row['disc_auc']:.3f}")
+        text = (f"L_MLM {row['mlm_loss']:.3f} L_Disc {row['disc_loss']:.4f} "
+                f"G_acc {row['gen_acc']:.3f} D_acc {row['disc_acc']:.4f} "
+                f"(all-original {row['all_original_acc']:.4f}) "
+                f"D_P/R {row['disc_precision']:.2f}/{row['disc_recall']:.2f} "
+                f"D_AUC {row['disc_auc']:.3f}")
     if "tokens_per_s" in row:
         text += f" | {row['tokens_per_s']:,.0f} tok/s"
     if "mfu" in row:
@@ -231,37 +258,51 @@ def progress_line(row: dict, objective: str) -> str:
     return text
 
 
-def startup_report(cfg, mc, model, optimizer, tok, corpus, ids, train_ex, eval_ex, micro_batch, world, device,
-                   flops, peak, step, end, precision) -> str:
-    """What the run is: config, data, parameter counts and the FLOPs estimate."""
+def startup_report(cfg, run, end: int) -> str:
+    """What the run is: config, data, parameter counts and the FLOPs estimate. `cfg` is the run's
+    train.TrainConfig, `run` its train.Run (set up to start at update run.step), `end` the update
+    it stops after."""
+    model = run.raw
+    data = run.data
     parts = [f"{name} {count_params(getattr(model, name)) / 1e6:.2f}M"
-             for name in ("discriminator", "generator", "mlm") if getattr(model, name, None) is not None]
-    params = (f"{', '.join(parts)} (each with the shared embeddings {count_params(model.embeddings) / 1e6:.2f}M), "
+             for name in ("discriminator", "generator", "mlm")
+             if getattr(model, name, None) is not None]
+    embeddings = count_params(model.embeddings) / 1e6
+    params = (f"{', '.join(parts)} (each with the shared embeddings {embeddings:.2f}M), "
               f"total {count_params(model) / 1e6:.2f}M")
-    total = flops * cfg.steps
-    adam = optimizer.defaults
+    flops = flops_per_step(run.mc, cfg.batch_size, cfg.seq_len)
+    official = flops_per_step_official(run.mc, cfg.batch_size, cfg.seq_len)
+    peak = peak_flops(run.device, cfg.peak_tflops)
+    adam = run.optimizer.defaults
+    processes = f" x {run.world} processes" if run.world > 1 else ""
+    start = f"resuming at step {run.step:,}" if run.step else "new run"
+    every = max(2, round(1 / cfg.eval_fraction)) if cfg.eval_fraction > 0 else 0
+    examples = len(data.batches.examples)
+    mfu = f"; peak {peak / 1e12:g} TFLOP/s per GPU for MFU" if peak else ""
+    bf16 = " (bf16 autocast; weights, optimizer and losses fp32)" if run.precision == "bf16" else ""
+    config = {k: v for k, v in asdict(cfg).items() if k != "data_url"}
     lines = [
-        f"ELECTRA pre-training: size {cfg.size}, objective {cfg.objective}, on {device}"
-        f"{f' x {world} processes' if world > 1 else ''}, {'resuming at step ' + format(step, ',') if step else 'new run'}",
-        f"config   {json.dumps({k: v for k, v in asdict(cfg).items() if k not in ('data_url',)})}",
-        f"model    {json.dumps({k: v for k, v in asdict(mc).items()})}",
-        f"data     {corpus}: {len(ids):,} tokens, {len(train_ex):,} training examples, {len(eval_ex):,} held-out "
-        f"(every {max(2, round(1 / cfg.eval_fraction)) if cfg.eval_fraction > 0 else 0}th document)",
-        f"vocab    {len(tok):,} tokens, {Path(cfg.out_dir) / 'vocab.txt'} (sha256 {tok.hash()[:12]})",
+        f"ELECTRA pre-training: size {cfg.size}, objective {cfg.objective}, on {run.device}"
+        f"{processes}, {start}",
+        f"config   {json.dumps(config)}",
+        f"model    {json.dumps(asdict(run.mc))}",
+        f"data     {data.corpus}: {len(data.ids):,} tokens, {examples:,} training examples, "
+        f"{len(data.eval_ex):,} held-out (every {every}th document)",
+        f"vocab    {len(data.tok):,} tokens, {Path(cfg.out_dir) / 'vocab.txt'} "
+        f"(sha256 {data.tok.hash()[:12]})",
         f"params   {params}",
-        f"batch    {cfg.batch_size} = {micro_batch} x {cfg.grad_accum} accumulation x {world} process(es), "
-        f"seq {cfg.seq_len}, {cfg.batch_size * cfg.seq_len:,} tokens per update, "
-        f"{cfg.steps * cfg.batch_size / max(len(train_ex), 1):.1f} epochs",
-        f"optim    AdamW lr {cfg.lr:g}, betas {adam['betas']}, eps {adam['eps']:g}, weight decay {cfg.weight_decay}, "
-        f"warm-up {cfg.warmup:,} then linear decay to 0 at {cfg.steps:,}, clip {cfg.clip_norm}",
-        f"compute  {flops:.3g} FLOPs per update (fwd+bwd), {total:.3g} for {cfg.steps:,} updates "
-        f"(official counting: {flops_per_step_official(mc, cfg.batch_size, cfg.seq_len) * cfg.steps:.3g}; "
-        f"paper Table 1: ELECTRA-Small 1.4e18)"
-        + (f"; peak {peak / 1e12:g} TFLOP/s per GPU for MFU" if peak else ""),
-        f"run      steps {step:,} -> {end:,}; out {cfg.out_dir}; log every {cfg.log_interval}, eval every "
-        f"{cfg.eval_interval}, checkpoint every {cfg.ckpt_interval}",
-        f"device   {device}, {precision}{' (bf16 autocast; weights, optimizer and losses fp32)' if precision == 'bf16' else ''}"
-        f"{', torch.compile' if cfg.compile else ''}",
+        f"batch    {cfg.batch_size} = {data.batches.micro_batch} x {cfg.grad_accum} accumulation x "
+        f"{run.world} process(es), seq {cfg.seq_len}, {cfg.batch_size * cfg.seq_len:,} tokens per "
+        f"update, {cfg.steps * cfg.batch_size / max(examples, 1):.1f} epochs",
+        f"optim    AdamW lr {cfg.lr:g}, betas {adam['betas']}, eps {adam['eps']:g}, weight decay "
+        f"{cfg.weight_decay}, warm-up {cfg.warmup:,} then linear decay to 0 at {cfg.steps:,}, "
+        f"clip {cfg.clip_norm}",
+        f"compute  {flops:.3g} FLOPs per update (fwd+bwd), {flops * cfg.steps:.3g} for "
+        f"{cfg.steps:,} updates (official counting: {official * cfg.steps:.3g}; paper Table 1: "
+        f"ELECTRA-Small 1.4e18){mfu}",
+        f"run      steps {run.step:,} -> {end:,}; out {cfg.out_dir}; log every {cfg.log_interval}, "
+        f"eval every {cfg.eval_interval}, checkpoint every {cfg.ckpt_interval}",
+        f"device   {run.device}, {run.precision}{bf16}{', torch.compile' if cfg.compile else ''}",
     ]
     return "\n".join(lines)
 
@@ -270,20 +311,30 @@ def startup_report(cfg, mc, model, optimizer, tok, corpus, ids, train_ex, eval_e
 # Compute: FLOPs of one training step (Table 1's "Train FLOPs", Appendix D)
 
 
-def _forward_flops(config: ElectraConfig, seq: int, masked: float, encoder, mlm_output, disc_head: float,
-                   copy_head: float) -> float:
-    """Forward FLOPs of one sequence: the parts the objective runs, each counted by a convention's
-    encoder(c) and mlm_output(c, positions); `masked` = the positions an MLM output runs at."""
-    main = encoder(config)  # the full-size encoder: D, or BERT's / the ablations' masked LM
+@dataclass
+class Counting:
+    """A convention of counting FLOPs: the forward FLOPs of each part of a model."""
+
+    encoder: Callable  # encoder(c): one sequence through an encoder of config c
+    mlm_output: Callable  # mlm_output(c, positions): an MLM output of config c at `positions`
+    disc_head: float  # D's head over one sequence
+    copy_head: float  # All-Tokens MLM's copy head over one sequence
+
+
+def _forward_flops(config: ElectraConfig, seq: int, masked: float, count: Counting) -> float:
+    """Forward FLOPs of one sequence: the parts the objective runs, each counted by `count`;
+    `masked` = the positions an MLM output runs at."""
+    main = count.encoder(config)  # the full-size encoder: D, or BERT's / the ablations' masked LM
     if config.objective == "bert":
-        return main + mlm_output(config, masked)
+        return main + count.mlm_output(config, masked)
     g = generator_config(config)
-    fwd = main + encoder(g) + mlm_output(g, masked)
+    fwd = main + count.encoder(g) + count.mlm_output(g, masked)
     if config.objective in ("electra", "electra_15"):
-        return fwd + disc_head
+        return fwd + count.disc_head
     if config.objective == "replace_mlm":
-        return fwd + mlm_output(config, masked)
-    return fwd + mlm_output(config, seq) + copy_head  # all_tokens_mlm: its output at every position
+        return fwd + count.mlm_output(config, masked)
+    # all_tokens_mlm: its output at every position
+    return fwd + count.mlm_output(config, seq) + count.copy_head
 
 
 def flops_per_step(config: ElectraConfig, batch: int, seq: int) -> float:
@@ -304,17 +355,19 @@ def flops_per_step(config: ElectraConfig, batch: int, seq: int) -> float:
 
     def encoder(c):
         h = c.hidden_size
-        layer = 2 * 3 * h * h + 2 * h * h + 2 * 2 * h * c.intermediate_size  # QKV, attention output, FFN
+        # QKV, attention output, FFN
+        layer = 2 * 3 * h * h + 2 * h * h + 2 * 2 * h * c.intermediate_size
         layer += 2 * 2 * seq * h  # Q K^T and (attention weights) V
-        return seq * (c.num_layers * layer + (2 * E * h if E != h else 0))  # + the embedding projection
+        projection = 2 * E * h if E != h else 0  # the embedding projection
+        return seq * (c.num_layers * layer + projection)
 
     def mlm_output(c, positions):  # dense hidden -> E, then the tied E -> V output
         return positions * (2 * c.hidden_size * E + 2 * E * V)
 
     k = min(config.max_predictions, round(config.mask_prob * seq))
-    fwd = _forward_flops(config, seq, k, encoder, mlm_output, disc_head=seq * (2 * H * H + 2 * H),
-                         copy_head=seq * 2 * H)
-    return 3.0 * batch * fwd
+    count = Counting(encoder, mlm_output, disc_head=seq * (2 * H * H + 2 * H),
+                     copy_head=seq * 2 * H)
+    return 3.0 * batch * _forward_flops(config, seq, k, count)
 
 
 def flops_per_step_official(config: ElectraConfig, batch: int, seq: int,
@@ -332,19 +385,46 @@ def flops_per_step_official(config: ElectraConfig, batch: int, seq: int,
     def encoder(c):
         h, i, heads = c.hidden_size, c.intermediate_size, max(c.hidden_size // HEAD_SIZE, 1)
         attn = 2 * 3 * h * h + 3 * h + 2 * h * s + (SOFT + DROP + 1) * s * heads + 2 * h * s
-        attn += 2 * h * h + h + DROP * h + h + LN  # output dense, bias, dropout, residual, LayerNorm
+        # output dense, bias, dropout, residual, LayerNorm
+        attn += 2 * h * h + h + DROP * h + h + LN
         ffn = 2 * h * i + ACT * i + i + 2 * h * i + h + DROP * h + h + LN * h
-        inputs = 2 * E * V + 2 * E * (s + 2) + 2 * E + LN * E + DROP * E  # dense lookups, LayerNorm, dropout
+        # dense lookups, LayerNorm, dropout
+        inputs = 2 * E * V + 2 * E * (s + 2) + 2 * E + LN * E + DROP * E
         if E != h:
             inputs += 2 * h * E + h  # the embedding projection
         return s * (c.num_layers * (attn + ffn) + inputs)
 
     def mlm_output(c, positions):
-        return positions * (2 * E * V + 2 * c.hidden_size * E + E + ACT * E + LN * E + SOFT * V + 2 * V)
+        dense = 2 * c.hidden_size * E + E + ACT * E + LN * E
+        return positions * (2 * E * V + dense + SOFT * V + 2 * V)
 
-    fwd = _forward_flops(config, s, output_frac * s, encoder, mlm_output,
-                         disc_head=s * (2 * H * H + H + ACT * H + 2 * H), copy_head=s * (2 * H + 1 + ACT))
-    return 2.0 * batch * fwd
+    count = Counting(encoder, mlm_output, disc_head=s * (2 * H * H + H + ACT * H + 2 * H),
+                     copy_head=s * (2 * H + 1 + ACT))
+    return 2.0 * batch * _forward_flops(config, s, output_frac * s, count)
+
+
+def preset_costs(recipes: dict) -> str:
+    """Every preset's parameters, and train FLOPs of one step at its recipe's batch and sequence
+    length (`recipes`: train.RECIPES); then ELECTRA-Small's total over its recipe's steps."""
+    lines = ["parameters, and train FLOPs of one step at the paper's batch and sequence length",
+             f"{'size':6} {'D params':>12} {'G params':>12} {'FLOPs/step ours':>16} "
+             f"{'official':>12}"]
+    for name in SIZES:
+        config = get_config(name)
+        batch = recipes[name].batch_size
+        seq = recipes[name].seq_len
+        model = Electra(config)
+        lines.append(f"{name:6} {count_params(model.discriminator):12,d} "
+                     f"{count_params(model.generator):12,d} "
+                     f"{flops_per_step(config, batch, seq):16.3e} "
+                     f"{flops_per_step_official(config, batch, seq):12.3e}")
+    small = get_config("small")
+    r = recipes["small"]
+    ours = flops_per_step(small, r.batch_size, r.seq_len) * r.steps
+    official = flops_per_step_official(small, r.batch_size, r.seq_len) * r.steps
+    lines.append(f"ELECTRA-Small, {r.steps:,} steps at batch {r.batch_size}, seq {r.seq_len}: "
+                 f"ours {ours:.2e}, official convention {official:.2e} (paper Table 1: 1.4e18)")
+    return "\n".join(lines)
 
 
 # -----------------------------------------------------------------------------
@@ -352,13 +432,14 @@ def flops_per_step_official(config: ElectraConfig, batch: int, seq: int,
 
 # Peak dense bf16 tensor-core FLOP/s per GPU, from the vendors' data sheets, for MFU. The first
 # name found in torch.cuda.get_device_name() wins; --peak-tflops overrides.
-GPU_PEAK_TFLOPS = {"H100 PCIe": 756, "H100": 989, "H200": 989, "GH200": 989, "B200": 2250, "A100": 312,
-                   "L40S": 362, "L40": 181, "L4": 121, "A10": 125, "RTX 4090": 165, "RTX 3090": 71,
-                   "V100": 125, "T4": 65}
+GPU_PEAK_TFLOPS = {"H100 PCIe": 756, "H100": 989, "H200": 989, "GH200": 989, "B200": 2250,
+                   "A100": 312, "L40S": 362, "L40": 181, "L4": 121, "A10": 125, "RTX 4090": 165,
+                   "RTX 3090": 71, "V100": 125, "T4": 65}
 
 
 def peak_flops(device: torch.device, override_tflops: float | None) -> float | None:
-    """The accelerator's peak FLOP/s for MFU, or None (CPU, or an unknown GPU without --peak-tflops)."""
+    """The accelerator's peak FLOP/s for MFU, or None (CPU, or an unknown GPU without
+    --peak-tflops)."""
     if override_tflops:
         return override_tflops * 1e12
     if device.type != "cuda":
@@ -372,7 +453,8 @@ def peak_flops(device: torch.device, override_tflops: float | None) -> float | N
 
 CPU_PRESET = "tiny"  # the preset made to show ELECTRA learning on a laptop CPU (train.RECIPES)
 CPU_PRESET_MINUTES = 15  # what the CPU preset's run takes on a 2-core CPU (measured, README)
-PROJECTION_STEPS = 3  # ours: updates timed, after the first (one-off set-up), for the CPU time projection
+# ours: updates timed, after the first (one-off set-up), for the CPU time projection
+PROJECTION_STEPS = 3
 
 
 class CpuProjection:
@@ -401,10 +483,10 @@ def cpu_projection(size: str, steps_per_s: float, remaining: int) -> str:
     updates take about 116 days at the 0.1 steps/s of the first updates on this CPU ..."
     """
     return (f"no GPU: --size {size}'s remaining {remaining:,} updates take about "
-            f"{duration(remaining / steps_per_s)} at the {steps_per_s:.3g} steps/s of the first updates on "
-            f"this CPU (still running, in case you mean it; Ctrl-C saves a checkpoint). To see ELECTRA learn "
-            f"on a CPU in {CPU_PRESET_MINUTES} minutes: python train.py --size {CPU_PRESET} --data <a .txt file "
-            f"or folder of books>")
+            f"{duration(remaining / steps_per_s)} at the {steps_per_s:.3g} steps/s of the first "
+            f"updates on this CPU (still running, in case you mean it; Ctrl-C saves a checkpoint). "
+            f"To see ELECTRA learn on a CPU in {CPU_PRESET_MINUTES} minutes: python train.py "
+            f"--size {CPU_PRESET} --data <a .txt file or folder of books>")
 
 
 def duration(seconds: float) -> str:
@@ -417,21 +499,3 @@ def duration(seconds: float) -> str:
         if seconds >= 2 * length:
             return f"{seconds / length:.3g} {unit}"
     return f"{seconds:.3g} seconds"
-
-
-if __name__ == "__main__":
-    # python report.py: parameter counts and FLOPs of every preset, at its train.py recipe's batch and
-    # sequence length
-    from train import RECIPES
-
-    print("parameters, and train FLOPs of one step at the paper's batch and sequence length")
-    print(f"{'size':6} {'D params':>12} {'G params':>12} {'FLOPs/step ours':>16} {'official':>12}")
-    for name in SIZES:
-        cfg, batch, seq = get_config(name), RECIPES[name].batch_size, RECIPES[name].seq_len
-        model = Electra(cfg)
-        print(f"{name:6} {count_params(model.discriminator):12,d} {count_params(model.generator):12,d} "
-              f"{flops_per_step(cfg, batch, seq):16.3e} {flops_per_step_official(cfg, batch, seq):12.3e}")
-    small, r = get_config("small"), RECIPES["small"]
-    ours, official = (f(small, r.batch_size, r.seq_len) * r.steps for f in (flops_per_step, flops_per_step_official))
-    print(f"ELECTRA-Small, {r.steps:,} steps at batch {r.batch_size}, seq {r.seq_len}: ours {ours:.2e}, "
-          f"official convention {official:.2e} (paper Table 1: 1.4e18)")

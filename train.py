@@ -1,27 +1,31 @@
-"""Pre-training ELECTRA (Clark et al. 2020, arXiv 2003.10555): the recipe, the optimizer and the loop.
+"""Pre-training ELECTRA (Clark et al. 2020, arXiv 2003.10555): the recipe, the optimizer and the
+loop.
 
     python train.py --size small                 # WikiText-103, downloaded once into ./cache
     python train.py --size tiny --data my_texts/ # any .txt file or folder of them
 
     python train.py --out out --resume           # continue a stopped run exactly
-    python train.py --out out --export-hf hf/    # HuggingFace ELECTRA layout (config.json + weights)
-    python train.py --init-from google/electra-small --data my_texts/ --steps 10000 --lr 1e-4 --warmup 500
-                                                 # continued pre-training of Google's released G and D
+    python train.py --out out --export-hf hf/    # HuggingFace ELECTRA layout (config.json, weights)
+    python train.py --init-from google/electra-small --data my_texts/ --steps 10000 --lr 1e-4 \\
+        --warmup 500                             # continued pre-training of Google's G and D
     torchrun --nproc_per_node 4 train.py --size base   # DDP on 4 GPUs
+    python train.py --presets                    # every preset's parameters and FLOPs per step
 
 Read top to bottom, like nanoGPT's train.py: the recipe (paper Table 6) and TrainConfig, whose
-fields are the flags; the learning-rate schedule and the optimizer; what a checkpoint holds; the run
-in named steps (set_up_model, update, diverged, save_run) and train(), the loop that calls them; last
-the command line (parse_args, resolve_config, main). The data pipeline is data.py, the model
-electra.py, what a run prints, logs and draws report.py, and the plumbing (checkpoint files, DDP,
-devices, signals, the command-line machinery) plumbing.py.
+fields are the flags; the learning-rate schedule and the optimizer; what a checkpoint holds; the
+run's set-up (set_up: the data, the model, the optimizer) and train(), the loop: the forward and
+backward of each update, the clip, the optimizer step, then the logs, held-out evaluations and
+checkpoints; last the command line (parse_args, resolve_config, main). The data pipeline is
+data.py, the model electra.py, what a run prints, logs and draws report.py, and the plumbing
+(checkpoint files, the run folder, DDP, devices, signals) plumbing.py.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, fields
 from dataclasses import replace as dc_replace
 from pathlib import Path
 
@@ -32,13 +36,7 @@ from tqdm import tqdm
 
 import plumbing
 import report
-from data import (
-    DATA_URL,
-    KNOWN_CORPORA,
-    SHORT_SEQ_MIN,
-    Batches,
-    pretraining_data,
-)
+from data import DATA_URL, KNOWN_CORPORA, SHORT_SEQ_MIN, PretrainingData, pretraining_data
 from electra import (
     METRICS,
     OBJECTIVES,
@@ -50,13 +48,15 @@ from electra import (
     lr_factor,
 )
 from hf import HubError, export_hf, load_electra, released_start
-from plumbing import add_options, at_least, given, non_negative, option, positive
+from plumbing import add_flag
 from tokenizer import CONFIG as WORDPIECE
 from tokenizer import Tokenizer
 
+MIN_VOCAB_SIZE = len(WORDPIECE.specials) + 1  # the special tokens and at least one piece
+
 # -----------------------------------------------------------------------------
-# The recipe: per size (paper Table 6, official configure_pretraining.py), every value a flag. The model
-# of each size, and its vocabulary size, is electra.SIZES.
+# The recipe: per size (paper Table 6, official configure_pretraining.py), every value a flag. The
+# model of each size, and its vocabulary size, is electra.SIZES.
 
 
 @dataclass(frozen=True)
@@ -71,94 +71,157 @@ class Recipe:
 
 
 RECIPES = {
-    # ours, for a laptop CPU: the discriminator visibly learns in 15 minutes on 2 cores (README, "See
-    # ELECTRA learn on a CPU"; the search is experiments/cpu_preset.py). ELECTRA-Small's seq 128; a
-    # quarter of its batch; twice its peak lr (a 4-layer 128-wide model trains stably at 1e-3 and a
-    # short run needs it); 1,800 updates, what fits the 15 minutes on 2 cores (the README gives the
-    # measured run), with a warm-up of 100; held-out AUC every 100 updates, so the curve is visible.
-    "tiny": Recipe(batch_size=32, lr=1e-3, steps=1_800, bert_steps=1_800, seq_len=128, warmup=100, eval_interval=100),
-    "small": Recipe(batch_size=128, lr=5e-4, steps=1_000_000, bert_steps=1_450_000, seq_len=128, warmup=10_000),
-    "base": Recipe(batch_size=256, lr=2e-4, steps=766_000, bert_steps=1_000_000, seq_len=512, warmup=10_000),
-    "large": Recipe(batch_size=2048, lr=2e-4, steps=400_000, bert_steps=464_000, seq_len=512, warmup=10_000),
+    # ours, for a laptop CPU: the discriminator visibly learns in 15 minutes on 2 cores (README,
+    # "See ELECTRA learn on a CPU"; the search is experiments/cpu_preset.py). ELECTRA-Small's seq
+    # 128; a quarter of its batch; twice its peak lr (a 4-layer 128-wide model trains stably at
+    # 1e-3 and a short run needs it); 1,800 updates, what fits the 15 minutes on 2 cores (the
+    # README gives the measured run), with a warm-up of 100; held-out AUC every 100 updates, so
+    # the curve is visible.
+    "tiny": Recipe(batch_size=32, lr=1e-3, steps=1_800, bert_steps=1_800, seq_len=128,
+                   warmup=100, eval_interval=100),
+    "small": Recipe(batch_size=128, lr=5e-4, steps=1_000_000, bert_steps=1_450_000, seq_len=128,
+                    warmup=10_000),
+    "base": Recipe(batch_size=256, lr=2e-4, steps=766_000, bert_steps=1_000_000, seq_len=512,
+                   warmup=10_000),
+    "large": Recipe(batch_size=2048, lr=2e-4, steps=400_000, bert_steps=464_000, seq_len=512,
+                    warmup=10_000),
 }
 ADAM_BETAS = (0.9, 0.999)  # Table 6 "Adam beta1, beta2"
 ADAM_EPS = 1e-6  # Table 6 "Adam epsilon"
-WEIGHT_DECAY = 0.01  # Table 6 "Weight Decay"; official excludes LayerNorm and bias
-CLIP_NORM = 1.0  # official optimization.py: clip_by_global_norm(grads, 1.0)
-MASK_SLACK = 0.005  # official: max_predictions_per_seq = int((mask_prob + 0.005) * max_seq_length)
+# official: max_predictions_per_seq = int((mask_prob + 0.005) * max_seq_length)
+MASK_SLACK = 0.005
 
 
 @dataclass
 class TrainConfig:
-    """One pre-training run. Every field is a flag (batch_size: --batch-size); a field left None is
-    the recipe's, RECIPES[size]. run=True marks what a --resume keeps as the checkpoint has it; the
-    other fields control the session."""
+    """One pre-training run; every field is a flag (batch_size: --batch-size). The recipe's fields
+    default to ELECTRA-Small's, RECIPES["small"]; recipe_config fills in the recipe of the size
+    asked for, as the command line does. RESUME_FIELDS are what a --resume keeps as the
+    checkpoint has them; the other fields control the session."""
 
-    size: str = option("small", "model and recipe preset (default small)", choices=tuple(RECIPES), run=True)
-    objective: str = option(
-        "electra", "electra: replaced token detection; bert: the masked-LM baseline; electra_15, replace_mlm, "
-        "all_tokens_mlm: the ablations of Sec. 3.5 (default electra)", choices=OBJECTIVES, run=True)
-    data: str = option("wikitext-103", f".txt file, folder of .txt files, or one of {list(KNOWN_CORPORA)}", run=True)
-    data_url: str = option(DATA_URL, f"base URL of the known corpora (or $ELECTRA_DATA_URL; default {DATA_URL})",
-                           show_default=False)
-    cache_dir: str = option("cache", "downloads and tokenised corpora")  # shared between runs
-    out_dir: str = option("out", "run folder: ckpt.pt, vocab.txt, metrics.jsonl, curves.png",
-                          flag="--out", metavar="OUT")
-    vocab: str | None = option(None, "a BERT-format vocab.txt (default: train one on the corpus)")
-    vocab_size: int | None = option(None, "size of the trained vocab (preset)", run=True, check=at_least(
-        len(WORDPIECE.specials) + 1, "the special tokens and at least one piece"))
-    seq_len: int | None = option(None, "tokens per example (preset)", run=True,
-                                 check=at_least(SHORT_SEQ_MIN, "the example builder's shortest target length"))
-    # the batch counts every accumulation step; --grad-accum fits the paper's batch on a small GPU
-    batch_size: int | None = option(None, "sequences per update, all GPUs together (preset)", run=True,
-                                    check=at_least(1, "sequences per update"))
-    grad_accum: int = option(1, "micro-batches per update", check=at_least(1, "micro-batches per update"))
-    lr: float | None = option(None, "peak learning rate (preset)", run=True,
-                              check=positive("the peak learning rate"))
-    steps: int | None = option(None, "updates (preset)", run=True, check=at_least(1, "updates"))
-    warmup: int | None = option(None, "warm-up updates (preset)", run=True, check=at_least(0, "warm-up updates"))
-    weight_decay: float = option(WEIGHT_DECAY, "AdamW weight decay", run=True,
-                                 check=non_negative("AdamW weight decay"))
-    clip_norm: float = option(CLIP_NORM, "gradient-norm clip", run=True, check=positive("the gradient-norm clip"))
-    # ours: the held-out set, and a few thousand sequences of it per evaluation on a GPU
-    eval_fraction: float = option(0.01, "share of documents held out", run=True,
-                                  check=(lambda v: 0 <= v < 1, "a share in [0, 1) (0: no held-out set)"))
-    eval_batches: int = option(10, "micro-batches per evaluation", check=at_least(1, "micro-batches per evaluation"))
-    log_interval: int = option(100, "updates between metrics.jsonl lines",
-                               check=at_least(1, "updates between metrics lines"))
-    eval_interval: int | None = option(None, "updates between held-out evaluations (preset)",  # and curves.png
-                                       check=at_least(1, "updates between evaluations"))
-    ckpt_interval: int = option(2000, "updates between checkpoints", check=at_least(1, "updates between checkpoints"))
-    stop_at: int | None = option(None, "stop with a checkpoint after this update (the schedule still runs to "
-                                 "--steps)", check=at_least(1, "the update to stop after"))
-    # the data order, masks, dropout and initialisation
-    seed: int = option(0, "random seed", run=True, check=at_least(0, "the random seed"))
-    device: str = option("auto", "auto (default: cuda if available), cpu, cuda or cuda:N", show_default=False)
-    # mostly for GPUs; the first steps are slow while it compiles
-    compile: bool = option(False, "torch.compile the model")
-    precision: str = option("auto", "auto (default): bf16 autocast on GPUs with bf16 tensor cores, fp32 elsewhere",
-                            choices=("auto", "bf16", "fp32"))
-    peak_tflops: float | None = option(
-        None, "accelerator peak TFLOP/s for MFU (default: looked up from the GPU name)",
-        check=positive("the accelerator's peak TFLOP/s"))
-    # the flag gives FIELD=VALUE strings; the run holds them parsed: {"num_layers": 2}
-    overrides: dict = option({}, "override an ElectraConfig field, e.g. --set num_layers=2 (repeatable)",
-                             flag="--set", metavar="FIELD=VALUE", action="append", run=True)
-    init_from: str | None = option(
-        None, "continue pre-training a released ELECTRA (e.g. google/electra-small, its hub name or a folder): "
-        "its shape, vocab, generator and discriminator", metavar="NAME_OR_FOLDER")
-    generator: str | None = option(None, "with --init-from: the generator's hub name or folder")
-    revision: str = option("main", "hub revision of --init-from (branch, tag or commit)", show_default=False)
-    hub_cache_dir: str | None = option(None, "hub checkpoints (default ~/.cache/electra-from-scratch/hub)")
+    size: str = "small"  # the model (electra.SIZES) and its recipe (RECIPES)
+    objective: str = "electra"  # electra.OBJECTIVES: ELECTRA, the BERT baseline, Sec. 3.5 ablations
+    data: str = "wikitext-103"  # a .txt file, a folder of them, or a name in data.KNOWN_CORPORA
+    data_url: str = DATA_URL  # where the known corpora are downloaded from (a mirror, a test)
+    cache_dir: str = "cache"  # downloads and tokenised corpora, shared between runs
+    out_dir: str = "out"  # the run folder (--out): ckpt.pt, vocab.txt, metrics.jsonl, curves.png
+    vocab: str | None = None  # a BERT-format vocab.txt; None: train one on the corpus
+    vocab_size: int = get_config("small").vocab_size  # the vocab trained (electra.SIZES)
+    seq_len: int = RECIPES["small"].seq_len  # tokens per example (Table 6)
+    batch_size: int = RECIPES["small"].batch_size  # sequences per update, all GPUs (Table 6)
+    grad_accum: int = 1  # ours: micro-batches per update, to fit the paper's batch on a small GPU
+    lr: float = RECIPES["small"].lr  # peak learning rate (Table 6)
+    steps: int = RECIPES["small"].steps  # updates (Table 6; objective bert: Recipe.bert_steps)
+    warmup: int = RECIPES["small"].warmup  # linear warm-up updates (Table 6)
+    weight_decay: float = 0.01  # Table 6 "Weight Decay"; official excludes LayerNorm and bias
+    clip_norm: float = 1.0  # official optimization.py: clip_by_global_norm(grads, 1.0)
+    eval_fraction: float = 0.01  # ours: the share of documents held out (0: none)
+    eval_batches: int = 10  # ours: micro-batches per evaluation, a few thousand sequences on a GPU
+    log_interval: int = 100  # ours: updates between metrics.jsonl lines
+    eval_interval: int = RECIPES["small"].eval_interval  # updates between held-out evaluations
+    ckpt_interval: int = 2000  # ours: updates between checkpoints
+    stop_at: int | None = None  # stop with a checkpoint after this update (None: at steps)
+    seed: int = 0  # the data order, masks, dropout and initialisation
+    device: str = "auto"  # auto: cuda if available; cpu, cuda or cuda:N
+    compile: bool = False  # torch.compile the model: for GPUs (the first steps compile, slowly)
+    precision: str = "auto"  # auto, bf16 or fp32: plumbing.mixed_precision
+    peak_tflops: float | None = None  # accelerator peak for MFU; None: looked up from the GPU name
+    overrides: dict = field(default_factory=dict)  # --set's ElectraConfig fields: {"num_layers": 2}
+    init_from: str | None = None  # continue pre-training a released ELECTRA (hub name or folder)
+    generator: str | None = None  # with init_from: the generator's hub name or folder
+    revision: str = "main"  # hub revision of init_from: a branch, tag or commit
+    hub_cache_dir: str | None = None  # hub checkpoints; None: ~/.cache/electra-from-scratch/hub
 
-    def __post_init__(self):
-        r = RECIPES[self.size]
-        preset = dict(vocab_size=get_config(self.size).vocab_size, seq_len=r.seq_len, batch_size=r.batch_size,
-                      lr=r.lr, warmup=r.warmup, steps=r.bert_steps if self.objective == "bert" else r.steps,
-                      eval_interval=r.eval_interval)
-        for name, value in preset.items():
-            if getattr(self, name) is None:
-                setattr(self, name, value)
+
+# What a --resume keeps as the checkpoint has it: a run changed half-way is not the run started.
+RESUME_FIELDS = ("size", "objective", "data", "vocab_size", "seq_len", "batch_size", "lr", "steps",
+                 "warmup", "weight_decay", "clip_norm", "eval_fraction", "seed", "overrides")
+
+
+def recipe_config(**flags) -> TrainConfig:
+    """A TrainConfig of `flags`, the fields not given from the recipe of its size (RECIPES, and
+    electra.SIZES' vocab size) or TrainConfig's defaults.
+
+    >>> cfg = recipe_config(size="tiny", lr=3e-3)
+    >>> cfg.lr, cfg.batch_size, cfg.steps, cfg.vocab_size
+    (0.003, 32, 1800, 8192)
+    >>> recipe_config(objective="bert").steps  # Table 6: BERT-Small trains 1.45M updates
+    1450000
+    """
+    given = TrainConfig(**flags)  # its size and objective
+    r = RECIPES[given.size]
+    recipe = {
+        "vocab_size": get_config(given.size).vocab_size,
+        "seq_len": r.seq_len,
+        "batch_size": r.batch_size,
+        "lr": r.lr,
+        "steps": r.bert_steps if given.objective == "bert" else r.steps,
+        "warmup": r.warmup,
+        "eval_interval": r.eval_interval,
+    }
+    return TrainConfig(**{**recipe, **flags})
+
+
+def check_train_config(cfg: TrainConfig) -> None:
+    """One line (SystemExit) for a value out of its range, naming its flag.
+
+    >>> check_train_config(TrainConfig(lr=-1.0))
+    Traceback (most recent call last):
+    SystemExit: --lr -1.0: must be a positive number (the peak learning rate)
+    >>> check_train_config(TrainConfig(eval_fraction=1.0))
+    Traceback (most recent call last):
+    SystemExit: --eval-fraction 1.0: must be a share in [0, 1) (0: no held-out set)
+    >>> check_train_config(TrainConfig(seq_len=4))
+    Traceback (most recent call last):
+    SystemExit: --seq-len 4: must be an integer >= 5 (the example builder's shortest target length)
+    """
+    def refuse(flag: str, value, must: str) -> SystemExit:
+        return SystemExit(f"{flag} {value}: must be {must}")
+
+    def positive(v) -> bool:
+        return math.isfinite(v) and v > 0
+
+    if cfg.vocab_size < MIN_VOCAB_SIZE:
+        raise refuse("--vocab-size", cfg.vocab_size,
+                     f"an integer >= {MIN_VOCAB_SIZE} (the special tokens and at least one piece)")
+    if cfg.seq_len < SHORT_SEQ_MIN:
+        raise refuse("--seq-len", cfg.seq_len, f"an integer >= {SHORT_SEQ_MIN} "
+                     f"(the example builder's shortest target length)")
+    if cfg.batch_size < 1:
+        raise refuse("--batch-size", cfg.batch_size, "an integer >= 1 (sequences per update)")
+    if cfg.grad_accum < 1:
+        raise refuse("--grad-accum", cfg.grad_accum, "an integer >= 1 (micro-batches per update)")
+    if not positive(cfg.lr):
+        raise refuse("--lr", cfg.lr, "a positive number (the peak learning rate)")
+    if cfg.steps < 1:
+        raise refuse("--steps", cfg.steps, "an integer >= 1 (updates)")
+    if cfg.warmup < 0:
+        raise refuse("--warmup", cfg.warmup, "an integer >= 0 (warm-up updates)")
+    if not (math.isfinite(cfg.weight_decay) and cfg.weight_decay >= 0):
+        raise refuse("--weight-decay", cfg.weight_decay, "a number >= 0 (AdamW weight decay)")
+    if not positive(cfg.clip_norm):
+        raise refuse("--clip-norm", cfg.clip_norm, "a positive number (the gradient-norm clip)")
+    if not 0 <= cfg.eval_fraction < 1:
+        raise refuse("--eval-fraction", cfg.eval_fraction, "a share in [0, 1) (0: no held-out set)")
+    if cfg.eval_batches < 1:
+        raise refuse("--eval-batches", cfg.eval_batches,
+                     "an integer >= 1 (micro-batches per evaluation)")
+    if cfg.log_interval < 1:
+        raise refuse("--log-interval", cfg.log_interval,
+                     "an integer >= 1 (updates between metrics lines)")
+    if cfg.eval_interval < 1:
+        raise refuse("--eval-interval", cfg.eval_interval,
+                     "an integer >= 1 (updates between evaluations)")
+    if cfg.ckpt_interval < 1:
+        raise refuse("--ckpt-interval", cfg.ckpt_interval,
+                     "an integer >= 1 (updates between checkpoints)")
+    if cfg.stop_at is not None and cfg.stop_at < 1:
+        raise refuse("--stop-at", cfg.stop_at, "an integer >= 1 (the update to stop after)")
+    if cfg.seed < 0:
+        raise refuse("--seed", cfg.seed, "an integer >= 0 (the random seed)")
+    if cfg.peak_tflops is not None and not positive(cfg.peak_tflops):
+        raise refuse("--peak-tflops", cfg.peak_tflops,
+                     "a positive number (the accelerator's peak TFLOP/s)")
 
 
 # -----------------------------------------------------------------------------
@@ -169,6 +232,10 @@ def learning_rate(step: int, cfg: TrainConfig) -> float:
     """Pre-training lr of update `step`: cfg.lr * lr_factor.
 
     Example: lr 1e-3, warmup 10, steps 100: step 0 -> 1e-4, step 9 -> 9.1e-4, step 50 -> 5e-4.
+
+    >>> cfg = TrainConfig(lr=1e-3, warmup=10, steps=100)
+    >>> [round(learning_rate(step, cfg), 8) for step in (0, 9, 50, 100)]
+    [0.0001, 0.00091, 0.0005, 0.0]
     """
     return cfg.lr * lr_factor(step, cfg.steps, cfg.warmup)
 
@@ -176,11 +243,12 @@ def learning_rate(step: int, cfg: TrainConfig) -> float:
 def model_config(cfg: TrainConfig, tok: Tokenizer) -> ElectraConfig:
     """The model preset for cfg.size with the tokenizer's vocabulary and the recipe's lengths."""
     mc = get_config(cfg.size, **cfg.overrides)
-    mc = dc_replace(mc, vocab_size=len(tok), pad_id=tok.pad_id, cls_id=tok.cls_id, sep_id=tok.sep_id,
-                    mask_id=tok.mask_id, objective=cfg.objective,
+    mc = dc_replace(mc, vocab_size=len(tok), pad_id=tok.pad_id, cls_id=tok.cls_id,
+                    sep_id=tok.sep_id, mask_id=tok.mask_id, objective=cfg.objective,
                     max_position=max(mc.max_position, cfg.seq_len))
     if "max_predictions" not in cfg.overrides:
-        mc = dc_replace(mc, max_predictions=max(1, int((mc.mask_prob + MASK_SLACK) * cfg.seq_len)))
+        max_predictions = max(1, int((mc.mask_prob + MASK_SLACK) * cfg.seq_len))
+        mc = dc_replace(mc, max_predictions=max_predictions)
     check_config(mc)
     return mc
 
@@ -211,41 +279,63 @@ def build_optimizer(model: nn.Module, cfg: TrainConfig, fused: bool = True) -> t
 # Checkpoints
 
 
-def save_checkpoint(path: Path, model: Electra, optimizer, step: int, cfg: TrainConfig,
-                    mc: ElectraConfig, vocab_hash: str, rng: list[dict]) -> None:
-    """Everything --resume needs, a plain dict (plumbing.write_checkpoint: never half a file, the
-    previous checkpoint kept as plumbing.load_checkpoint's fallback).
+def checkpoint(model: Electra, optimizer, step: int, cfg: TrainConfig, vocab_hash: str,
+               rng: list[dict]) -> dict:
+    """Everything --resume needs, a plain dict (written by plumbing.write_checkpoint: never half a
+    file, the previous checkpoint kept as plumbing.load_checkpoint's fallback).
 
     The learning-rate schedule is a pure function of the step (learning_rate), and so is the
     data order (Batches), so `step` is their whole state. `rng` holds every rank's RNG states.
     """
-    plumbing.write_checkpoint(path, {
+    return {
         "model": model.state_dict(),  # generator, discriminator and their shared embeddings
         "optimizer": optimizer.state_dict(),
         "step": step,
         "train_config": asdict(cfg),
-        "model_config": asdict(mc),
+        "model_config": asdict(model.config),
         "vocab_hash": vocab_hash,
         "rng": rng,
-    })
+    }
 
 
 # -----------------------------------------------------------------------------
-# The run in steps: the data, the model, one update, then the loop that logs, evaluates and checkpoints
+# The run: its set-up (data, model, optimizer), then the loop of updates, logs, held-out
+# evaluations and checkpoints
 
 
-def set_up_model(cfg: TrainConfig, saved: dict | None, tok: Tokenizer, rank: int, world: int, device):
-    """(model config, the Electra, the module each update runs: DDP-wrapped and compiled when asked, the
-    optimizer, the step to start at). The weights are new, --init-from's released ones, or the checkpoint's."""
+@dataclass
+class Run:
+    """A run set up (set_up): where it runs, its data, its model and optimizer, where it starts."""
+
+    rank: int  # this process, of `world` (torchrun's RANK; 0 without torchrun)
+    world: int  # processes (torchrun's WORLD_SIZE; 1 without torchrun)
+    device: torch.device
+    data: PretrainingData  # the corpus, its tokenizer and ids, the batches, the held-out examples
+    mc: ElectraConfig  # the model's config: cfg.size's, with the vocabulary and --set
+    raw: Electra  # the model itself; its state_dict is what a checkpoint holds
+    model: nn.Module  # what each update runs: `raw`, DDP-wrapped and compiled when asked
+    optimizer: torch.optim.AdamW
+    precision: str  # "bf16" or "fp32" (plumbing.mixed_precision)
+    autocast: contextlib.AbstractContextManager  # the context each forward pass runs in
+    step: int  # the update to start at: 0, or the checkpoint's
+
+
+def set_up(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device) -> Run:
+    """The run on process `rank` of `world`: its data, and its model and optimizer with weights
+    new, --init-from's released ones, or the checkpoint `saved`'s (with the optimizer's state and
+    the RNG states, so the run continues exactly)."""
+    data = pretraining_data(cfg, rank, world, saved and saved["vocab_hash"])
     try:
-        mc = model_config(cfg, tok)
+        mc = model_config(cfg, data.tok)
     except ValueError as e:
         raise SystemExit(str(e)) from e
     torch.manual_seed(cfg.seed)  # the same initial weights on every rank
     raw = build_model(mc, device)
     if saved is None and cfg.init_from:  # the released weights, not a random start
-        raw.load_state_dict(load_electra(cfg.init_from, cfg.generator, cfg.revision, cfg.hub_cache_dir)[0].state_dict())
-    optimizer = build_optimizer(raw, cfg, fused=device.type in ("cuda", "cpu"))  # torch fuses AdamW on these
+        released, _ = load_electra(cfg.init_from, cfg.generator, cfg.revision, cfg.hub_cache_dir)
+        raw.load_state_dict(released.state_dict())
+    # torch fuses AdamW on these
+    optimizer = build_optimizer(raw, cfg, fused=device.type in ("cuda", "cpu"))
     step = 0
     if saved is not None:
         raw.load_state_dict(saved["model"])
@@ -254,90 +344,111 @@ def set_up_model(cfg: TrainConfig, saved: dict | None, tok: Tokenizer, rank: int
         plumbing.set_rng_state(saved["rng"][rank])
     else:
         torch.manual_seed(cfg.seed + rank)  # different masks and dropout on each rank
-    return mc, raw, plumbing.parallel_model(raw, world, device, cfg.compile), optimizer, step
-
-
-def update(model: nn.Module, raw: Electra, optimizer, batches: Batches, step: int, cfg: TrainConfig,
-           device: torch.device, autocast) -> tuple[torch.Tensor, torch.Tensor, float]:
-    """Update `step`: its learning rate, cfg.grad_accum micro-batches of forward and backward (DDP
-    averages the gradients at the last), the clip and the AdamW step. Returns (the update's mean
-    stats [len(METRICS)], the gradient norm before clipping, the lr); neither tensor is read here."""
-    lr = learning_rate(step, cfg)
-    for group in optimizer.param_groups:
-        group["lr"] = lr
-    stats = torch.zeros(len(METRICS), device=device)
-    try:
-        for micro in range(cfg.grad_accum):
-            x, segment_ids, attention_mask = plumbing.to_device(batches.get(step, micro), device)  # [b, T] each
-            last = micro == cfg.grad_accum - 1
-            with model.no_sync() if batches.world > 1 and not last else contextlib.nullcontext():
-                with autocast:
-                    out = model(x, segment_ids, attention_mask)  # masks and samples are drawn inside, fresh each call
-                (out.loss / cfg.grad_accum).backward()
-            stats += report.step_stats(out) / cfg.grad_accum
-        grad_norm = torch.nn.utils.clip_grad_norm_(raw.parameters(), cfg.clip_norm)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-    except torch.OutOfMemoryError as e:
-        raise SystemExit(
-            f"out of GPU memory at micro-batch {batches.micro_batch} x seq {cfg.seq_len}: add --grad-accum "
-            f"{cfg.grad_accum * 2} (same batch {cfg.batch_size} per update, half the memory per step) or lower "
-            f"--batch-size. The last checkpoint ({Path(cfg.out_dir) / 'ckpt.pt'}) is intact; continue with --resume."
-        ) from e
-    return stats, grad_norm.detach(), lr
+    model = raw
+    if device.type == "cuda":  # TF32 for any fp32 matmul left outside autocast
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    if world > 1:
+        device_ids = [device.index] if device.type == "cuda" else None
+        model = nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
+    if cfg.compile:
+        # In place, so the model inside keeps its state_dict keys; compiling the DDP wrapper (not
+        # the model inside it) lets torch split the graph at DDP's gradient buckets and overlap
+        # communication.
+        model.compile()
+    precision, autocast = plumbing.mixed_precision(device, cfg.precision)
+    return Run(rank=rank, world=world, device=device, data=data, mc=mc, raw=raw, model=model,
+               optimizer=optimizer, precision=precision, autocast=autocast, step=step)
 
 
 def diverged(step: int, cfg: TrainConfig, last_ckpt: int | None) -> SystemExit:
-    """The one line that stops a run whose loss or gradient norm was not finite at update `step`."""
+    """The one line that stops a run whose loss or gradient norm was not finite at update
+    `step`."""
     ckpt_path = Path(cfg.out_dir) / "ckpt.pt"
-    good = ckpt_path if ckpt_path.is_file() else plumbing.previous_checkpoint(ckpt_path)  # after a fallback
-    kept = (f"the last good checkpoint, {good} at step {last_ckpt:,}, is untouched"
-            if last_ckpt is not None else "no checkpoint was written")
-    return SystemExit(f"the loss is not finite at step {step:,} (lr {cfg.lr:g}): the run diverged and was "
-                      f"stopped; {kept}. Start a new run with a lower --lr (e.g. {cfg.lr / 10:g}) or a longer --warmup")
+    # the previous checkpoint, after a fallback
+    good = ckpt_path if ckpt_path.is_file() else plumbing.previous_checkpoint(ckpt_path)
+    if last_ckpt is not None:
+        kept = f"the last good checkpoint, {good} at step {last_ckpt:,}, is untouched"
+    else:
+        kept = "no checkpoint was written"
+    return SystemExit(f"the loss is not finite at step {step:,} (lr {cfg.lr:g}): the run diverged "
+                      f"and was stopped; {kept}. Start a new run with a lower --lr "
+                      f"(e.g. {cfg.lr / 10:g}) or a longer --warmup")
 
 
-def save_run(raw: Electra, optimizer, step: int, cfg: TrainConfig, mc: ElectraConfig, tok: Tokenizer,
-             world: int, master: bool) -> None:
+def save_run(cfg: TrainConfig, run: Run, step: int) -> None:
     """The checkpoint, with every rank's RNG states (gathered on rank 0), and curves.png."""
-    states = plumbing.all_rng_states(world)
-    if master:
+    states = plumbing.all_rng_states(run.world)
+    if run.rank == 0:
         out_dir = Path(cfg.out_dir)
-        save_checkpoint(out_dir / "ckpt.pt", raw, optimizer, step, cfg, mc, tok.hash(), states)
+        state = checkpoint(run.raw, run.optimizer, step, cfg, run.data.tok.hash(), states)
+        plumbing.write_checkpoint(out_dir / "ckpt.pt", state)
         report.plot_pretraining_curves(out_dir / "metrics.jsonl", out_dir / "curves.png")
 
 
-def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device: torch.device) -> dict:
-    """The run: data, model and optimizer, then the loop of updates with its logs, held-out evaluations
-    and checkpoints (see main for the arguments and what it returns)."""
+def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device) -> dict:
+    """The run: set up, then the loop of updates with its logs, held-out evaluations and
+    checkpoints (see main for the arguments and what it returns)."""
+    run = set_up(cfg, saved, rank, world, device)
     master = rank == 0
     say = print if master else (lambda *a, **k: None)
     out_dir = Path(cfg.out_dir)
-    metrics_path, ckpt_path, curves_path = out_dir / "metrics.jsonl", out_dir / "ckpt.pt", out_dir / "curves.png"
-    corpus, tok, ids, batches, eval_ex = pretraining_data(cfg, rank, world, say, saved and saved["vocab_hash"])
-    mc, raw, model, optimizer, step = set_up_model(cfg, saved, tok, rank, world, device)
-    precision, autocast = plumbing.mixed_precision(device, cfg.precision)
-    flops = report.flops_per_step(mc, cfg.batch_size, cfg.seq_len)
-    peak = report.peak_flops(device, cfg.peak_tflops)
+    metrics_path = out_dir / "metrics.jsonl"
+    ckpt_path = out_dir / "ckpt.pt"
+    curves_path = out_dir / "curves.png"
+    batches = run.data.batches
+    step = run.step
     end = min(cfg.steps, cfg.stop_at or cfg.steps)
-    say(report.startup_report(cfg, mc, raw, optimizer, tok, corpus, ids, batches.examples, eval_ex,
-                              batches.micro_batch, world, device, flops, peak, step, end, precision))
+    say(report.startup_report(cfg, run, end))
 
-    log = report.MetricsLog(metrics_path, step if saved is not None else None, master, device, world,
-                            cfg.batch_size * cfg.seq_len, flops, peak)
-    # The first update whose loss or gradient norm was not finite (0: none), kept on the device and read
-    # only where the loop waits for the device anyway (logs, evaluations, checkpoints, the end).
+    log = report.MetricsLog(metrics_path, cfg, run)
+    # The first update whose loss or gradient norm was not finite (0: none), kept on the device
+    # and read only where the loop waits for the device anyway (logs, evaluations, checkpoints).
     diverged_at = torch.zeros((), dtype=torch.long, device=device)
     last_ckpt = step if saved is not None else None
-    last_train = last_eval = None
+    last_train = None
+    last_eval = None
     interrupted = False
     bar = tqdm(total=cfg.steps, initial=step, unit="step", dynamic_ncols=True, disable=not master,
                desc=f"{cfg.objective}-{cfg.size}")
     projection = report.CpuProjection(cfg.size, device, step, end, bar.write)
     with plumbing.StopOnSignal() as stop:
         while step < end:
-            stats, grad_norm, lr = update(model, raw, optimizer, batches, step, cfg, device, autocast)
+            # the learning rate of this update: warm-up, then linear decay to 0 at cfg.steps
+            lr = learning_rate(step, cfg)
+            for group in run.optimizer.param_groups:
+                group["lr"] = lr
+            # cfg.grad_accum micro-batches of forward and backward (DDP averages the gradients at
+            # the last), the clip, the AdamW step
+            stats = torch.zeros(len(METRICS), device=device)  # the update's mean metrics
+            try:
+                for micro in range(cfg.grad_accum):
+                    batch = [torch.from_numpy(a) for a in batches.get(step, micro)]
+                    if device.type == "cuda":  # from pinned memory, without waiting for the copy
+                        batch = [t.pin_memory().to(device, non_blocking=True) for t in batch]
+                    x, segment_ids, attention_mask = batch  # [b, T] each
+                    last = micro == cfg.grad_accum - 1
+                    if world > 1 and not last:
+                        sync = run.model.no_sync()  # DDP: no gradient all-reduce before the last
+                    else:
+                        sync = contextlib.nullcontext()
+                    with sync:
+                        with run.autocast:
+                            # masks and samples are drawn inside, fresh each call
+                            out = run.model(x, segment_ids, attention_mask)
+                        (out.loss / cfg.grad_accum).backward()
+                    stats += report.step_stats(out) / cfg.grad_accum
+                grad_norm = nn.utils.clip_grad_norm_(run.raw.parameters(), cfg.clip_norm)
+                run.optimizer.step()
+                run.optimizer.zero_grad(set_to_none=True)
+            except torch.OutOfMemoryError as e:
+                raise SystemExit(
+                    f"out of GPU memory at micro-batch {batches.micro_batch} x seq {cfg.seq_len}: "
+                    f"add --grad-accum {cfg.grad_accum * 2} (same batch {cfg.batch_size} per "
+                    f"update, half the memory per step) or lower --batch-size. The last "
+                    f"checkpoint ({ckpt_path}) is intact; continue with --resume.") from e
             step += 1
+
             finite = torch.isfinite(stats[0]) & torch.isfinite(grad_norm)
             diverged_at = torch.where((diverged_at == 0) & ~finite, step, diverged_at)
             log.add(stats, grad_norm)
@@ -353,15 +464,17 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device: t
             if log_step:
                 last_train = log.train_row(step, lr, batches.epoch(step))
                 bar.set_postfix_str(report.progress_line(last_train, cfg.objective), refresh=False)
-            if master and len(eval_ex) and eval_step:
-                held = report.evaluate_heldout(raw, ids, eval_ex, cfg, batches.micro_batch, batches.special, device, autocast)
+            if master and len(run.data.eval_ex) and eval_step:
+                held = report.evaluate_heldout(run.raw, run.data.eval_ex, batches, cfg, device,
+                                               run.autocast)
                 last_eval = {"step": step, "split": "eval", **held, "elapsed_s": log.elapsed()}
                 log.write(last_eval)
                 report.plot_pretraining_curves(metrics_path, curves_path)
-                bar.write(f"step {step:,} held-out: {report.progress_line(last_eval, cfg.objective)}")
+                line = report.progress_line(last_eval, cfg.objective)
+                bar.write(f"step {step:,} held-out: {line}")
             interrupted = plumbing.agree_to_stop(stop.requested, log_step, world, device)
             if ckpt_step or interrupted:
-                save_run(raw, optimizer, step, cfg, mc, tok, world, master)
+                save_run(cfg, run, step)
                 last_ckpt = step
             if interrupted:
                 break
@@ -369,13 +482,21 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device: t
                 log.restart_clock()
     bar.close()
     if interrupted:
-        say(f"stopped at step {step:,}: checkpoint saved to {ckpt_path}. Continue with the same command "
-            f"plus --resume.")
+        say(f"stopped at step {step:,}: checkpoint saved to {ckpt_path}. Continue with the same "
+            f"command plus --resume.")
     else:
-        say(f"{'reached --stop-at' if end < cfg.steps else 'done'}: step {step:,}, checkpoint {ckpt_path}, "
-            f"curves {curves_path}, metrics {metrics_path}")
-    return {"model": raw, "step": step, "config": cfg, "model_config": mc, "tokenizer": tok, "train": last_train,
-            "eval": last_eval, "interrupted": interrupted}
+        say(f"{'reached --stop-at' if end < cfg.steps else 'done'}: step {step:,}, checkpoint "
+            f"{ckpt_path}, curves {curves_path}, metrics {metrics_path}")
+    return {
+        "model": run.raw,
+        "step": step,
+        "config": cfg,
+        "model_config": run.mc,
+        "tokenizer": run.data.tok,
+        "train": last_train,
+        "eval": last_eval,
+        "interrupted": interrupted,
+    }
 
 
 # -----------------------------------------------------------------------------
@@ -383,16 +504,89 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device: t
 
 
 def parse_args(argv=None) -> argparse.Namespace:
+    """One flag per TrainConfig field (dashes; the underscore spelling is a hidden alias), and
+    --resume, --export-hf, --presets. A flag of RESUME_FIELDS or the recipe that is not given
+    parses to None: resolve_config takes it from the checkpoint or the recipe. Every flag given is
+    range-checked here (check_train_config), before anything is written."""
     p = argparse.ArgumentParser(
         description="Pre-train ELECTRA (Clark et al. 2020). Presets per --size follow the paper's "
                     "Table 6; every value can be overridden.")
-    add_options(p, TrainConfig)
-    p.add_argument("--resume", action="store_true", help="continue the run in --out from its ckpt.pt")
-    p.add_argument("--export-hf", default=None, metavar="DIR",
-                   help="write the checkpoint in --out in HuggingFace's ELECTRA layout to DIR, then exit")
+    c = TrainConfig  # the defaults
+    add_flag(p, "size", choices=tuple(RECIPES), help=f"model and recipe preset (default {c.size})")
+    add_flag(p, "objective", choices=OBJECTIVES,
+             help="electra: replaced token detection; bert: the masked-LM baseline; electra_15, "
+                  "replace_mlm, all_tokens_mlm: the ablations of Sec. 3.5 (default electra)")
+    add_flag(p, "data", help=f".txt file, folder of .txt files, or one of {list(KNOWN_CORPORA)} "
+                             f"(default {c.data})")
+    add_flag(p, "data_url", default=c.data_url,
+             help=f"base URL of the known corpora (or $ELECTRA_DATA_URL; default {DATA_URL})")
+    add_flag(p, "cache_dir", default=c.cache_dir,
+             help="downloads and tokenised corpora (default %(default)s)")
+    p.add_argument("--out", dest="out_dir", metavar="OUT", default=c.out_dir,
+                   help="run folder: ckpt.pt, vocab.txt, metrics.jsonl, curves.png "
+                        "(default %(default)s)")
+    add_flag(p, "vocab", help="a BERT-format vocab.txt (default: train one on the corpus)")
+    add_flag(p, "vocab_size", type=int, help="size of the trained vocab (preset)")
+    add_flag(p, "seq_len", type=int, help="tokens per example (preset)")
+    add_flag(p, "batch_size", type=int, help="sequences per update, all GPUs together (preset)")
+    add_flag(p, "grad_accum", type=int, default=c.grad_accum,
+             help="micro-batches per update (default %(default)s)")
+    add_flag(p, "lr", type=float, help="peak learning rate (preset)")
+    add_flag(p, "steps", type=int, help="updates (preset)")
+    add_flag(p, "warmup", type=int, help="warm-up updates (preset)")
+    add_flag(p, "weight_decay", type=float, help=f"AdamW weight decay (default {c.weight_decay})")
+    add_flag(p, "clip_norm", type=float, help=f"gradient-norm clip (default {c.clip_norm})")
+    add_flag(p, "eval_fraction", type=float,
+             help=f"share of documents held out (default {c.eval_fraction})")
+    add_flag(p, "eval_batches", type=int, default=c.eval_batches,
+             help="micro-batches per evaluation (default %(default)s)")
+    add_flag(p, "log_interval", type=int, default=c.log_interval,
+             help="updates between metrics.jsonl lines (default %(default)s)")
+    add_flag(p, "eval_interval", type=int, help="updates between held-out evaluations (preset)")
+    add_flag(p, "ckpt_interval", type=int, default=c.ckpt_interval,
+             help="updates between checkpoints (default %(default)s)")
+    add_flag(p, "stop_at", type=int,
+             help="stop with a checkpoint after this update (the schedule still runs to --steps)")
+    add_flag(p, "seed", type=int, help=f"random seed (default {c.seed})")
+    add_flag(p, "device", default=c.device,
+             help="auto (default: cuda if available), cpu, cuda or cuda:N")
+    add_flag(p, "compile", action="store_true", help="torch.compile the model")
+    add_flag(p, "precision", choices=("auto", "bf16", "fp32"), default=c.precision,
+             help="auto (default): bf16 autocast on GPUs with bf16 tensor cores, fp32 elsewhere")
+    add_flag(p, "peak_tflops", type=float,
+             help="accelerator peak TFLOP/s for MFU (default: looked up from the GPU name)")
+    p.add_argument("--set", dest="overrides", metavar="FIELD=VALUE", action="append",
+                   help="override an ElectraConfig field, e.g. --set num_layers=2 (repeatable)")
+    add_flag(p, "init_from", metavar="NAME_OR_FOLDER",
+             help="continue pre-training a released ELECTRA (e.g. google/electra-small, its hub "
+                  "name or a folder): its shape, vocab, generator and discriminator")
+    add_flag(p, "generator", help="with --init-from: the generator's hub name or folder")
+    add_flag(p, "revision", default=c.revision,
+             help="hub revision of --init-from (branch, tag or commit)")
+    add_flag(p, "hub_cache_dir",
+             help="hub checkpoints (default ~/.cache/electra-from-scratch/hub)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the run in --out from its ckpt.pt")
+    add_flag(p, "export_hf", metavar="DIR",
+             help="write the checkpoint in --out in HuggingFace's ELECTRA layout to DIR, then exit")
+    p.add_argument("--presets", action="store_true",
+                   help="print every preset's parameters and FLOPs per step, then exit")
     args = p.parse_args(argv)
-    plumbing.check_flags(args, TrainConfig)
+    if args.overrides is not None:
+        args.overrides = parse_overrides(args.overrides)
+    objective_kept = args.objective in (None, "electra", "electra_15")
+    if args.init_from and (args.resume or args.vocab or not objective_kept):
+        raise SystemExit("--init-from starts a new ELECTRA run from a released generator and "
+                         "discriminator, with their vocab: drop --resume, --vocab and --objective")
+    check_train_config(TrainConfig(**config_flags(args)))
     return args
+
+
+def config_flags(args: argparse.Namespace) -> dict:
+    """The TrainConfig fields of the parsed flags, those that parsed to None (not given) left
+    out."""
+    values = {f.name: getattr(args, f.name) for f in fields(TrainConfig)}
+    return {name: value for name, value in values.items() if value is not None}
 
 
 # ElectraConfig fields that --set may not change: they come from --objective and the vocabulary
@@ -400,32 +594,65 @@ NOT_SET = ("objective", "vocab_size", "pad_id", "cls_id", "sep_id", "mask_id")
 
 
 def parse_overrides(items: list[str]) -> dict:
-    """--set's ["num_layers=2", "dropout=0"] -> {"num_layers": 2, "dropout": 0.0}, typed by ElectraConfig."""
-    return plumbing.parse_overrides(items, ElectraConfig, "--set", NOT_SET, "--objective / the vocabulary")
+    """--set's ["num_layers=2", "dropout=0"] -> {"num_layers": 2, "dropout": 0.0}, typed by
+    ElectraConfig.
+
+    >>> parse_overrides(["num_layers=2", "dropout=0"])
+    {'num_layers': 2, 'dropout': 0.0}
+    """
+    return plumbing.parse_overrides(items, ElectraConfig, "--set", NOT_SET,
+                                    "--objective / the vocabulary")
+
+
+def resumed(flags: dict, saved: dict, out_dir: str) -> dict:
+    """The fields of a resumed run: the flags given, and RESUME_FIELDS as the checkpoint's config
+    `saved` has them, which a flag may not contradict: one line naming each flag that does.
+
+    >>> saved = asdict(recipe_config(size="tiny"))
+    >>> cfg = recipe_config(**resumed({"log_interval": 1}, saved, "out"))
+    >>> cfg.size, cfg.lr, cfg.log_interval
+    ('tiny', 0.001, 1)
+    >>> resumed({"size": "small"}, saved, "out")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    SystemExit: --resume: ... different settings: --size small (checkpoint: tiny). Resume with ...
+    """
+    changed = []
+    for name in RESUME_FIELDS:
+        if name in flags and flags[name] != saved[name]:
+            flag = "--set" if name == "overrides" else "--" + name.replace("_", "-")
+            changed.append(f"{flag} {flags[name]} (checkpoint: {saved[name]})")
+    if changed:
+        raise SystemExit(f"--resume: the checkpoint in {out_dir} was trained with different "
+                         f"settings: {'; '.join(changed)}. Resume with the checkpoint's settings "
+                         f"(drop those flags), or start a new run with another --out.")
+    return {**flags, **{name: saved[name] for name in RESUME_FIELDS}}
 
 
 def resolve_config(args: argparse.Namespace, saved: dict | None) -> TrainConfig:
-    """The run's TrainConfig: the flags given, the rest from the recipe; on --resume the checkpoint's
-    run fields, which flags may not contradict (a run changed half-way is not the run that was started)."""
-    flags = given(args, TrainConfig)
-    if "overrides" in flags:
-        flags["overrides"] = parse_overrides(flags["overrides"])
+    """The run's TrainConfig: the flags given, the rest from the recipe; on --resume the
+    checkpoint's RESUME_FIELDS, which flags may not contradict (resumed)."""
+    flags = config_flags(args)
     if saved is not None:
-        return TrainConfig(**plumbing.resumed(TrainConfig, flags, saved, args.out_dir or TrainConfig.out_dir))
-    size = flags.get("size", TrainConfig.size)
+        return recipe_config(**resumed(flags, saved, args.out_dir))
+    cfg = recipe_config(**flags)
     try:
-        check_config(get_config(size, **flags.get("overrides", {})))
+        check_config(get_config(cfg.size, **cfg.overrides))
     except ValueError as e:
-        raise SystemExit(f"--set {' '.join(args.overrides or [])}: {e} (size {size})") from e
-    return TrainConfig(**flags)
+        given = " ".join(f"{k}={v}" for k, v in cfg.overrides.items())
+        raise SystemExit(f"--set {given}: {e} (size {cfg.size})") from e
+    return cfg
 
 
 def main(argv=None) -> dict:
     """python train.py [flags]; returns what the run produced (for tests and notebooks):
     {"model", "step", "config", "model_config", "tokenizer", "train", "eval", "interrupted"}."""
     args = parse_args(argv)
-    out_dir = Path(args.out_dir or TrainConfig.out_dir)  # a flag not given is None (add_options)
+    out_dir = Path(args.out_dir)
     ckpt_path = out_dir / "ckpt.pt"
+    if args.presets:
+        table = report.preset_costs(RECIPES)
+        print(table)
+        return {"presets": table}
     if args.export_hf:
         saved = plumbing.load_checkpoint(ckpt_path, "--export-hf")
         model = Electra(ElectraConfig(**saved["model_config"]))
@@ -435,22 +662,19 @@ def main(argv=None) -> dict:
         for f in files:
             print(f"  {f}")
         return {"model": model, "step": saved["step"], "files": files}
-    plumbing.check_run_folder(ckpt_path, args.resume)
-    if args.init_from:  # continued pre-training: the released model's shape (as --set), vocab and size
-        if args.resume or args.vocab or args.objective not in (None, "electra", "electra_15"):
-            raise SystemExit("--init-from starts a new ELECTRA run from a released generator and discriminator, "
-                             "with their vocab: drop --resume, --vocab and --objective")
-        try:
-            size, shape, vocab = released_start(args.init_from, args.generator, args.revision or TrainConfig.revision,
-                                                args.hub_cache_dir)
-        except (FileNotFoundError, ValueError, HubError) as e:
-            raise SystemExit(f"--init-from {args.init_from}: {e}") from None
-        args.size, args.vocab = args.size or size, str(vocab)
-        args.overrides = [f"{k}={v}" for k, v in shape.items()] + (args.overrides or [])
-    plumbing.check_writable(out_dir)
-    rank = int(os.environ.get("RANK", "0"))  # torchrun's; plumbing.setup_distributed joins the group below
-    with plumbing.run_lock(out_dir, rank):
-        saved = plumbing.load_checkpoint(ckpt_path, set_aside=rank == 0) if args.resume else None
+    # torchrun's; plumbing.setup_distributed joins the group below
+    rank = int(os.environ.get("RANK", "0"))
+    with plumbing.open_run_folder(ckpt_path, args.resume, rank) as saved:
+        if args.init_from:  # continued pre-training: the released model's shape, vocab and size
+            try:
+                size, shape, vocab = released_start(args.init_from, args.generator, args.revision,
+                                                    args.hub_cache_dir)
+            except (FileNotFoundError, ValueError, HubError) as e:
+                raise SystemExit(f"--init-from {args.init_from}: {e}") from None
+            args.size = args.size or size
+            args.vocab = str(vocab)
+            shape = parse_overrides([f"{k}={v}" for k, v in shape.items()])  # as --set gives them
+            args.overrides = {**shape, **(args.overrides or {})}
         cfg = resolve_config(args, saved["train_config"] if saved else None)
         rank, _, world, device = plumbing.setup_distributed(cfg.device)
         try:

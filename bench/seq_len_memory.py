@@ -57,7 +57,7 @@ def run_one(size: str, objective: str, seq: int, batch: int, steps: int, warmup:
         with autocast:
             loss = model(x, s, a).loss
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), train.CLIP_NORM)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), train.TrainConfig.clip_norm)
         opt.step()
         opt.zero_grad(set_to_none=True)
 

@@ -116,7 +116,7 @@ def run_variant(args) -> dict:
         with autocast:
             loss = loss_of(model(x, s, a))
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), train.CLIP_NORM)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), train.TrainConfig.clip_norm)
         opt.step()
         opt.zero_grad(set_to_none=True)
 

@@ -159,7 +159,10 @@ def setup(args: argparse.Namespace) -> Context:
         raise SystemExit(f"--glue-dir {args.glue_dir}: no such folder (it should hold SST-2/, MRPC/, STS-B/)")
     overrides = train.parse_overrides(args.overrides)
     runs_dir = Path(args.runs_dir)
-    plumbing.check_writable(runs_dir)
+    try:
+        runs_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise SystemExit(f"--runs-dir {runs_dir}: cannot write there ({e.strerror or e})") from e
     cache = runs_dir / "cache"
     try:
         corpus = data.resolve_corpus(args.data, cache).resolve()
@@ -240,7 +243,7 @@ def make_run(ctx: Context, objective: str, size: str, label: str, generator_frac
         overrides["generator_fraction"] = generator_fraction
     seq_len = a.seq_len or recipe.seq_len
     batch = a.batch_size or recipe.batch_size
-    cfg = train.TrainConfig(size=size, objective=objective, seq_len=seq_len, overrides=overrides)
+    cfg = train.recipe_config(size=size, objective=objective, seq_len=seq_len, overrides=overrides)
     try:
         mc = train.model_config(cfg, ctx.tok)
     except ValueError as e:
@@ -301,7 +304,7 @@ def save_init(run: Run) -> None:
     if run.snapshot(0).is_file():
         return
     mc = ElectraConfig(**run.model_config)
-    torch.manual_seed(run.seed)  # as train.set_up_model: torch.manual_seed(cfg.seed), then build_model
+    torch.manual_seed(run.seed)  # as train.set_up: torch.manual_seed(cfg.seed), then build_model
     model = train.build_model(mc, "cpu")
     state = {"model": model.state_dict(), "model_config": run.model_config, "vocab_hash": run.vocab_hash,
              "step": 0, "train_config": {}}

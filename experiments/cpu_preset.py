@@ -117,7 +117,7 @@ def run_candidate(name: str, flags: list[str], args) -> Path:
         return out
     vocab = Path(args.runs_dir) / "vocab.txt"
     if not vocab.is_file():  # one vocabulary for every candidate, trained once
-        cfg = train.TrainConfig(size="tiny", data=args.data)
+        cfg = train.recipe_config(size="tiny", data=args.data)
         data.load_or_train_vocab(cfg, data.resolve_corpus(args.data, Path(args.runs_dir) / "cache"),
                                   Path(args.runs_dir))
     argv = [*BASE_FLAGS, *flags, "--data", args.data, "--vocab", str(vocab), "--cache-dir",

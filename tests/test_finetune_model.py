@@ -10,6 +10,7 @@ import transformers
 import finetune as ft
 import glue
 import hf
+import plumbing
 import train
 from electra import Electra, Encoder, get_config, lr_factor
 from tokenizer import Tokenizer
@@ -31,12 +32,13 @@ def tiny_config(tok, **kw):
 
 
 def save_train_checkpoint(folder, tok, cfg, seed=0):
-    """A run folder as train.py writes it: ckpt.pt (through train.save_checkpoint) and vocab.txt."""
+    """A run folder as train.py writes it: ckpt.pt (through train.checkpoint) and vocab.txt."""
     folder.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(seed)
     model = Electra(cfg)
     opt = torch.optim.AdamW(model.parameters())
-    train.save_checkpoint(folder / "ckpt.pt", model, opt, 7, train.TrainConfig(size="tiny"), cfg, tok.hash(), rng=[])
+    state = train.checkpoint(model, opt, 7, train.recipe_config(size="tiny"), tok.hash(), rng=[])
+    plumbing.write_checkpoint(folder / "ckpt.pt", state)
     tok.save(folder / "vocab.txt")
     return model
 

@@ -107,7 +107,8 @@ def test_held_out_auc_ranks_all_held_out_tokens_together(corpus, tmp_path):
     ids, line_offsets = data.encode_corpus(Path(corpus[0]), tok, corpus[2], progress=False)
     _, eval_ex = data.build_examples(line_offsets, cfg.seq_len, cfg.seed, cfg.eval_fraction)
     special = (tok.cls_id, tok.sep_id, tok.pad_id)
-    got = report.evaluate_heldout(model, ids, eval_ex, cfg, 8, special, torch.device("cpu"), contextlib.nullcontext())
+    layout = data.Batches(ids, eval_ex, 8, 8, 0, 1, cfg.seq_len, special, cfg.seed)  # micro-batches of 8
+    got = report.evaluate_heldout(model, eval_ex, layout, cfg, torch.device("cpu"), contextlib.nullcontext())
     # the same held-out batches and corruptions, redone by hand
     model.eval()
     torch.manual_seed(cfg.seed)
