@@ -5,7 +5,13 @@ import dataclasses
 import pytest
 import torch
 from conftest import hf_pair
-from transformers import BertConfig, BertModel, ElectraConfig, ElectraForMaskedLM, ElectraForPreTraining
+from transformers import (
+    BertConfig,
+    BertModel,
+    ElectraConfig,
+    ElectraForMaskedLM,
+    ElectraForPreTraining,
+)
 
 import electra
 import hf
