@@ -206,3 +206,16 @@ def test_decode_rejects_ids_outside_the_vocab():
         tok.decode([5, 99999])
     with pytest.raises(ValueError, match="token id -1 is not in the vocabulary"):
         tok.decode([-1])  # not the last entry, as Python's negative indexing would give
+
+
+def test_tokenizer_runs_on_the_standard_library_and_tqdm_alone():
+    """tokenizer.py's docstring promises "stdlib, and tqdm": importing it must not load torch."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import sys, tokenizer; "
+            "print(sorted(m for m in ('torch', 'numpy', 'plumbing') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parent.parent,
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
