@@ -15,6 +15,7 @@ import torch
 
 import evaluate
 import hf
+import plumbing
 import train
 from electra import Electra, get_config
 from plumbing import DownloadError
@@ -244,14 +245,14 @@ def test_the_base_url_comes_from_the_environment():
 
 
 def run_folder(folder, tok, **kw):
-    """A run folder as train.py writes it: ckpt.pt (train.save_checkpoint) and vocab.txt."""
+    """A run folder as train.py writes it: ckpt.pt (train.checkpoint) and vocab.txt."""
     folder.mkdir(parents=True, exist_ok=True)
     cfg = tiny_config(tok, **kw)
     torch.manual_seed(1)
     model = Electra(cfg)
     opt = torch.optim.AdamW(model.parameters())
-    train.save_checkpoint(folder / "ckpt.pt", model, opt, 7, train.TrainConfig(size="tiny"), cfg,
-                          tok.hash(), rng=[])
+    state = train.checkpoint(model, opt, 7, train.recipe_config(size="tiny"), tok.hash(), rng=[])
+    plumbing.write_checkpoint(folder / "ckpt.pt", state)
     tok.save(folder / "vocab.txt")
     return model
 
