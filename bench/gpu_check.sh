@@ -39,7 +39,7 @@ DRY=${GPU_CHECK_DRY:-0}
 if [ "$DRY" = 1 ]; then  # compiling on a CPU takes minutes: dry runs leave it out unless COMPILE=1
     defaults=(.gpurun/dry 30 0 30)
 else
-    defaults=(.gpurun/small 180 1 540)
+    defaults=(.gpurun/small 180 1 520)
 fi
 OUT=${OUT:-gpu_out}
 DATA=${DATA:-.gpudata}              # bench/gpu_prepare.sh's folder
@@ -49,6 +49,9 @@ VOCAB=${VOCAB:-$DATA/vocab.txt}     # the corpus's 30,522 pieces (else train.py 
 CACHE=${CACHE:-$DATA/cache}         # the corpus tokenised (else train.py tokenises it)
 RUN=${RUN:-${defaults[0]}}          # the run (git-ignored, never carried: it stays there)
 WORK=${WORK:-.gpurun/work}          # what does not come back
+# torch.compile's cache, kept between calls on a warm machine (a --run call then skips most of the
+# compiling); emptied after a step is killed, which can leave a half-written kernel in it
+export TORCHINDUCTOR_CACHE_DIR=${TORCHINDUCTOR_CACHE_DIR:-$PWD/.gpurun/inductor}
 PYTHON=${PYTHON:-python3}
 TRAIN_S=${TRAIN_S:-${defaults[1]}}  # the train step's seconds (less if the deadline is near)
 COMPILE=${COMPILE:-${defaults[2]}}  # 0: no --compile variants in bench and train
@@ -58,7 +61,7 @@ STEPS=${STEPS:-versions tests bench train profile finetune export}  # which to r
 TOTAL_S=${TOTAL_S:-570}             # the whole script: a device call ends at 600 s
 T_VERSIONS=${T_VERSIONS:-30}        # the other steps' limits, in seconds
 T_TESTS=${T_TESTS:-110}
-T_BENCH=${T_BENCH:-150}
+T_BENCH=${T_BENCH:-180}
 T_PROFILE=${T_PROFILE:-45}
 T_FINETUNE=${T_FINETUNE:-100}
 
@@ -141,6 +144,10 @@ step() {
     wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
     printf '%s\t%s\t%s\t%s\n' "$name" "$status" "$wall" "$limit" >> "$STEPS_TSV"
     echo "=== $name: exit $status after ${wall}s" | tee -a "$LOG"
+    if [ "$status" = 124 ] || [ "$status" = 137 ]; then  # killed, perhaps while compiling
+        rm -rf "$TORCHINDUCTOR_CACHE_DIR"
+        echo "=== $name was killed: $TORCHINDUCTOR_CACHE_DIR emptied" | tee -a "$LOG"
+    fi
 }
 
 # The requirements: the GPU machine has no network, so only what is missing is installed, from

@@ -190,14 +190,18 @@ def main(argv=None):
 
     print(f"one joint G+D step, size {args.size}, batch {args.batch}, seq {args.seq}, on {args.device}: "
           f"{args.warmup} warm-up + {args.steps} timed steps per variant")
+    setting = {"size": args.size, "batch": args.batch, "seq": args.seq, "steps": args.steps,
+               "warmup": args.warmup}
     results = []
     for compiled in ([False, True] if args.compile else [False]):
         for variant in ("ours", "hf"):
             cmd = [sys.executable, __file__, *(argv if argv is not None else sys.argv[1:]), "--variant", variant]
             cmd = [c for c in cmd if c != "--compile"] + (["--compile"] if compiled else [])
-            results.append(run_point(cmd, variant))
-    for r in results:
-        r["hours_1m_steps"] = 1e6 / r["steps_per_s"] / 3600  # the paper's 1M steps of ELECTRA-Small
+            r = run_point(cmd, variant)
+            r["hours_1m_steps"] = 1e6 / r["steps_per_s"] / 3600  # ELECTRA-Small's 1M steps
+            results.append(r)
+            if args.json:  # after each point: a call cut short keeps the points it finished
+                Path(args.json).write_text(json.dumps({**setting, "results": results}) + "\n")
     print(f"device: {results[0]['device']}")
     print(f"{'variant':18} {'steps/s':>9} {'tokens/s':>11} {'peak MiB':>9} {'MFU':>7} {'1M steps':>9} "
           f"{'loss (no dropout)':>18}")
@@ -218,9 +222,7 @@ def main(argv=None):
         print(f"ELECTRA-Small, 1M steps at {best:.1f} steps/s: {1e6 / best / 3600:.1f} hours "
               f"(the paper: 4 days on a V100)")
     if args.json:
-        setting = {"size": args.size, "batch": args.batch, "seq": args.seq, "steps": args.steps,
-                   "warmup": args.warmup}
-        Path(args.json).write_text(json.dumps({**setting, "results": results}, indent=1) + "\n")
+        Path(args.json).write_text(json.dumps({**setting, "results": results}) + "\n")
     return results
 
 
