@@ -113,7 +113,8 @@ def test_tf32_on_and_off_agree_to_tf32_precision(tf32_off):
     real = a.bool()
     err = (tf32 - full)[real].abs().max().item()
     scale = full[real].abs().max().item()
-    assert 0 < err <= 0.02 * scale, (err, scale)  # 4x finer than bf16's tolerance above, halved
+    # TF32 keeps 10 bits of mantissa to bf16's 7: 8x finer than the 1% a CPU's bf16 gives above
+    assert 0 < err <= 0.02 * scale, (err, scale)
 
 
 # ----------------------------------------------------------------------------- attention
