@@ -14,7 +14,8 @@ fp32 elsewhere). Before timing, one step with dropout off checks that both sides
 Each variant runs in its own subprocess so that peak memory (CUDA: max_memory_allocated; CPU:
 the growth of the peak resident set) belongs to it alone. Prints steps/s, tokens/s (batch x seq
 per step), peak memory and, on CUDA, MFU from report.flops_per_step and the GPU's peak
-(report.GPU_PEAK_TFLOPS, or --peak-tflops).
+(report.GPU_PEAK_TFLOPS, or --peak-tflops), and the hours 1M steps (ELECTRA-Small's run) would
+take at that speed; --json PATH writes the same figures for bench/gpu_check.sh.
 """
 import argparse
 import json
@@ -85,8 +86,10 @@ class HFElectra(torch.nn.Module):
         return electra.electra_loss(l_mlm, l_disc, cfg.lam)
 
 
-def run_variant(args) -> dict:
-    """Time one variant in this process and return its numbers."""
+def set_up_step(args):
+    """(one joint step as a function, the loss with dropout off) for args.variant on
+    args.device, with train.py's precision, TF32 and fused AdamW; compiled with args.compile.
+    bench/gpu_profile.py profiles the same step."""
     device = torch.device(args.device)
     torch.manual_seed(0)
     cfg = make_config(args.size, args.seq)
@@ -94,7 +97,6 @@ def run_variant(args) -> dict:
     model = ours if args.variant == "ours" else HFElectra(ours, args.hf_attn)
     model.to(device)
     x, s, a = make_batch(cfg, args.batch, args.seq, device)
-    cuda = device.type == "cuda"
     loss_of = (lambda out: out.loss) if args.variant == "ours" else (lambda out: out)
 
     # Same weights, same masks: with dropout off the two sides must compute the same loss. Checked in
@@ -103,7 +105,7 @@ def run_variant(args) -> dict:
     with torch.no_grad():
         check_loss = loss_of(model(x, s, a, rng=torch.Generator(device).manual_seed(1))).item()
     model.train()
-    if cuda:
+    if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
     _, autocast = plumbing.mixed_precision(device, "auto")
@@ -119,6 +121,16 @@ def run_variant(args) -> dict:
         torch.nn.utils.clip_grad_norm_(model.parameters(), train.TrainConfig.clip_norm)
         opt.step()
         opt.zero_grad(set_to_none=True)
+
+    return step, check_loss
+
+
+def run_variant(args) -> dict:
+    """Time one variant in this process and return its numbers."""
+    device = torch.device(args.device)
+    cuda = device.type == "cuda"
+    cfg = make_config(args.size, args.seq)
+    step, check_loss = set_up_step(args)
 
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     for _ in range(args.warmup):
@@ -167,6 +179,7 @@ def main(argv=None):
     p.add_argument("--hf-attn", default="sdpa", help="HF attention implementation: sdpa or eager")
     p.add_argument("--peak-tflops", type=float, default=None, help="accelerator peak, for MFU")
     p.add_argument("--threads", type=int, default=None, help="CPU threads (torch.set_num_threads)")
+    p.add_argument("--json", default=None, metavar="PATH", help="also write the results there (JSON)")
     p.add_argument("--variant", choices=["ours", "hf"], help=argparse.SUPPRESS)  # set for the subprocesses
     args = p.parse_args(argv)
     if args.threads:
@@ -177,20 +190,28 @@ def main(argv=None):
 
     print(f"one joint G+D step, size {args.size}, batch {args.batch}, seq {args.seq}, on {args.device}: "
           f"{args.warmup} warm-up + {args.steps} timed steps per variant")
+    setting = {"size": args.size, "batch": args.batch, "seq": args.seq, "steps": args.steps,
+               "warmup": args.warmup}
     results = []
     for compiled in ([False, True] if args.compile else [False]):
         for variant in ("ours", "hf"):
             cmd = [sys.executable, __file__, *(argv if argv is not None else sys.argv[1:]), "--variant", variant]
             cmd = [c for c in cmd if c != "--compile"] + (["--compile"] if compiled else [])
-            results.append(run_point(cmd, variant))
+            r = run_point(cmd, variant)
+            r["hours_1m_steps"] = 1e6 / r["steps_per_s"] / 3600  # ELECTRA-Small's 1M steps
+            results.append(r)
+            if args.json:  # after each point: a call cut short keeps the points it finished
+                Path(args.json).write_text(json.dumps({**setting, "results": results}) + "\n")
     print(f"device: {results[0]['device']}")
-    print(f"{'variant':18} {'steps/s':>9} {'tokens/s':>11} {'peak MiB':>9} {'MFU':>7} {'loss (no dropout)':>18}")
+    print(f"{'variant':18} {'steps/s':>9} {'tokens/s':>11} {'peak MiB':>9} {'MFU':>7} {'1M steps':>9} "
+          f"{'loss (no dropout)':>18}")
     for r in results:
         mfu = f"{r['mfu']:.1%}" if r["mfu"] is not None else "-"
         print(f"{r['variant']:18} {r['steps_per_s']:9.2f} {r['tokens_per_s']:11,.0f} {r['peak_mib']:9.0f} "
-              f"{mfu:>7} {r['check_loss']:18.5f}")
+              f"{mfu:>7} {r['hours_1m_steps']:8.1f}h {r['check_loss']:18.5f}")
     for i in range(0, len(results), 2):
         ours, hf = results[i], results[i + 1]
+        ours["speedup_vs_hf"] = ours["steps_per_s"] / hf["steps_per_s"]
         print(f"{ours['variant']} / {hf['variant']}: {ours['steps_per_s'] / hf['steps_per_s']:.2f}x the steps/s, "
               f"{ours['peak_mib'] / max(hf['peak_mib'], 1e-9):.2f}x the peak memory")
         if abs(ours["check_loss"] - hf["check_loss"]) > 1e-3 * max(1.0, abs(hf["check_loss"])):
@@ -200,6 +221,8 @@ def main(argv=None):
         best = max(r["steps_per_s"] for r in results if r["variant"].startswith("ours"))
         print(f"ELECTRA-Small, 1M steps at {best:.1f} steps/s: {1e6 / best / 3600:.1f} hours "
               f"(the paper: 4 days on a V100)")
+    if args.json:
+        Path(args.json).write_text(json.dumps({**setting, "results": results}) + "\n")
     return results
 
 

@@ -1,6 +1,10 @@
 """bench/: the benchmarks run (seconds, with the smallest settings) and compare like with like."""
 import importlib.util
 import json
+import os
+import random
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -56,3 +60,62 @@ def test_seq_len_bench_measures_both_objectives_at_every_length(tmp_path, capsys
     assert out.with_suffix(".png").read_bytes()[:4] == b"\x89PNG"
     assert len(json.loads(out.with_suffix(".json").read_text())) == 4
     assert "seq 32: ELECTRA / BERT" in capsys.readouterr().out
+
+
+def test_gpu_profile_writes_its_tables(tmp_path):
+    """bench/gpu_profile.py on a CPU: the step profiled, both tables (by operator, by operator and
+    input shape) written."""
+    out = tmp_path / "profile.txt"
+    load("gpu_profile").main(["--device", "cpu", "--size", "tiny", "--batch", "2", "--seq", "32",
+                              "--steps", "1", "--warmup", "1", "--rows", "3", "--out", str(out)])
+    text = out.read_text()
+    assert text.startswith("1 joint steps of ELECTRA-tiny, batch 2, seq 32, eager, on cpu: ")
+    assert "top 3 operators by cpu_time_total:" in text and "Input Shapes" in text
+
+
+def gpu_check(tmp_path, *args, **env):
+    """bench/gpu_check.sh's dry run (GPU_CHECK_DRY=1: a CPU, tiny settings) on data written here:
+    (its output, summary.json)."""
+    env = {**os.environ, "GPU_CHECK_DRY": "1", "PYTHON": sys.executable, "OMP_NUM_THREADS": "1",
+           "OUT": str(tmp_path / "out"), "WORK": str(tmp_path / "work"),
+           "RUN": str(tmp_path / "run"),
+           "CORPUS": str(tmp_path / "corpus"), "SST2": str(tmp_path / "SST-2"),
+           "VOCAB": str(tmp_path / "vocab.txt"), "CACHE": str(tmp_path / "cache"), **env}
+    done = subprocess.run(["bash", str(ROOT / "bench" / "gpu_check.sh"), *args], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout, json.loads((tmp_path / "out" / "summary.json").read_text())
+
+
+def test_gpu_check_script_runs_its_steps_and_continues_its_run(tmp_path):
+    """The GPU call's script parses, and its dry run chains the steps that hand files on: train.py
+    writes the run that finetune.py starts from on SST-2, then --run resumes it. (The other steps'
+    commands, run by GPU_CHECK_DRY=1 bash bench/gpu_check.sh, take a minute: they are the
+    benchmarks tested above and tests/test_gpu.py.)"""
+    from tokenizer import train as train_vocab
+
+    assert subprocess.run(["bash", "-n", str(ROOT / "bench" / "gpu_check.sh")]).returncode == 0
+    r = random.Random(0)
+    words = ["the film", "a plot", "is", "was", "good", "bad", "dull", "moving", "."]
+    lines = [" ".join(r.choice(words) for _ in range(r.randint(4, 9))) for _ in range(300)]
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "corpus" / "a.txt").write_text("\n\n".join(lines) + "\n")
+    train_vocab(lines, vocab_size=60, progress=False).save(tmp_path / "vocab.txt")
+    (tmp_path / "SST-2").mkdir()
+    for split, n in (("train", 24), ("dev", 8)):
+        rows = [f"{lines[i]}\t{i % 2}" for i in range(n)]
+        text = "sentence\tlabel\n" + "\n".join(rows) + "\n"
+        (tmp_path / "SST-2" / f"{split}.tsv").write_text(text)
+
+    printed, summary = gpu_check(tmp_path, STEPS="train finetune", STOP_AT="2")
+    statuses = {name: s["exit"] for name, s in summary["steps"].items()}
+    assert statuses == {"train": "0", "finetune": "0"}
+    assert summary["train"]["step"] == 2 and summary["finetune"]["sst2"]["median"]["acc"] >= 0
+    assert "=== versions" not in printed  # STEPS leaves it out
+    out = tmp_path / "out"
+    assert {p.name for p in out.iterdir()} == {"gpu_check.log", "summary.json", "metrics.jsonl",
+                                               "curves.png", "finetune.json"}
+
+    printed, summary = gpu_check(tmp_path, "--run", STOP_AT="3")
+    assert "continuing the run in" in printed and summary["train"]["step"] == 3
+    assert "resuming at step 2" in (out / "gpu_run.log").read_text()

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Run on the CPU machine, once, before a GPU call: everything bench/gpu_check.sh needs that is not
+# in the repository goes into .gpudata/ (git-ignored, 17 MB), so the GPU's minutes go to measuring.
+#
+#     SHARED=/work/shared/data bash bench/gpu_prepare.sh
+#
+# .gpudata/corpus   a copy of $SHARED/corpus (WikiText-2 valid/test + 13 Gutenberg books, 8 MB)
+# .gpudata/SST-2    a copy of $SHARED/glue/SST-2 (train.tsv, dev.tsv)
+# .gpudata/vocab.txt  the 30,522-piece WordPiece vocabulary that train.py --size small trains on it
+# .gpudata/cache/   that corpus tokenised with it (train.py's cache: found by content, not by path)
+#
+# The GPU machine has no network: carry the folder along (the device run's carry list: .gpudata).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SHARED=${SHARED:-../shared/data}
+DEST=${DEST:-.gpudata}
+PYTHON=${PYTHON:-python}
+for need in "$SHARED/corpus" "$SHARED/glue/SST-2/train.tsv"; do
+    if [ ! -e "$need" ]; then
+        echo "gpu_prepare: no $need: set SHARED to the folder holding corpus/ and glue/SST-2/" >&2
+        exit 1
+    fi
+done
+mkdir -p "$DEST"
+chmod -R u+w "$DEST"
+rm -rf "$DEST/corpus" "$DEST/SST-2"
+cp -r "$SHARED/corpus" "$DEST/corpus"
+cp -r "$SHARED/glue/SST-2" "$DEST/SST-2"
+chmod -R u+w "$DEST"  # the shared copies are read-only; a later run replaces them
+if [ ! -f "$DEST/vocab.txt" ]; then
+    # One CPU update of a small batch: the vocabulary and the tokenised corpus are what it leaves.
+    work=$(mktemp -d)
+    trap 'rm -rf "$work"' EXIT
+    "$PYTHON" train.py --size small --data "$DEST/corpus" --cache-dir "$DEST/cache" \
+        --out "$work/run" --steps 1 --batch-size 8 --device cpu
+    cp "$work/run/vocab.txt" "$DEST/vocab.txt"
+fi
+du -sh "$DEST"
+echo "gpu_prepare: $DEST is ready; carry it along: run(..., carry=[\"$DEST\"])"
