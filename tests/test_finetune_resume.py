@@ -1,0 +1,159 @@
+"""finetune.py and squad.py stopped by Ctrl-C or SIGTERM (a real signal sent to this process from
+inside the training loop) and run again: they resume, and end where an uninterrupted run ends."""
+import json
+import os
+import signal
+
+import pytest
+from test_finetune_model import save_train_checkpoint, tiny_config, tiny_tokenizer
+
+import finetune as ft
+
+
+def write_glue(folder):
+    """RTE (8 training rows, a test file) and STS-B (8 rows, doubled to 16 by the swapped order)."""
+    (folder / "RTE").mkdir(parents=True)
+    rte = ["index\tsentence1\tsentence2\tlabel"] + [
+        f"{i}\tthe film is {w} .\tthe film is {w} .\t{lab}"
+        for i, (w, lab) in enumerate([("good", "entailment"), ("bad", "not_entailment")] * 4)]
+    (folder / "RTE" / "train.tsv").write_text("\n".join(rte) + "\n")
+    (folder / "RTE" / "dev.tsv").write_text("\n".join(rte[:5]) + "\n")
+    (folder / "RTE" / "test.tsv").write_text("index\tsentence1\tsentence2\n0\ta film\tgood\n1\tbad\tthe\n")
+    (folder / "STS-B").mkdir()
+    head = "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore"
+    sts = [head] + [f"{i}\tg\tf\ty\to\tn\tn\tthe film\ta {w} film\t{s}"
+                    for i, (w, s) in enumerate([("good", "4.0"), ("bad", "1.000"), ("very good", "4.5"),
+                                                ("awful", "0.5")] * 2)]
+    (folder / "STS-B" / "train.tsv").write_text("\n".join(sts) + "\n")
+    (folder / "STS-B" / "dev.tsv").write_text("\n".join(sts) + "\n")
+
+
+@pytest.fixture
+def setup(tmp_path):
+    """A tiny train.py run and GLUE folder; argv(out, *extra) is finetune.py's command line."""
+    tok = tiny_tokenizer()
+    save_train_checkpoint(tmp_path / "run", tok, tiny_config(tok))
+    write_glue(tmp_path / "glue")
+
+    def argv(out, *extra):
+        return ["--task", "rte,stsb", "--init", str(tmp_path / "run"), "--data-dir", str(tmp_path / "glue"),
+                "--epochs", "2", "--batch-size", "4", "--out-dir", str(out), "--device", "cpu", *extra]
+    return tmp_path, argv
+
+
+def signal_at(monkeypatch, module, name, task_name, calls, signals=(signal.SIGINT,)):
+    """Wrap module.name (a loss) so that its `calls`-th call for `task_name` sends `signals` to
+    this very process, as Ctrl-C or a scheduler's SIGTERM would."""
+    loss = getattr(module, name)
+    count = {"n": 0}
+
+    def wrapped(*args):
+        if task_name is None or args[0].name == task_name:
+            count["n"] += 1
+            if count["n"] == calls:
+                for s in signals:
+                    os.kill(os.getpid(), s)
+        return loss(*args)
+    monkeypatch.setattr(module, name, wrapped)
+
+
+def seeds_of(results, task):
+    return [s["seed"] for s in results["tasks"][task]["seeds"]]
+
+
+def test_sigint_in_stsb_seed_1_resumes_to_the_uninterrupted_results(setup, monkeypatch, capsys):
+    tmp_path, argv = setup
+    whole = ft.main(argv(tmp_path / "whole", "--seeds", "3"))
+    out = tmp_path / "out"
+    # STS-B: 16 rows / batch 4 = 4 updates per epoch, 8 per seed; the 11th is seed 1's third
+    with monkeypatch.context() as m:
+        signal_at(m, ft, "task_loss", "stsb", calls=11)
+        with pytest.raises(SystemExit) as e:
+            ft.main(argv(out, "--seeds", "3"))
+    assert str(e.value) == (f"stopped by Ctrl-C or SIGTERM in stsb seed 1, which was dropped: "
+                            f"{out / 'results.json'} holds the 4 finished run(s). Run the same command "
+                            f"again to resume")
+    saved = json.loads((out / "results.json").read_text())
+    assert seeds_of(saved, "rte") == [0, 1, 2] and seeds_of(saved, "stsb") == [0]  # exactly the finished
+    assert (out / "glue_submission" / "RTE.tsv").is_file()  # RTE was complete
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handlers are given back
+    capsys.readouterr()
+
+    resumed = ft.main(argv(out, "--seeds", "3"))
+    printed = capsys.readouterr().out
+    assert (f"resuming {out / 'results.json'}: skipping 4 finished run(s) (rte seeds 0, 1, 2; stsb seed 0), "
+            f"running the other 2") in printed
+    assert " epoch 1:" in printed and "rte seed" not in printed.split("running the other 2")[1]
+    assert "stsb seed 0 epoch" not in printed  # nothing finished ran again
+    assert "stsb seed 1 epoch 2" in printed and "GLUE score" in printed
+    assert resumed == json.loads((out / "results.json").read_text())
+    for task in ("rte", "stsb"):
+        got, want = resumed["tasks"][task], whole["tasks"][task]
+        assert seeds_of(resumed, task) == [0, 1, 2]
+        for g, w in zip(got["seeds"], want["seeds"]):
+            assert g["seconds"] > 0
+            for gh, wh in zip(g["history"], w["history"], strict=True):
+                assert gh == pytest.approx(wh, abs=1e-6)
+        assert got["median"] == pytest.approx(want["median"], abs=1e-6)
+        assert got["test_predictions_seed"] == want["test_predictions_seed"]
+    assert resumed["glue_score"] == pytest.approx(whole["glue_score"], abs=1e-6)
+    assert ((out / "glue_submission" / "RTE.tsv").read_text() ==
+            (tmp_path / "whole" / "glue_submission" / "RTE.tsv").read_text())
+    assert (out / "finetune.png").stat().st_size > 0
+
+    again = ft.main(argv(out, "--seeds", "3"))  # all finished: nothing runs, the same table
+    assert again == resumed and "skipping 6 finished run(s)" in capsys.readouterr().out
+
+
+def test_a_second_ctrl_c_quits_at_once_and_keeps_the_finished_seeds(setup, monkeypatch):
+    tmp_path, argv = setup
+    out = tmp_path / "out"
+    signal_at(monkeypatch, ft, "task_loss", "rte", calls=6, signals=(signal.SIGINT, signal.SIGINT))
+    with pytest.raises(KeyboardInterrupt):  # in RTE seed 1 (2 rows per update: 4 per seed)
+        ft.main(argv(out, "--seeds", "2", "--task", "rte"))
+    assert seeds_of(json.loads((out / "results.json").read_text()), "rte") == [0]
+    assert not list(out.rglob("*.tmp"))
+
+
+def test_other_recipe_init_or_data_is_refused_in_one_line(setup):
+    tmp_path, argv = setup
+    out = tmp_path / "out"
+    base = argv(out, "--task", "rte", "--epochs", "1")
+    first = ft.main(base)
+    refusals = [
+        (base + ["--lr", "1e-3"], "recipe.lr 0.001 here, 0.0003 before"),
+        (base + ["--max-train-examples", "4"], "recipe.max_train_examples 4 here, None before"),
+    ]
+    for extra_argv, difference in refusals:
+        with pytest.raises(SystemExit) as e:
+            ft.main(extra_argv)
+        message = str(e.value)
+        assert message == (f"--out-dir {out}: its results.json holds runs made with other settings: "
+                           f"{difference}. Run with its settings to resume, pass --restart to start over, "
+                           f"or use another --out-dir")
+    train_tsv = tmp_path / "glue" / "RTE" / "train.tsv"
+    train_tsv.write_text(train_tsv.read_text().replace("good", "great"))
+    with pytest.raises(SystemExit, match=r"settings: data\.rte\.train\.tsv [0-9a-f]{12}\.\.\. here, "
+                                         r"[0-9a-f]{12}\.\.\. before\. Run") as e:
+        ft.main(base)
+    assert "\n" not in str(e.value)
+    tok = tiny_tokenizer()
+    save_train_checkpoint(tmp_path / "run", tok, tiny_config(tok), seed=1)  # another model, same path
+    with pytest.raises(SystemExit, match=r"settings: init_id\.sha256 \S+ here, \S+ before\. Run"):
+        ft.main(base)
+    restarted = ft.main(base + ["--lr", "1e-3", "--restart"])  # starts over
+    assert restarted["recipe"]["lr"] == 1e-3 and seeds_of(restarted, "rte") == [0]
+    assert restarted["init_id"]["sha256"] != first["init_id"]["sha256"]
+    assert restarted["init_id"]["path"] == str((tmp_path / "run").resolve())
+
+
+def test_more_seeds_and_another_task_add_to_results_json(setup, capsys):
+    tmp_path, argv = setup
+    out = tmp_path / "out"
+    ft.main(argv(out, "--task", "rte", "--epochs", "1"))
+    capsys.readouterr()
+    results = ft.main(argv(out, "--task", "rte", "--epochs", "1", "--seeds", "2"))
+    assert "skipping 1 finished run(s) (rte seed 0), running the other 1" in capsys.readouterr().out
+    assert seeds_of(results, "rte") == [0, 1]
+    assert results["tasks"]["rte"]["median"]["acc"] == pytest.approx(
+        sum(s["dev"]["acc"] for s in results["tasks"]["rte"]["seeds"]) / 2)
