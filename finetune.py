@@ -576,11 +576,12 @@ def differences(saved: dict, now: dict, where: str = "") -> list[str]:
     return found
 
 
-def refuse(out: Path, found: list[str]) -> SystemExit:
-    """The one line that refuses to continue a results.json made with other settings."""
-    return SystemExit(f"--out-dir {out}: its results.json holds runs made with other settings: "
-                      f"{'; '.join(found[:3])}. Run with its settings to resume, pass --restart "
-                      f"to start over, or use another --out-dir")
+def refuse(path: Path, found: list[str]) -> SystemExit:
+    """The one line that refuses to continue what `path` (results.json, squad.py's checkpoint)
+    holds, made with other settings."""
+    return SystemExit(f"--out-dir {path.parent}: its {path.name} holds runs made with other "
+                      f"settings: {'; '.join(found[:3])}. Run with its settings to resume, pass "
+                      f"--restart to start over, or use another --out-dir")
 
 
 RECORDED = ("init_id", "recipe", "data", "tasks")  # what results.json must hold to be resumed
@@ -612,7 +613,7 @@ def resumed_results(fresh: dict, out: Path, restart: bool) -> dict:
     compared = ("init_id", "recipe")
     found = differences({k: saved[k] for k in compared}, as_json({k: fresh[k] for k in compared}))
     if found:
-        raise refuse(out, found)
+        raise refuse(out / "results.json", found)
     return {**saved, "init": fresh["init"], "device": fresh["device"]}
 
 
@@ -622,7 +623,7 @@ def check_data(results: dict, task: glue.Task, data: dict[str, str], out: Path) 
     if saved is not None and task.name in results["tasks"]:
         found = differences(saved, data, f"data.{task.name}.")
         if found:
-            raise refuse(out, found)
+            raise refuse(out / "results.json", found)
     results["data"][task.name] = data
 
 

@@ -1,13 +1,17 @@
 """finetune.py and squad.py stopped by Ctrl-C or SIGTERM (a real signal sent to this process from
 inside the training loop) and run again: they resume, and end where an uninterrupted run ends."""
+import dataclasses
 import json
 import os
 import signal
 
 import pytest
 from test_finetune_model import save_train_checkpoint, tiny_config, tiny_tokenizer
+from test_squad import squad_file
+from test_squad import tokenizer as squad_tokenizer
 
 import finetune as ft
+import squad
 
 
 def write_glue(folder):
@@ -157,3 +161,55 @@ def test_more_seeds_and_another_task_add_to_results_json(setup, capsys):
     assert seeds_of(results, "rte") == [0, 1]
     assert results["tasks"]["rte"]["median"]["acc"] == pytest.approx(
         sum(s["dev"]["acc"] for s in results["tasks"]["rte"]["seeds"]) / 2)
+
+
+# --- squad.py: a checkpoint after every epoch ---------------------------------------------------------
+
+
+def test_sigterm_in_squad_epoch_2_resumes_at_epoch_2(tmp_path, monkeypatch, capsys):
+    (tmp_path / "data").mkdir()
+    squad_file(tmp_path / "data" / "train-v2.0.json")
+    squad_file(tmp_path / "data" / "dev-v2.0.json")
+    run = tmp_path / "run"  # test_squad's tiny run, with dropout: the RNG must be resumed too
+    tok = squad_tokenizer()
+    save_train_checkpoint(run, tok, dataclasses.replace(tiny_config(tok), num_layers=1, dropout=0.1))
+
+    def argv(out, *extra):
+        return ["--task", "squad2", "--init", str(run), "--data-dir", str(tmp_path / "data"), "--out-dir",
+                str(out), "--max-seq-len", "32", "--doc-stride", "8", "--batch-size", "2", "--device", "cpu",
+                *extra]
+    calls = []
+    loss = squad.span_loss
+    with monkeypatch.context() as m:  # count the updates of an uninterrupted run
+        m.setattr(squad, "span_loss", lambda *a: calls.append(1) or loss(*a))
+        whole = squad.main(argv(tmp_path / "whole"))
+    per_epoch = len(calls) // 2
+    assert per_epoch >= 2 and not (tmp_path / "whole" / squad.CHECKPOINT).exists()  # removed at the end
+
+    out = tmp_path / "out"
+    with monkeypatch.context() as m:
+        signal_at(m, squad, "span_loss", None, calls=per_epoch + 2, signals=(signal.SIGTERM,))
+        with pytest.raises(SystemExit) as e:
+            squad.main(argv(out))
+    assert str(e.value) == (f"stopped by Ctrl-C or SIGTERM, the unfinished epoch dropped: "
+                            f"{out / squad.CHECKPOINT} holds the finished epochs. Run the same command "
+                            f"again to resume")
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handler is given back
+    assert not (out / "predictions.json").exists() and (out / squad.CHECKPOINT).is_file()
+
+    with pytest.raises(SystemExit) as e:  # the checkpoint is not resumed with another recipe
+        squad.main(argv(out, "--lr", "1e-3"))
+    assert str(e.value).startswith(f"--out-dir {out}: its {squad.CHECKPOINT} holds runs made with other "
+                                   f"settings: recipe.lr 0.001 here, 0.0003 before. Run")
+    capsys.readouterr()
+
+    resumed = squad.main(argv(out))
+    printed = capsys.readouterr().out
+    assert f"resuming {out / squad.CHECKPOINT}: 1 epoch(s) done, going on from epoch 2" in printed
+    assert "squad epoch 1:" not in printed and "squad epoch 2:" in printed
+    assert resumed["train_loss"] == pytest.approx(whole["train_loss"], abs=1e-6)
+    assert resumed["dev"] == pytest.approx(whole["dev"], abs=1e-6)
+    for name in ("predictions.json", "null_odds.json"):
+        got = json.loads((out / name).read_text())
+        assert got == pytest.approx(json.loads((tmp_path / "whole" / name).read_text()), abs=1e-6)
+    assert not (out / squad.CHECKPOINT).exists()
