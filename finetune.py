@@ -412,7 +412,7 @@ SEED_PREDICTIONS = "seed_predictions"  # in --out-dir: each finished seed's test
 
 
 def seed_predictions_path(out: Path, task: glue.Task, seed: int) -> Path:
-    """Where a seed's test predictions wait for its task's submission files (.npz, one per seed)."""
+    """Where a seed's test predictions (.npz) wait for its task's submission files."""
     return out / SEED_PREDICTIONS / f"{task.name}_seed{seed}.npz"
 
 
@@ -633,6 +633,17 @@ def finished_seeds(results: dict, task: glue.Task) -> list[int]:
     return [r["seed"] for r in record["seeds"]] if record else []
 
 
+def seed_list(seeds: list[int]) -> str:
+    """Seeds for a message, a run of three or more consecutive ones as first-last.
+
+    >>> seed_list([0, 1, 2, 3]), seed_list([0, 1]), seed_list([0, 2, 3])
+    ('0-3', '0, 1', '0, 2, 3')
+    """
+    if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}-{seeds[-1]}"
+    return ", ".join(map(str, seeds))
+
+
 def say_kept(results: dict, tasks: list[glue.Task], seeds: list[int], out: Path) -> int:
     """Print one line naming the finished (task, seed) runs that are kept; return their number."""
     kept = []
@@ -641,8 +652,7 @@ def say_kept(results: dict, tasks: list[glue.Task], seeds: list[int], out: Path)
         done = [s for s in seeds if s in finished_seeds(results, task)]
         count += len(done)
         if done:
-            kept.append(f"{task.name} seed{'s' if len(done) > 1 else ''} "
-                        f"{', '.join(map(str, done))}")
+            kept.append(f"{task.name} seed{'s' if len(done) > 1 else ''} {seed_list(done)}")
     if count:
         print(f"resuming {out / 'results.json'}: skipping {count} finished run(s) "
               f"({'; '.join(kept)}), running the other {len(tasks) * len(seeds) - count}")

@@ -10,8 +10,8 @@ next to GLUE. This file is the pipeline in the order a reader meets it:
     features     whitespace words with character offsets, WordPiece, doc-stride windows of 512 tokens
     model        the start/end span head on the discriminator's states
     answers      the n-best span search, the null score for 2.0, predictions.json / null_odds.json
-    training     Table 7's recipe in finetune.py's loop (its lr, layer-wise decay and optimizer), 2 epochs,
-                 a checkpoint after each epoch to resume from
+    training     Table 7's recipe in finetune.py's loop (its lr, layer-wise decay and optimizer),
+                 2 epochs, a checkpoint after each epoch to resume from
     main         the CLI
 
     python squad.py --task squad1 --init path/to/hf-electra-small-discriminator
@@ -754,7 +754,8 @@ def save_epochs(path: Path, state: dict) -> None:
     atomic_write(path, lambda tmp: torch.save(state, tmp))
 
 
-def resume_epochs(runtime: Runtime, model: SpanModel, opt, schedule, order_rng) -> tuple[int, list]:
+def resume_epochs(runtime: Runtime, model: SpanModel, opt, schedule,
+                  order_rng) -> tuple[int, list]:
     """The epochs that runtime.checkpoint holds and their mean losses, with the model, optimizer,
     schedule and both RNGs (the order of the rows, dropout) set back to where they were after them;
     (0, []) when there is none. One line if it was made with other settings."""
@@ -764,8 +765,8 @@ def resume_epochs(runtime: Runtime, model: SpanModel, opt, schedule, order_rng) 
     try:
         saved = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # truncated by a full disk, or not a checkpoint at all
-        raise SystemExit(f"--out-dir {path.parent}: {path.name} cannot be read ({type(e).__name__}): "
-                         f"pass --restart to start over") from None
+        raise SystemExit(f"--out-dir {path.parent}: {path.name} cannot be read "
+                         f"({type(e).__name__}): pass --restart to start over") from None
     found = differences(saved["identity"], as_json(runtime.identity))
     if found:
         raise refuse(path, found)
@@ -774,8 +775,9 @@ def resume_epochs(runtime: Runtime, model: SpanModel, opt, schedule, order_rng) 
     schedule.load_state_dict(saved["schedule"])
     order_rng.set_state(saved["order_rng"])
     set_rng_state(saved["rng"])
-    tqdm.write(f"resuming {path}: {saved['epoch']} epoch(s) done, going on from epoch {saved['epoch'] + 1}")
-    return saved["epoch"], saved["losses"]
+    done = saved["epoch"]
+    tqdm.write(f"resuming {path}: {done} epoch(s) done, going on from epoch {done + 1}")
+    return done, saved["losses"]
 
 
 def finetune(pre: Pretrained, train: list[Feature], ft: FinetuneConfig, cfg: SquadConfig,

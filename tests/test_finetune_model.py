@@ -240,7 +240,8 @@ def test_a_few_steps_lower_the_loss(tmp_path):
     data = glue.encode_examples(examples, tok, 16)
     # a random-init encoder barely separates the sentences at [CLS]: a high lr and no decay, 32 steps
     recipe = ft.recipe_for(pre.config, ft.FinetuneConfig(epochs=8, batch_size=16, lr=3e-3, layer_decay=1.0))
-    run = ft.finetune_seed(task, pre, glue.Splits(data, {"dev": data}, {}), recipe, seed=0, runtime=ft.Runtime("cpu"))
+    splits = glue.Splits(data, {"dev": data}, {})
+    run = ft.finetune_seed(task, pre, splits, recipe, seed=0, runtime=ft.Runtime("cpu"))
     losses = [h["train_loss"] for h in run["history"]]
     assert losses[-1] < 0.5 * losses[0], losses
     assert run["dev"]["acc"] == 100.0  # one word decides the label: the model must learn it
