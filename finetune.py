@@ -649,7 +649,8 @@ def say_kept(results: dict, tasks: list[glue.Task], seeds: list[int], out: Path)
     kept = []
     count = 0
     for task in tasks:
-        done = [s for s in seeds if s in finished_seeds(results, task)]
+        finished = finished_seeds(results, task)
+        done = [s for s in seeds if s in finished]
         count += len(done)
         if done:
             kept.append(f"{task.name} seed{'s' if len(done) > 1 else ''} {seed_list(done)}")

@@ -776,7 +776,7 @@ def resume_epochs(runtime: Runtime, model: SpanModel, opt, schedule,
     order_rng.set_state(saved["order_rng"])
     set_rng_state(saved["rng"])
     done = saved["epoch"]
-    tqdm.write(f"resuming {path}: {done} epoch(s) done, going on from epoch {done + 1}")
+    tqdm.write(f"resuming {path}: after epoch {done}")
     return done, saved["losses"]
 
 
