@@ -8,22 +8,29 @@ files, the metrics, the GLUE score):
     recipe       Table 7's hyperparameters, by model size
     head         the official code's classifier on the [CLS] state
     lr decay     layer-wise learning rates, the official optimizer, warm-up + linear decay
-    the loop     one seed: train, evaluate on dev per epoch, predict the test split
-    results      the median over seeds, results.json, the table, finetune.png, GLUE's
-                 submission files
-    main         the CLI: --init (a train.py run, an HF folder or a hub name:
-                 hf.load_pretrained), GLUE's splits tokenised (glue.prepare_task)
+    the loop     one seed: train, evaluate on dev per epoch, predict the test split; Ctrl-C or
+                 SIGTERM stops it between two updates, and it is dropped
+    results      the median over seeds, results.json (rewritten after every seed), the table,
+                 finetune.png, GLUE's submission files
+    resuming     what results.json records of the init, the recipe and the data, checked before
+                 its finished seeds are kept and the others run
+    main         the CLI: --init (a train.py run, an HF folder or a hub name: hf.load_init),
+                 GLUE's splits tokenised (glue.prepare_task), one bar over all the runs
 
     python finetune.py --task sst2 --init ckpt.pt --data-dir ../shared/data/glue/SST-2
     python finetune.py --task mrpc,stsb --init path/to/hf-electra-small-discriminator --seeds 10
     python finetune.py --task all --init google/electra-small-discriminator --seeds 10  # the hub
+
+Run the same command again after Ctrl-C (or a crash) and it resumes: the (task, seed) runs that
+results.json holds are kept, the others run; --restart starts over.
 """
 import argparse
+import hashlib
 import json
 import math
 import os
 import time
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -34,15 +41,8 @@ from tqdm import tqdm
 
 import glue
 from electra import ElectraConfig, Encoder, decays, lr_factor
-from hf import (
-    HubError,
-    Pretrained,
-    is_hub_name,
-    load_pretrained,
-    paper_size,
-    pretrained_folder,
-)
-from plumbing import DownloadError, add_flag, atomic_write, mixed_precision
+from hf import HubError, Pretrained, is_hub_name, load_init, paper_size
+from plumbing import DownloadError, StopOnSignal, add_flag, atomic_write, mixed_precision
 
 # -----------------------------------------------------------------------------
 # The recipe: paper Appendix A, Table 7
@@ -280,23 +280,44 @@ def task_loss(task: glue.Task, logits, labels):
 def diverged(what: str, step: int, epoch: int, lr: float) -> SystemExit:
     """The one line that ends a run whose loss is not finite (GLUE's loop and SQuAD's)."""
     return SystemExit(f"error: {what}: the loss is not finite at step {step:,} (epoch {epoch}, "
-                      f"lr {lr:g}): fine-tuning diverged; nothing was written for this task. "
+                      f"lr {lr:g}): fine-tuning diverged; no results were written for this seed. "
                       f"Lower --lr")
 
 
+class Stopped(Exception):
+    """Ctrl-C or SIGTERM stopped a run between two updates; what it had not finished is dropped."""
+
+
+@dataclass
+class Runtime:
+    """How a run is carried out, not what it computes: where, what stops it, what it resumes."""
+    device: str  # cuda or cpu
+    stop: StopOnSignal | None = None  # .requested (Ctrl-C, SIGTERM): stop before the next update
+    checkpoint: Path | None = None  # squad.py: written after every epoch, resumed from; GLUE: none
+    identity: dict = field(default_factory=dict)  # squad.py: what the run is, kept in checkpoint
+
+
+def check_stop(runtime: Runtime) -> None:
+    """Raise Stopped when Ctrl-C or SIGTERM asked the run to stop (plumbing.StopOnSignal)."""
+    if runtime.stop is not None and runtime.stop.requested:
+        raise Stopped
+
+
 def finetune_seed(task: glue.Task, pre: Pretrained, splits: glue.Splits, ft: FinetuneConfig,
-                  seed: int, device) -> dict:
+                  seed: int, runtime: Runtime) -> dict:
     """Fine-tune one copy of the pre-trained encoder with `seed`; dev metrics after every epoch.
 
     Table 7's optimizer and schedule over `epochs` passes, each over the training rows in a new
     random order (drawn from `seed`), one update per ft.batch_size rows, its gradients clipped to
-    a global norm of ft.grad_clip. A loss that is not finite stops the run with one line.
+    a global norm of ft.grad_clip. A loss that is not finite stops the run with one line; Ctrl-C or
+    SIGTERM (runtime.stop) raises Stopped before the next update.
 
     Returns {"seed", "history": [{"epoch", "train_loss", dev metrics...}], "dev": last epoch's
-    metrics, "test": {split: predictions}, "seconds"}. As in the official code, the reported
-    model is the last one (no early stopping, no choosing the best epoch on dev).
+    metrics, "test": {split: predictions}, "seconds": wall-clock}. As in the official code, the
+    reported model is the last one (no early stopping, no choosing the best epoch on dev).
     """
-    device = torch.device(device)
+    t0 = time.time()
+    device = torch.device(runtime.device)
     pad_id = pre.tokenizer.pad_id
     _, autocast = mixed_precision(device, "auto")  # bf16 on GPUs that have it, else fp32
     torch.manual_seed(seed)  # the head's init and dropout
@@ -311,7 +332,6 @@ def finetune_seed(task: glue.Task, pre: Pretrained, splits: glue.Splits, ft: Fin
     order_rng = torch.Generator().manual_seed(seed)
     what = f"{task.name} seed {seed}"
     history = []
-    t0 = time.time()
     for epoch in range(1, epochs + 1):
         model.train()
         order = torch.randperm(len(train), generator=order_rng).tolist()
@@ -319,6 +339,7 @@ def finetune_seed(task: glue.Task, pre: Pretrained, splits: glue.Splits, ft: Fin
         with tqdm(total=len(train), unit="ex", desc=f"{what} epoch {epoch}/{epochs}",
                   dynamic_ncols=True, leave=False) as bar:
             for start in range(0, len(train), ft.batch_size):
+                check_stop(runtime)
                 rows = order[start:start + ft.batch_size]
                 with autocast:
                     logits = model(*train.batch(rows, pad_id, device)).float()  # [B, C]
@@ -381,38 +402,69 @@ def evaluate(model, task: glue.Task, dev: dict[str, glue.Encoded], batch_size: i
 
 
 def summarize(task: glue.Task, runs: list[dict]) -> dict:
-    """Per-seed dev metrics and their median (the paper reports the median of 10 seeds,
-    section 3.1)."""
+    """The finished seeds' records (dev metrics, history, seconds) and their median (the paper
+    reports the median of 10 seeds, section 3.1)."""
     median = {m: float(np.median([r["dev"][m] for r in runs])) for m in runs[0]["dev"]}
-    seeds = [{k: v for k, v in r.items() if k != "test"} for r in runs]
-    return {"seeds": seeds, "median": median, "paper_metric": task.paper_metric}
+    return {"seeds": runs, "median": median, "paper_metric": task.paper_metric}
+
+
+SEED_PREDICTIONS = "seed_predictions"  # in --out-dir: each finished seed's test predictions
+
+
+def seed_predictions_path(out: Path, task: glue.Task, seed: int) -> Path:
+    """Where a seed's test predictions (.npz) wait for its task's submission files."""
+    return out / SEED_PREDICTIONS / f"{task.name}_seed{seed}.npz"
+
+
+def save_seed_predictions(path: Path, test: dict[str, np.ndarray]) -> None:
+    """A seed's test predictions {split: array}, written atomically (never half a file)."""
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as f:  # a file, not a name: np.savez would add .npz to the .tmp name
+            np.savez(f, **test)
+    atomic_write(path, write)
+
+
+def load_seed_predictions(path: Path) -> dict[str, np.ndarray]:
+    """save_seed_predictions' arrays; one line if the file is gone or unreadable."""
+    try:
+        with np.load(path) as saved:
+            return {split: saved[split] for split in saved.files}
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"error: {path} cannot be read ({type(e).__name__}: {e}); it holds a "
+                         f"finished seed's test predictions: start over with --restart") from None
 
 
 def write_test_predictions(task: glue.Task, runs: list[dict], test: dict, out: Path) -> int | None:
     """GLUE submission files from the seed whose dev score is the (lower) median, the run the
     paper would report; returns that seed (None when the task has no test file)."""
+    if not test:
+        return None
     chosen = sorted(runs, key=lambda r: r["dev"][task.paper_metric])[(len(runs) - 1) // 2]
+    predictions = load_seed_predictions(seed_predictions_path(out, task, chosen["seed"]))
     for split, stem in task.test_splits:
         if split in test:
             path = out / "glue_submission" / f"{stem or task.folder}.tsv"
-            glue.write_submission(task, path, test[split].index, chosen["test"][split])
-    return chosen["seed"] if test else None
+            glue.write_submission(task, path, test[split].index, predictions[split])
+    return chosen["seed"]
 
 
-def write_finetuning_results(results: dict, task: glue.Task, runs: list[dict], test: dict,
-                             out: Path) -> None:
-    """Add a task's seeds to `results` (with the GLUE score of the tasks so far) and write
-    results.json, finetune.png and its submission files: after every task, so a later failure
-    loses nothing."""
-    results["tasks"][task.name] = summarize(task, runs)
-    seed = write_test_predictions(task, runs, test, out)
-    results["tasks"][task.name]["test_predictions_seed"] = seed
+def write_results(results: dict, out: Path) -> None:
+    """results.json, with the GLUE score of the tasks so far, written atomically: after every
+    seed, so that an interruption or a later failure loses no finished run."""
     medians = {n: r["median"] for n, r in results["tasks"].items()}
     if any(n in glue.PAPER_AVERAGE_TASKS for n in medians):
         results["glue_score"] = glue.glue_score(medians)
     results["glue_score_leaderboard"] = glue.glue_score(medians, leaderboard=True)
     # allow_nan=False: NaN is not JSON, and no metric may be one
     atomic_write(out / "results.json", json.dumps(results, indent=2, allow_nan=False))
+
+
+def finish_task(results: dict, task: glue.Task, test: dict, out: Path) -> None:
+    """Once all of a task's seeds are in `results`: its submission files, results.json (saying
+    which seed they are from) and finetune.png."""
+    record = results["tasks"][task.name]
+    record["test_predictions_seed"] = write_test_predictions(task, record["seeds"], test, out)
+    write_results(results, out)
     plot_finetuning_curves(results["tasks"], out / "finetune.png")
 
 
@@ -460,6 +512,155 @@ def plot_finetuning_curves(results: dict[str, dict], path: Path) -> None:
 
 
 # -----------------------------------------------------------------------------
+# Resuming: results.json records what its runs were made from, checked before they are kept
+
+
+def sha256_of_encoder(pre: Pretrained) -> str:
+    """sha256 of what fine-tuning starts from: the encoder's config and weights, and the vocab.
+    It tells apart two checkpoints at one path, and a hub revision fetched again after it moved."""
+    h = hashlib.sha256()
+    h.update(json.dumps(asdict(pre.config), sort_keys=True).encode())
+    h.update(f"vocab {pre.tokenizer.hash()} lowercase {pre.tokenizer.lowercase}".encode())
+    for name in sorted(pre.encoder_state):
+        h.update(name.encode())
+        weights = pre.encoder_state[name].detach().cpu().contiguous().reshape(-1)
+        h.update(weights.view(torch.uint8).numpy())  # the raw bytes, whatever the dtype
+    return h.hexdigest()
+
+
+def init_identity(init: str, revision: str, pre: Pretrained) -> dict:
+    """What --init was: a hub name and its revision, or a path; and the sha256 of what it holds."""
+    if is_hub_name(init):
+        return {"hub": init, "revision": revision, "sha256": sha256_of_encoder(pre)}
+    return {"path": str(Path(init).resolve()), "sha256": sha256_of_encoder(pre)}
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of a file's bytes, read in chunks (MNLI's train.tsv is 300 MB)."""
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def data_identity(task: glue.Task, folder: Path) -> dict[str, str]:
+    """{file name: sha256} of the task's TSVs in `folder` that exist (train, dev and test)."""
+    stems = ["train"] + [s for s, _ in task.dev_splits] + [s for s, _ in task.test_splits]
+    paths = [folder / f"{stem}.tsv" for stem in stems]
+    return {path.name: file_sha256(path) for path in paths if path.is_file()}
+
+
+def as_json(value):
+    """`value` as it reads back from JSON (tuples become lists), to compare with what was read."""
+    return json.loads(json.dumps(value))
+
+
+def short(value) -> str:
+    """A value for a one-line message; a hash cut to its first 12 characters."""
+    text = str(value)
+    return text if len(text) <= 24 else text[:12] + "..."
+
+
+def differences(saved: dict, now: dict, where: str = "") -> list[str]:
+    """Each value that differs between a record read back (`saved`) and this run's, by its path.
+
+    >>> differences({"recipe": {"lr": 3e-4, "epochs": 2}}, {"recipe": {"lr": 1e-3, "epochs": 2}})
+    ['recipe.lr 0.001 here, 0.0003 before']
+    """
+    found = []
+    for key in dict.fromkeys([*saved, *now]):  # both records' keys, in order, once each
+        old = saved.get(key)
+        new = now.get(key)
+        if isinstance(old, dict) and isinstance(new, dict):
+            found += differences(old, new, f"{where}{key}.")
+        elif old != new:
+            found.append(f"{where}{key} {short(new)} here, {short(old)} before")
+    return found
+
+
+def refuse(path: Path, found: list[str]) -> SystemExit:
+    """The one line that refuses to continue what `path` (results.json, squad.py's checkpoint)
+    holds, made with other settings."""
+    return SystemExit(f"--out-dir {path.parent}: its {path.name} holds runs made with other "
+                      f"settings: {'; '.join(found[:3])}. Run with its settings to resume, pass "
+                      f"--restart to start over, or use another --out-dir")
+
+
+RECORDED = ("init_id", "recipe", "data", "tasks")  # what results.json must hold to be resumed
+
+
+def read_results(out: Path) -> dict | None:
+    """results.json in `out`, or None when there is none; one line if it cannot be resumed."""
+    path = out / "results.json"
+    if not path.is_file():
+        return None
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise SystemExit(f"--out-dir {out}: results.json cannot be read ({e}): pass --restart to "
+                         f"start over, or use another --out-dir") from None
+    if not isinstance(saved, dict) or any(key not in saved for key in RECORDED):
+        raise SystemExit(f"--out-dir {out}: results.json does not record its init, recipe and "
+                         f"data (an older finetune.py wrote it): pass --restart to start over, or "
+                         f"use another --out-dir")
+    return saved
+
+
+def resumed_results(fresh: dict, out: Path, restart: bool) -> dict:
+    """results.json's record, its finished seeds kept, when it was made from the same init with
+    the same recipe; `fresh` (no seeds) when there is none or with --restart."""
+    saved = None if restart else read_results(out)
+    if saved is None:
+        return fresh
+    compared = ("init_id", "recipe")
+    found = differences({k: saved[k] for k in compared}, as_json({k: fresh[k] for k in compared}))
+    if found:
+        raise refuse(out / "results.json", found)
+    return {**saved, "init": fresh["init"], "device": fresh["device"]}
+
+
+def check_data(results: dict, task: glue.Task, data: dict[str, str], out: Path) -> None:
+    """Record the task's data identity; one line if the seeds kept were run on other data."""
+    saved = results["data"].get(task.name)
+    if saved is not None and task.name in results["tasks"]:
+        found = differences(saved, data, f"data.{task.name}.")
+        if found:
+            raise refuse(out / "results.json", found)
+    results["data"][task.name] = data
+
+
+def finished_seeds(results: dict, task: glue.Task) -> list[int]:
+    """The seeds of `task` that results.json holds."""
+    record = results["tasks"].get(task.name)
+    return [r["seed"] for r in record["seeds"]] if record else []
+
+
+def seed_list(seeds: list[int]) -> str:
+    """Seeds for a message, a run of three or more consecutive ones as first-last.
+
+    >>> seed_list([0, 1, 2, 3]), seed_list([0, 1]), seed_list([0, 2, 3])
+    ('0-3', '0, 1', '0, 2, 3')
+    """
+    if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}-{seeds[-1]}"
+    return ", ".join(map(str, seeds))
+
+
+def say_kept(results: dict, tasks: list[glue.Task], seeds: list[int], out: Path) -> int:
+    """Print one line naming the finished (task, seed) runs that are kept; return their number."""
+    kept = []
+    count = 0
+    for task in tasks:
+        finished = finished_seeds(results, task)
+        done = [s for s in seeds if s in finished]
+        count += len(done)
+        if done:
+            kept.append(f"{task.name} seed{'s' if len(done) > 1 else ''} {seed_list(done)}")
+    if count:
+        print(f"resuming {out / 'results.json'}: skipping {count} finished run(s) "
+              f"({'; '.join(kept)}), running the other {len(tasks) * len(seeds) - count}")
+    return count
+
+
+# -----------------------------------------------------------------------------
 # The command line
 
 
@@ -479,6 +680,7 @@ class Run:
     seeds: int = 1  # runs per task, the median reported (paper: 10, section 3.1)
     seed: int = 0  # the first seed; runs use seed, seed+1, ...
     device: str = "cuda" if torch.cuda.is_available() else "cpu"
+    restart: bool = False  # False: keep the finished runs results.json in out_dir holds
 
 
 def check_run(run: Run) -> None:
@@ -523,6 +725,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=Run.seed,
                    help="first seed; runs use seed, seed+1, ... (default %(default)s)")
     p.add_argument("--device", default=Run.device, help="cuda or cpu (default %(default)s)")
+    p.add_argument("--restart", action="store_true",
+                   help="start over: without it, the (task, seed) runs that --out-dir's "
+                        "results.json holds are kept and only the others run")
     # the recipe (FinetuneConfig)
     p.add_argument("--lr", type=float,
                    help="peak learning rate; default: Table 7's for the model size")
@@ -553,6 +758,76 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
+def glue_folder(task: glue.Task, run: Run) -> Path:
+    """The folder of the task's TSVs (--data-dir, or GLUE downloaded once into --cache-dir)."""
+    try:
+        return glue.task_folder(task, run.data_dir, run.cache_dir, run.glue_url, run.mrpc_url)
+    except DownloadError as e:
+        raise SystemExit(f"error: {e}\nFor GLUE, you can also fetch {task.folder}'s files "
+                         f"yourself and pass --data-dir FOLDER (the folder holding train.tsv "
+                         f"and dev.tsv).") from None
+    except (FileNotFoundError, ValueError) as e:
+        raise SystemExit(f"error: {e}") from None
+
+
+def prepare(task: glue.Task, folder: Path, pre: Pretrained, ft: FinetuneConfig) -> glue.Splits:
+    """The task's splits read and tokenised, with one line saying how many rows each has."""
+    try:
+        splits = glue.prepare_task(task, folder, pre.tokenizer, ft.max_seq_len,
+                                   ft.max_train_examples, double_unordered=not ft.single_order)
+    except (FileNotFoundError, ValueError) as e:
+        raise SystemExit(f"error: {e}") from None
+    dev = ", ".join(f"{s} {len(d):,}" for s, d in splits.dev.items())
+    test = ", ".join(f"{s} {len(d):,}" for s, d in splits.test.items())
+    tqdm.write(f"{task.name}: {len(splits.train):,} training rows, {dev}, "
+               + (f"test {test}" if test else "no test file"))
+    return splits
+
+
+@dataclass
+class Job:
+    """What all the (task, seed) runs of one command share."""
+    pre: Pretrained  # the encoder every run starts from
+    ft: FinetuneConfig  # the recipe, filled in for the model's size
+    seeds: list[int]  # the seeds asked for, of every task
+    out: Path  # --out-dir
+    runtime: Runtime  # the device, and Ctrl-C / SIGTERM
+    bar: tqdm  # one step per finished (task, seed) run, with the ETA of them all
+
+
+def stopped(task: glue.Task, seed: int, results: dict, out: Path) -> SystemExit:
+    """The one line after Ctrl-C or SIGTERM: what was dropped, what is kept, how to resume."""
+    count = sum(len(r["seeds"]) for r in results["tasks"].values())
+    kept = f"{out / 'results.json'} holds the {count} finished run(s)" if count else \
+        "no run had finished"
+    return SystemExit(f"stopped by Ctrl-C or SIGTERM in {task.name} seed {seed}, which was "
+                      f"dropped: {kept}. Run the same command again to resume")
+
+
+def finetune_task(job: Job, task: glue.Task, folder: Path, results: dict) -> None:
+    """Fine-tune the seeds of `task` that results.json does not hold, rewriting it after each;
+    then, with all of its seeds done, its submission files and finetune.png."""
+    done = finished_seeds(results, task)
+    todo = [s for s in job.seeds if s not in done]
+    if not todo and "test_predictions_seed" in results["tasks"][task.name]:
+        return  # finished by an earlier run
+    splits = prepare(task, folder, job.pre, job.ft)
+    runs = results["tasks"][task.name]["seeds"] if done else []
+    for seed in todo:
+        try:
+            run = finetune_seed(task, job.pre, splits, job.ft, seed, job.runtime)
+        except Stopped:
+            raise stopped(task, seed, results, job.out) from None
+        if run["test"]:  # first the predictions, so that a seed in results.json always has them
+            save_seed_predictions(seed_predictions_path(job.out, task, seed), run["test"])
+        record = {k: v for k, v in run.items() if k != "test"}
+        runs = sorted(runs + [record], key=lambda r: r["seed"])
+        results["tasks"][task.name] = summarize(task, runs)
+        write_results(results, job.out)
+        job.bar.update(1)
+    finish_task(results, task, splits.test, job.out)
+
+
 def main(argv=None) -> dict:
     args = parse_args(argv)
     run = from_flags(Run, args)
@@ -560,10 +835,7 @@ def main(argv=None) -> dict:
     try:
         names = list(glue.TASKS) if run.task == "all" else [n for n in run.task.split(",") if n]
         tasks = [glue.get_task(n) for n in names]
-        folder = pretrained_folder(run.init, run.revision, run.hub_cache_dir)
-        pre = load_pretrained(folder, run.vocab)
-        if is_hub_name(run.init):
-            pre = replace(pre, source=f"{run.init} (revision {run.revision}; {pre.source})")
+        pre = load_init(run.init, run.revision, run.hub_cache_dir, run.vocab)
     except (FileNotFoundError, ValueError, HubError) as e:
         raise SystemExit(f"error: {e}") from None
     ft = from_flags(FinetuneConfig, args)
@@ -578,25 +850,19 @@ def main(argv=None) -> dict:
     print(f"fine-tuning {pre.source} ({pre.config.num_layers} layers, hidden "
           f"{pre.config.hidden_size}) on {run.device}: lr {ft.lr:g}, layer decay {ft.layer_decay}, "
           f"batch {ft.batch_size}, {optimizer}")
-    results = {"init": pre.source, "device": run.device, "recipe": asdict(ft), "tasks": {}}
+    fresh = {"init": pre.source, "init_id": init_identity(run.init, run.revision, pre),
+             "device": run.device, "recipe": asdict(ft), "data": {}, "tasks": {}}
+    results = resumed_results(fresh, out, run.restart)
+    folders = {task.name: glue_folder(task, run) for task in tasks}
     for task in tasks:
-        try:
-            folder = glue.task_folder(task, run.data_dir, run.cache_dir, run.glue_url, run.mrpc_url)
-            splits = glue.prepare_task(task, folder, pre.tokenizer, ft.max_seq_len,
-                                       ft.max_train_examples, double_unordered=not ft.single_order)
-        except DownloadError as e:
-            raise SystemExit(f"error: {e}\nFor GLUE, you can also fetch {task.folder}'s files "
-                             f"yourself and pass --data-dir FOLDER (the folder holding train.tsv "
-                             f"and dev.tsv).") from None
-        except (FileNotFoundError, ValueError) as e:
-            raise SystemExit(f"error: {e}") from None
-        dev = ", ".join(f"{s} {len(d):,}" for s, d in splits.dev.items())
-        test = ", ".join(f"{s} {len(d):,}" for s, d in splits.test.items())
-        print(f"{task.name}: {len(splits.train):,} training rows, {dev}, "
-              + (f"test {test}" if test else "no test file"))
-        runs = [finetune_seed(task, pre, splits, ft, run.seed + i, run.device)
-                for i in range(run.seeds)]
-        write_finetuning_results(results, task, runs, splits.test, out)
+        check_data(results, task, data_identity(task, folders[task.name]), out)
+    seeds = [run.seed + i for i in range(run.seeds)]
+    kept = say_kept(results, tasks, seeds, out)
+    with tqdm(total=len(tasks) * len(seeds), initial=kept, unit="run", desc="GLUE runs",
+              smoothing=0, dynamic_ncols=True) as bar, StopOnSignal() as stop:
+        job = Job(pre, ft, seeds, out, Runtime(run.device, stop), bar)
+        for task in tasks:
+            finetune_task(job, task, folders[task.name], results)
     print(format_table(results["tasks"]))
     submission = out / "glue_submission"
     print(f"wrote {out / 'results.json'}, {out / 'finetune.png'}"

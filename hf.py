@@ -619,3 +619,12 @@ def pretrained_folder(name_or_path, revision: str = "main", cache_dir=None, endp
     if is_hub_name(name_or_path):
         return hub_files(str(name_or_path), revision, cache_dir, endpoint)
     return Path(name_or_path)
+
+
+def load_init(init, revision: str = "main", cache_dir=None, vocab=None) -> Pretrained:
+    """--init of finetune.py and squad.py: a train.py checkpoint or run folder, an HF folder, or a
+    hub name fetched once into the cache (hub_files); its source says which revision."""
+    pre = load_pretrained(pretrained_folder(init, revision, cache_dir), vocab)
+    if is_hub_name(init):
+        pre = dc_replace(pre, source=f"{init} (revision {revision}; {pre.source})")
+    return pre

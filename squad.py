@@ -10,11 +10,16 @@ next to GLUE. This file is the pipeline in the order a reader meets it:
     features     whitespace words with character offsets, WordPiece, doc-stride windows of 512 tokens
     model        the start/end span head on the discriminator's states
     answers      the n-best span search, the null score for 2.0, predictions.json / null_odds.json
-    training     Table 7's recipe in finetune.py's loop (its lr, layer-wise decay and optimizer), 2 epochs
+    training     Table 7's recipe in finetune.py's loop (its lr, layer-wise decay and optimizer),
+                 2 epochs, a checkpoint after each epoch to resume from
     main         the CLI
 
     python squad.py --task squad1 --init path/to/hf-electra-small-discriminator
     python squad.py --task squad2 --init ckpt.pt --data-dir squad_data/
+    python squad.py --task squad2 --init google/electra-small-discriminator  # the hub
+
+Run the same command again after Ctrl-C (or a crash) and it resumes from the last finished epoch;
+--restart starts over.
 """
 import argparse
 import collections
@@ -37,14 +42,32 @@ from electra import ElectraConfig, Encoder
 from finetune import (
     LOSS_WINDOW,
     FinetuneConfig,
+    Runtime,
+    Stopped,
+    as_json,
     check_finetune_config,
+    check_stop,
+    differences,
     diverged,
+    file_sha256,
     from_flags,
+    init_identity,
     optimizer_and_schedule,
     recipe_for,
+    refuse,
 )
-from hf import Pretrained, load_pretrained
-from plumbing import DownloadError, add_flag, atomic_write, download, mixed_precision, pad_batch
+from hf import HubError, Pretrained, load_init
+from plumbing import (
+    DownloadError,
+    StopOnSignal,
+    add_flag,
+    atomic_write,
+    download,
+    mixed_precision,
+    pad_batch,
+    rng_state,
+    set_rng_state,
+)
 from tokenizer import Tokenizer, is_punctuation, is_whitespace
 
 # --------------------------------------------------------------------------------------------------
@@ -726,16 +749,49 @@ def model_logits(model: SpanModel, features: list[Feature], batch_size: int, pad
 # --------------------------------------------------------------------------------------------------
 
 
+def save_epochs(path: Path, state: dict) -> None:
+    """The run after its last finished epoch, written atomically: never half a checkpoint."""
+    atomic_write(path, lambda tmp: torch.save(state, tmp))
+
+
+def resume_epochs(runtime: Runtime, model: SpanModel, opt, schedule,
+                  order_rng) -> tuple[int, list]:
+    """The epochs that runtime.checkpoint holds and their mean losses, with the model, optimizer,
+    schedule and both RNGs (the order of the rows, dropout) set back to where they were after them;
+    (0, []) when there is none. One line if it was made with other settings."""
+    path = runtime.checkpoint
+    if path is None or not path.is_file():
+        return 0, []
+    try:
+        saved = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # truncated by a full disk, or not a checkpoint at all
+        raise SystemExit(f"--out-dir {path.parent}: {path.name} cannot be read "
+                         f"({type(e).__name__}): pass --restart to start over") from None
+    found = differences(saved["identity"], as_json(runtime.identity))
+    if found:
+        raise refuse(path, found)
+    model.load_state_dict(saved["model"])
+    opt.load_state_dict(saved["optimizer"])
+    schedule.load_state_dict(saved["schedule"])
+    order_rng.set_state(saved["order_rng"])
+    set_rng_state(saved["rng"])
+    done = saved["epoch"]
+    tqdm.write(f"resuming {path}: after epoch {done}")
+    return done, saved["losses"]
+
+
 def finetune(pre: Pretrained, train: list[Feature], ft: FinetuneConfig, cfg: SquadConfig,
-             seed: int, device) -> tuple[SpanModel, list]:
+             seed: int, runtime: Runtime) -> tuple[SpanModel, list]:
     """Fine-tune a span model (with the answerability classifier when cfg says so: SQuAD 2.0) on
     the training features; returns it and the mean loss of each epoch.
 
     GLUE's loop (finetune.finetune_seed) with SQuAD's loss: cfg.epochs passes over the features in
     a new random order each (drawn from `seed`), one update per ft.batch_size features, gradients
-    clipped to a global norm of ft.grad_clip.
+    clipped to a global norm of ft.grad_clip. With runtime.checkpoint, the run is saved there after
+    every epoch (written atomically) and resumed from it; Ctrl-C or SIGTERM (runtime.stop) raises
+    finetune.Stopped before the next update, the unfinished epoch dropped.
     """
-    device = torch.device(device)
+    device = torch.device(runtime.device)
     pad_id = pre.tokenizer.pad_id
     _, autocast = mixed_precision(device, "auto")
     torch.manual_seed(seed)
@@ -746,15 +802,16 @@ def finetune(pre: Pretrained, train: list[Feature], ft: FinetuneConfig, cfg: Squ
     steps = cfg.epochs * math.ceil(len(train) / ft.batch_size)
     opt, schedule = optimizer_and_schedule(model, pre.config.num_layers, ft, steps)
     order_rng = torch.Generator().manual_seed(seed)
+    done, epoch_losses = resume_epochs(runtime, model, opt, schedule, order_rng)
     what = f"squad seed {seed}"
-    epoch_losses = []
-    for epoch in range(1, cfg.epochs + 1):
+    for epoch in range(done + 1, cfg.epochs + 1):
         model.train()
         order = torch.randperm(len(train), generator=order_rng).tolist()
         losses = []
         with tqdm(total=len(train), unit="ex", desc=f"{what} epoch {epoch}/{cfg.epochs}",
                   dynamic_ncols=True, leave=False) as bar:
             for start in range(0, len(train), ft.batch_size):
+                check_stop(runtime)
                 rows = order[start:start + ft.batch_size]
                 starts = torch.tensor([train[r].start for r in rows], device=device)  # [B]
                 ends = torch.tensor([train[r].end for r in rows], device=device)  # [B]
@@ -778,6 +835,12 @@ def finetune(pre: Pretrained, train: list[Feature], ft: FinetuneConfig, cfg: Squ
                 bar.set_postfix(loss=f"{np.mean(losses[-LOSS_WINDOW:]):.4f}")
         epoch_losses.append(float(np.mean(losses)))
         tqdm.write(f"squad epoch {epoch}: loss {epoch_losses[-1]:.4f}")
+        if runtime.checkpoint is not None:
+            state = {"identity": as_json(runtime.identity), "epoch": epoch, "losses": epoch_losses,
+                     "model": model.state_dict(), "optimizer": opt.state_dict(),
+                     "schedule": schedule.state_dict(), "order_rng": order_rng.get_state(),
+                     "rng": rng_state()}
+            save_epochs(runtime.checkpoint, state)
     return model, epoch_losses
 
 
@@ -790,7 +853,9 @@ def finetune(pre: Pretrained, train: list[Feature], ft: FinetuneConfig, cfg: Squ
 class Run:
     """Where the model and the data come from and where results go: not the recipe."""
     task: str  # squad1 or squad2
-    init: str  # train.py checkpoint or run folder, or HF ELECTRA/BERT folder
+    init: str  # train.py checkpoint or run folder, HF ELECTRA/BERT folder, or hub name
+    revision: str = "main"  # hub revision of --init: a branch, tag or commit
+    hub_cache_dir: str | None = None  # None: ~/.cache/electra-from-scratch/hub (hf.hub_cache_dir)
     vocab: str | None = None  # None: the vocab.txt beside --init
     data_dir: str | None = None  # None: download the official files into cache_dir
     cache_dir: str = str(DEFAULT_CACHE)  # where downloaded SQuAD files are kept
@@ -800,6 +865,7 @@ class Run:
     device: str = "cuda" if torch.cuda.is_available() else "cpu"
     max_train_examples: int | None = None  # the first N training questions only: quick runs
     max_dev_examples: int | None = None  # predict and score the first N dev questions only
+    restart: bool = False  # False: resume from the checkpoint in out_dir, if there is one
 
 
 def check_run(run: Run) -> None:
@@ -819,7 +885,12 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--task", required=True, choices=list(SQUAD_FILES), help="SQuAD 1.1 or 2.0")
     p.add_argument("--init", required=True,
-                   help="train.py checkpoint, or HuggingFace ELECTRA/BERT folder")
+                   help="train.py checkpoint, HuggingFace ELECTRA/BERT folder, or a hub name "
+                        "such as google/electra-small-discriminator (fetched once)")
+    p.add_argument("--revision", default=Run.revision,
+                   help="hub revision of --init: a branch, tag or commit (default %(default)s)")
+    add_flag(p, "hub_cache_dir",
+             help="where hub checkpoints are kept (default ~/.cache/electra-from-scratch/hub)")
     p.add_argument("--vocab", help="vocab.txt (default: the one beside --init)")
     add_flag(p, "data_dir", help="folder holding the official train/dev JSON files (default: "
                                  "download into --cache-dir)")
@@ -827,7 +898,11 @@ def parser() -> argparse.ArgumentParser:
              help="where downloaded SQuAD files are kept (default %(default)s)")
     add_flag(p, "squad_url", default=Run.squad_url, help="base URL of the SQuAD JSON files")
     add_flag(p, "out_dir", default=Run.out_dir,
-             help="predictions.json, null_odds.json, results.json (default %(default)s)")
+             help="predictions.json, null_odds.json, results.json, and the checkpoint of the "
+                  "last finished epoch while it runs (default %(default)s)")
+    p.add_argument("--restart", action="store_true",
+                   help="start over: without it, a run stopped half-way in --out-dir resumes "
+                        "from its last finished epoch")
     p.add_argument("--seed", type=int, default=Run.seed, help="random seed (default %(default)s)")
     p.add_argument("--device", default=Run.device, help="cuda or cpu (default %(default)s)")
     add_flag(p, "max_train_examples", type=int, help="use only the first N training questions")
@@ -900,6 +975,23 @@ def parse_args(argv=None) -> argparse.Namespace:
 EVAL_BATCH_SIZE = 16  # evaluation only, no effect on results; the joint head's beam makes a
 # [16, 20, 512, 2H] tensor of start-end pairs (Base: about 1 GiB in fp32), and larger batches
 # would crowd a CPU's memory
+CHECKPOINT = "checkpoint.pt"  # in --out-dir: the run after its last finished epoch, until it ends
+
+
+def run_identity(run: Run, pre: Pretrained, ft: FinetuneConfig, cfg: SquadConfig,
+                 train_path: Path) -> dict:
+    """What a run is, kept in its checkpoint: a checkpoint of another run is not resumed."""
+    return {"task": run.task, "seed": run.seed, "max_train_examples": run.max_train_examples,
+            "init_id": init_identity(run.init, run.revision, pre), "recipe": asdict(ft),
+            "squad": asdict(cfg), "data": {train_path.name: file_sha256(train_path)}}
+
+
+def stopped(checkpoint: Path) -> SystemExit:
+    """The one line after Ctrl-C or SIGTERM: what is kept, how to resume."""
+    kept = f"{checkpoint} holds the finished epochs" if checkpoint.is_file() else \
+        "no epoch had finished"
+    return SystemExit(f"stopped by Ctrl-C or SIGTERM, the unfinished epoch dropped: {kept}. Run "
+                      f"the same command again to resume")
 
 
 def main(argv=None) -> dict:
@@ -908,7 +1000,10 @@ def main(argv=None) -> dict:
     out = Path(run.out_dir)
     v2 = run.task == "squad2"
     try:
-        pre = load_pretrained(run.init, run.vocab)
+        pre = load_init(run.init, run.revision, run.hub_cache_dir, run.vocab)
+    except (FileNotFoundError, ValueError, HubError) as e:
+        raise SystemExit(f"error: {e}") from None
+    try:
         train_path, dev_path = squad_files(run.task, run.data_dir, run.cache_dir, run.squad_url)
         train_data = read_dataset(train_path)
         dev_data = read_dataset(dev_path)
@@ -939,8 +1034,17 @@ def main(argv=None) -> dict:
           f"windows, {len(dev_examples):,} dev questions in {len(dev_features):,} windows; "
           f"{pre.source} on {run.device}: lr {ft.lr:g}, layer decay {ft.layer_decay}, "
           f"batch {ft.batch_size}, {cfg.epochs} epochs")
+    checkpoint = out / CHECKPOINT
+    if run.restart:
+        checkpoint.unlink(missing_ok=True)
+    identity = run_identity(run, pre, ft, cfg, train_path)
     t0 = time.time()
-    model, losses = finetune(pre, train_features, ft, cfg, run.seed, run.device)
+    with StopOnSignal() as stop:  # not over the prediction: Ctrl-C there quits at once
+        runtime = Runtime(run.device, stop, checkpoint, identity)
+        try:
+            model, losses = finetune(pre, train_features, ft, cfg, run.seed, runtime)
+        except Stopped:
+            raise stopped(checkpoint) from None
     device = torch.device(run.device)
     logits = model_logits(model, dev_features, EVAL_BATCH_SIZE, pre.tokenizer.pad_id, device)
     predictions, null_odds = predict_answers(dev_examples, dev_features, logits, cfg, v2)
@@ -958,6 +1062,7 @@ def main(argv=None) -> dict:
               "seconds": time.time() - t0, "train_loss": losses, "dev": metrics,
               "squad": asdict(cfg), "recipe": asdict(ft)}
     atomic_write(out / "results.json", json.dumps(report, indent=2, allow_nan=False))
+    checkpoint.unlink()  # the run is complete: a next one starts afresh
     print(" ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}"
                    for k, v in metrics.items()))
     written = [out / "predictions.json"] + ([out / "null_odds.json"] if v2 else [])

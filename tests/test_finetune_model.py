@@ -13,6 +13,7 @@ import hf
 import plumbing
 import train
 from electra import Electra, Encoder, get_config, lr_factor
+from hf import load_pretrained
 from tokenizer import Tokenizer
 
 WORDS = ["good", "bad", "movie", "film", "great", "awful", "the", "a", "is", "was", "not", "very", "."]
@@ -158,7 +159,7 @@ def test_hf_electra_folder_gives_hf_hidden_states(tmp_path, safetensors):
     hf = transformers.ElectraForPreTraining(transformers.ElectraConfig(embedding_size=16, **HF_SIZES)).eval()
     hf.save_pretrained(tmp_path, safe_serialization=safetensors)
     tiny_tokenizer(40).save(tmp_path / "vocab.txt")
-    pre = ft.load_pretrained(tmp_path)
+    pre = load_pretrained(tmp_path)
     assert (pre.config.embedding_size, pre.config.num_layers) == (16, 2)
     ids, seg, mask = inputs(40)
     with torch.no_grad():
@@ -172,7 +173,7 @@ def test_hf_bert_folder_gives_hf_hidden_states(tmp_path, cls):
     hf = cls(transformers.BertConfig(**HF_SIZES)).eval()
     hf.save_pretrained(tmp_path)
     tiny_tokenizer(40).save(tmp_path / "vocab.txt")
-    pre = ft.load_pretrained(tmp_path)
+    pre = load_pretrained(tmp_path)
     assert pre.config.embedding_size == pre.config.hidden_size == 32  # BERT: no embedding projection
     ids, seg, mask = inputs(40)
     with torch.no_grad():
@@ -186,37 +187,37 @@ def test_train_checkpoint_loads_the_discriminator(tmp_path):
     model = save_train_checkpoint(tmp_path / "run", tok, tiny_config(tok))
     ids, seg, mask = inputs(len(tok))
     for init in (tmp_path / "run", tmp_path / "run" / "ckpt.pt"):  # the run folder or the file
-        pre = ft.load_pretrained(init)
+        pre = load_pretrained(init)
         torch.testing.assert_close(hidden_states(pre, ids, seg, mask),
                                    model.eval().discriminator.hidden_states(ids, seg, mask))
 
 
 def test_init_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="does not exist"):
-        ft.load_pretrained(tmp_path / "nope")
+        load_pretrained(tmp_path / "nope")
     (tmp_path / "empty").mkdir()
     with pytest.raises(FileNotFoundError, match="without config.json"):
-        ft.load_pretrained(tmp_path / "empty")
+        load_pretrained(tmp_path / "empty")
     hf_dir = tmp_path / "hf"
     transformers.ElectraModel(transformers.ElectraConfig(embedding_size=16, **HF_SIZES)).save_pretrained(hf_dir)
     with pytest.raises(FileNotFoundError, match=r"no vocab.txt for .*hf.*--vocab"):
-        ft.load_pretrained(hf_dir)
+        load_pretrained(hf_dir)
     tiny_tokenizer(39).save(hf_dir / "vocab.txt")
     with pytest.raises(ValueError, match="has 39 tokens but the model .* has 40 token embeddings"):
-        ft.load_pretrained(hf_dir)
+        load_pretrained(hf_dir)
     (hf_dir / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
     with pytest.raises(ValueError, match="model_type 'gpt2' is not supported"):
-        ft.load_pretrained(hf_dir)
+        load_pretrained(hf_dir)
     # a train.py run whose vocab.txt was replaced by another of the same size
     tok = tiny_tokenizer()
     save_train_checkpoint(tmp_path / "run", tok, tiny_config(tok))
     other = Tokenizer(tok.id_to_token[:-1] + ["zzz"])
     other.save(tmp_path / "run" / "vocab.txt")
     with pytest.raises(ValueError, match="is not the vocab .* was pre-trained with"):
-        ft.load_pretrained(tmp_path / "run")
+        load_pretrained(tmp_path / "run")
     (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
     with pytest.raises(ValueError, match="not a readable train.py checkpoint"):
-        ft.load_pretrained(tmp_path / "junk.pt")
+        load_pretrained(tmp_path / "junk.pt")
 
 
 # --- fine-tuning --------------------------------------------------------------------------------------
@@ -235,13 +236,14 @@ def sentiment_rows(n, seed=0):
 def test_a_few_steps_lower_the_loss(tmp_path):
     tok = tiny_tokenizer()
     save_train_checkpoint(tmp_path / "run", tok, tiny_config(tok))
-    pre = ft.load_pretrained(tmp_path / "run")
+    pre = load_pretrained(tmp_path / "run")
     task = glue.get_task("sst2")
     examples = [glue.Example(str(i), row.split("\t")[0], None, int(row[-1])) for i, row in enumerate(sentiment_rows(64))]
     data = glue.encode_examples(examples, tok, 16)
     # a random-init encoder barely separates the sentences at [CLS]: a high lr and no decay, 32 steps
     recipe = ft.recipe_for(pre.config, ft.FinetuneConfig(epochs=8, batch_size=16, lr=3e-3, layer_decay=1.0))
-    run = ft.finetune_seed(task, pre, glue.Splits(data, {"dev": data}, {}), recipe, seed=0, device="cpu")
+    splits = glue.Splits(data, {"dev": data}, {})
+    run = ft.finetune_seed(task, pre, splits, recipe, seed=0, runtime=ft.Runtime("cpu"))
     losses = [h["train_loss"] for h in run["history"]]
     assert losses[-1] < 0.5 * losses[0], losses
     assert run["dev"]["acc"] == 100.0  # one word decides the label: the model must learn it
@@ -420,11 +422,11 @@ def test_every_numeric_flag_is_range_checked(tmp_path, flag, value, message):
 def test_epochs_is_honoured(tmp_path):
     tok = tiny_tokenizer()
     save_train_checkpoint(tmp_path / "run", tok, tiny_config(tok))
-    pre = ft.load_pretrained(tmp_path / "run")
+    pre = load_pretrained(tmp_path / "run")
     data = glue.encode_examples([glue.Example(str(i), r.split("\t")[0], None, int(r[-1]))
                                for i, r in enumerate(sentiment_rows(4))], tok, 16)
     for epochs, expected in ((1, [1]), (None, [1, 2, 3])):  # None: the task's (SST-2: 3, Table 7)
         recipe = ft.recipe_for(pre.config, ft.FinetuneConfig(epochs=epochs, batch_size=4))
         run = ft.finetune_seed(glue.get_task("sst2"), pre, glue.Splits(data, {"dev": data}, {}), recipe, seed=0,
-                               device="cpu")
+                               runtime=ft.Runtime("cpu"))
         assert [h["epoch"] for h in run["history"]] == expected

@@ -11,6 +11,7 @@ from test_finetune_model import (  # the tiny train.py run folder of finetune's 
     save_train_checkpoint,
     tiny_config,
 )
+from test_hf_hub import hub, save_pair  # noqa: F401 (hub: the fixture of a local hub server)
 
 import squad
 from tokenizer import Tokenizer
@@ -270,6 +271,31 @@ def test_cli_downloads_fine_tunes_and_writes_official_files(tmp_path, http_serve
     assert "wrote" in capsys.readouterr().out
 
 
+def test_init_by_hub_name_is_fetched_once(hub, tmp_path, capsys):  # noqa: F811 (the fixture)
+    save_pair(hub.root)  # google/electra-tiny-discriminator on the local server
+    (tmp_path / "data").mkdir()
+    squad_file(tmp_path / "data" / "train-v2.0.json")
+    squad_file(tmp_path / "data" / "dev-v2.0.json")
+    cache = tmp_path / "hubcache"
+    argv = ["--task", "squad2", "--init", "google/electra-tiny-discriminator",
+            "--hub-cache-dir", str(cache), "--data-dir", str(tmp_path / "data"),
+            "--out-dir", str(tmp_path / "out"), "--max-seq-len", "32", "--doc-stride", "8",
+            "--epochs", "1", "--device", "cpu"]
+    report = squad.main(argv)
+    assert report["init"].startswith("google/electra-tiny-discriminator (revision main; "
+                                     "HuggingFace electra")
+    assert (cache / "google" / "electra-tiny-discriminator" / "main" / "config.json").is_file()
+    assert report["dev"]["total"] == 4 and "wrote" in capsys.readouterr().out
+    # cached: the server is not asked
+    hub.faults["status"] = {"google/electra-tiny-discriminator": 500}
+    assert squad.main(argv)["dev"] == pytest.approx(report["dev"])
+    with pytest.raises(SystemExit) as e:
+        squad.main(argv[:3] + ["google/no-such-model"] + argv[4:])
+    assert str(e.value).startswith("error: could not fetch config.json of google/no-such-model "
+                                   "(revision main)")
+    assert "\n" not in str(e.value)
+
+
 def test_offline_download_and_bad_data_are_one_clear_line(tmp_path, http_server):
     root, url = http_server
     run = tiny_run(tmp_path)
@@ -289,7 +315,7 @@ def test_offline_download_and_bad_data_are_one_clear_line(tmp_path, http_server)
 
 
 def test_a_few_steps_lower_the_loss(tmp_path):
-    from finetune import FinetuneConfig
+    from finetune import FinetuneConfig, Runtime
     from hf import load_pretrained
 
     pre = load_pretrained(tiny_run(tmp_path))
@@ -297,7 +323,8 @@ def test_a_few_steps_lower_the_loss(tmp_path):
                                    squad.SquadConfig(max_seq_len=64), training=True)
     ft = FinetuneConfig(lr=1e-3, layer_decay=0.8, batch_size=2)
     cfg = squad.SquadConfig(max_seq_len=64, epochs=15, answerable_hidden=8, joint_hidden=8)
-    _, losses = squad.finetune(pre, features, ft, cfg, seed=0, device="cpu")  # answerable_classifier: 2.0
+    # answerable_classifier: 2.0
+    _, losses = squad.finetune(pre, features, ft, cfg, seed=0, runtime=Runtime("cpu"))
     assert losses[-1] < 0.5 * losses[0]
 
 
