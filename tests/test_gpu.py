@@ -99,16 +99,17 @@ def test_bf16_autocast_on_tensor_cores_matches_fp32(tf32_off):
 
 
 def test_tf32_on_and_off_agree_to_tf32_precision(tf32_off):
-    """train.py turns TF32 on for the fp32 matmuls left outside autocast (plumbing.parallel_model):
-    on the tensor cores they then round their inputs to 10 bits of mantissa. The discriminator's
-    logits with TF32 on differ from full fp32 (it is on), by at most TF32's rounding."""
+    """train.py turns TF32 on for the fp32 matmuls left outside autocast (train.set_up; that it
+    does is checked in test_exact_resume_on_cuda): on the tensor cores they then round their
+    inputs to 10 bits of mantissa. The discriminator's logits with TF32 on differ from full fp32
+    (it is on), by at most TF32's rounding."""
     torch.manual_seed(0)
     model = Electra(small_config()).to(CUDA).eval()
     x, s, a = make_batch()
     with torch.no_grad():
         full = model.discriminator(x, s, a)
-        assert plumbing.parallel_model(model, 1, CUDA, compile=False) is model  # 1 process: no DDP
-        assert torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = True  # as train.set_up on a GPU
+        torch.backends.cudnn.allow_tf32 = True
         tf32 = model.discriminator(x, s, a)
     real = a.bool()
     err = (tf32 - full)[real].abs().max().item()
@@ -158,8 +159,8 @@ def test_fused_attention_matches_the_hand_written_reference_on_cuda(tf32_off):
 
 
 def test_pinned_memory_non_blocking_copies_arrive_whole():
-    """plumbing.to_device copies a batch through pinned memory without waiting for the copy. The
-    pinned buffer is its own copy: overwriting the numpy batch right after the call (as the next
+    """train.train copies a batch through pinned memory without waiting for the copy (the line
+    below is its copy, written out there). The pinned buffer is its own copy: overwriting the numpy batch right after the call (as the next
     batch would) cannot reach the GPU's, and after a synchronize every value is there."""
     rs = np.random.default_rng(0)
     sent, kept = [], []
@@ -167,7 +168,8 @@ def test_pinned_memory_non_blocking_copies_arrive_whole():
         batch = [rs.integers(0, 30522, (128, 128)), rs.integers(0, 2, (128, 128)),
                  rs.random((128, 128)) < 0.9]  # input_ids, segment_ids, attention_mask
         kept.append([b.copy() for b in batch])
-        on_gpu = plumbing.to_device(batch, CUDA)
+        tensors = [torch.from_numpy(a) for a in batch]
+        on_gpu = [t.pin_memory().to(CUDA, non_blocking=True) for t in tensors]
         _ = on_gpu[0].float().sum()
         for b in batch:
             b[...] = 0  # the caller reuses its arrays
@@ -212,7 +214,7 @@ def test_nccl_ddp_with_one_process_equals_the_plain_step(tf32_off):
                 torch.manual_seed(10 + step)
                 loss = model(x, s, a).loss
                 loss.backward()
-                torch.nn.utils.clip_grad_norm_(params.parameters(), train.CLIP_NORM)
+                torch.nn.utils.clip_grad_norm_(params.parameters(), train.TrainConfig.clip_norm)
                 opt.step()
                 opt.zero_grad(set_to_none=True)
                 losses.append(loss.item())
@@ -254,7 +256,7 @@ def test_compile_with_and_without_cuda_graphs_matches_eager(tf32_off, mode):
                 torch.manual_seed(10 + step)
                 loss = model(x, s, a).loss
                 loss.backward()
-                torch.nn.utils.clip_grad_norm_(params.parameters(), train.CLIP_NORM)
+                torch.nn.utils.clip_grad_norm_(params.parameters(), train.TrainConfig.clip_norm)
                 opt.step()
                 opt.zero_grad(set_to_none=True)
                 losses[name].append(loss.item())
@@ -318,6 +320,8 @@ def test_exact_resume_on_cuda(corpus, tmp_path):
     result = train.main(["--out", str(tmp_path / "b"), "--resume", "--cache-dir", str(corpus[2]),
                          "--device", "cuda", "--log-interval", "1", "--eval-interval", "1000"])
     assert result["step"] == 10 and next(result["model"].parameters()).is_cuda
+    # train.set_up turned TF32 on for the fp32 matmuls outside autocast
+    assert torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32
     a, a2, b = rows(tmp_path / "a"), rows(tmp_path / "a2"), rows(tmp_path / "b")
     assert [r["step"] for r in a] == [r["step"] for r in b] == list(range(1, 11))
     for key in ("loss", "mlm_loss", "disc_loss", "grad_norm"):
