@@ -1,8 +1,9 @@
 """What a run tells its user; nothing here changes what is trained.
 
 train.py calls these. Read in order: the metrics (METRICS, step_stats), the same on held-out text
-(evaluate_heldout), the metrics file (MetricsLog writes metrics.jsonl, read_metrics reads it), the
-curves drawn from it (plot_pretraining_curves), the printed lines (progress_line, startup_report),
+with D's context AUC (evaluate_heldout), the metrics file (MetricsLog writes metrics.jsonl,
+read_metrics reads it), the curves drawn from it (plot_pretraining_curves), the printed lines
+(progress_line, one held-out sentence as D reads it: marked_sentence, startup_report),
 the FLOPs of a step in two conventions (flops_per_step, flops_per_step_official: Table 1's compute)
 and every preset's (preset_costs: python train.py --presets), MFU (peak_flops) and the time
 projection of a GPU-sized run started on a CPU (CpuProjection).
