@@ -514,9 +514,15 @@ class Electra(nn.Module):
         init_weights(self, config.init_std)
 
     def forward(self, input_ids, segment_ids, attention_mask,
-                rng: torch.Generator | None = None) -> ElectraOutput:
+                rng: torch.Generator | None = None,
+                temperature: float | None = None) -> ElectraOutput:
         """One pre-training step: Section 2's steps in the module docstring's order, then the loss.
         BERT's step stops at L_MLM, with BERT's 80/10/10 masking and its masked LM in G's place.
+
+        temperature: G's sampling temperature, x_hat ~ softmax(logits / temperature); None:
+        config.temperature, the one training uses. Evaluation passes 1.0, the paper's, to measure
+        D against G's untempered samples (report.evaluate_heldout's context AUC): a D trained on
+        tempered samples can separate them by their rarity alone, without reading the context.
         """
         cfg = self.config
         x = input_ids
@@ -532,7 +538,9 @@ class Electra(nn.Module):
         steps = dict(mlm_loss=l_mlm, gen_acc=gen_acc, m=m, m_valid=m_valid, x_masked=x_masked)
         if bert:
             return ElectraOutput(loss=l_mlm, **steps)
-        x_hat = sample(logits_G, cfg.temperature, rng)  # [B, K]
+        if temperature is None:
+            temperature = cfg.temperature
+        x_hat = sample(logits_G, temperature, rng)  # [B, K]
         x_corrupt = replace(x, m, torch.where(m_valid, x_hat, x_m))  # [B, T]
         is_original = x_corrupt == x  # a sample equal to the original counts as original
         real = attention_mask.bool()

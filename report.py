@@ -1,8 +1,9 @@
 """What a run tells its user; nothing here changes what is trained.
 
 train.py calls these. Read in order: the metrics (METRICS, step_stats), the same on held-out text
-(evaluate_heldout), the metrics file (MetricsLog writes metrics.jsonl, read_metrics reads it), the
-curves drawn from it (plot_pretraining_curves), the printed lines (progress_line, startup_report),
+with D's context AUC (evaluate_heldout), the metrics file (MetricsLog writes metrics.jsonl,
+read_metrics reads it), the curves drawn from it (plot_pretraining_curves), the printed lines
+(progress_line, one held-out sentence as D reads it: marked_sentence, startup_report),
 the FLOPs of a step in two conventions (flops_per_step, flops_per_step_official: Table 1's compute)
 and every preset's (preset_costs: python train.py --presets), MFU (peak_flops) and the time
 projection of a GPU-sized run started on a CPU (CpuProjection).
@@ -54,10 +55,16 @@ def stats_dict(t: torch.Tensor) -> dict:
     return d
 
 
+# G's sampling temperature of the context AUC: the paper's (ElectraConfig's default, the official
+# code's temperature 1.0), whatever temperature a run trains at
+CONTEXT_TEMPERATURE = ElectraConfig.temperature
+
+
 @torch.no_grad()
 def evaluate_heldout(model: torch.nn.Module, examples: np.ndarray, batches, cfg,
                      device: torch.device, autocast) -> dict:
-    """Held-out metrics: the same quantities as training, dropout off, the same masks every time.
+    """Held-out metrics: the same quantities as training, dropout off, the same masks every time,
+    and D's context AUC: disc_auc against G's samples drawn at CONTEXT_TEMPERATURE = 1.
     `examples` are laid out as the training `batches` (a data.Batches: its ids, micro-batch size,
     length and special tokens); `cfg` is the run's train.TrainConfig.
 
@@ -65,34 +72,58 @@ def evaluate_heldout(model: torch.nn.Module, examples: np.ndarray, batches, cfg,
     forked and seeded, so evaluations at different steps see the same corrupted inputs and the
     training RNG stream is not disturbed. D's AUC is computed once over all of those tokens
     together (a ranking does not average over batches); the other metrics are batch means.
+
+    The context AUC: at a temperature above 1 G proposes rare tokens more often than it believes
+    them, and D can flag them by their rarity alone, from the token without its context. A second
+    pass, reseeded (the same masks and uniforms: only the temperature differs), samples at the
+    paper's temperature 1; when the run trains at 1 it is disc_auc itself, recorded all the same.
     """
     model.eval()
-    sums = torch.zeros(len(METRICS), device=device)
-    n = 0
+    inputs = [tuple(torch.from_numpy(a).to(device) for a in arrays)
+              for arrays in heldout_batches(examples, batches, cfg.eval_batches)]
+    devices = [device.index or 0] if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):
+        stats = heldout_pass(model, inputs, autocast, cfg.seed, None)
+        has_d = model.discriminator is not None
+        if has_d and model.config.temperature == CONTEXT_TEMPERATURE:
+            stats["context_auc"] = stats["disc_auc"]
+        elif has_d:
+            context = heldout_pass(model, inputs, autocast, cfg.seed, CONTEXT_TEMPERATURE)
+            stats["context_auc"] = context["disc_auc"]
+    model.train()
+    return stats
+
+
+def heldout_batches(examples: np.ndarray, batches, n: int) -> list[tuple]:
+    """The first `n` micro-batches of held-out `examples`, as pretraining_batch lays them out:
+    (x, segment_ids, attention_mask) numpy arrays [b, T] each."""
+    b = batches.micro_batch
+    starts = [i * b for i in range(n) if i * b < len(examples)]
+    return [pretraining_batch(batches.ids, examples[s:s + b], batches.max_len, *batches.special)
+            for s in starts]
+
+
+def heldout_pass(model: torch.nn.Module, inputs: list[tuple], autocast, seed: int,
+                 temperature: float | None) -> dict:
+    """One pass over the held-out micro-batches `inputs`, the torch RNG seeded with `seed`, G
+    sampling at `temperature` (None: the run's): the batch means of METRICS, and disc_auc pooled
+    over every held-out token (objectives with a discriminator)."""
+    torch.manual_seed(seed)
+    per_batch = []  # step_stats of each micro-batch, [len(METRICS)] each
     # D's scores and labels of every held-out token
     p_original = []
     is_original = []
     real = []
-    b = batches.micro_batch
-    devices = [device.index or 0] if device.type == "cuda" else []
-    with torch.random.fork_rng(devices=devices):
-        torch.manual_seed(cfg.seed)
-        for i in range(cfg.eval_batches):
-            rows = examples[i * b:(i + 1) * b]
-            if len(rows) == 0:
-                break
-            arrays = pretraining_batch(batches.ids, rows, batches.max_len, *batches.special)
-            x, segment_ids, attention_mask = (torch.from_numpy(a).to(device) for a in arrays)
-            with autocast:
-                out = model(x, segment_ids, attention_mask)
-            sums += step_stats(out)
-            n += 1
-            if out.p_original is not None:
-                p_original.append(out.p_original.flatten())
-                is_original.append((out.x_corrupt == x).flatten())
-                real.append(attention_mask.flatten())
-    model.train()
-    stats = stats_dict(sums / max(n, 1))
+    for x, segment_ids, attention_mask in inputs:
+        with autocast:
+            out = model(x, segment_ids, attention_mask, temperature=temperature)
+        per_batch.append(step_stats(out))
+        if out.p_original is not None:
+            p_original.append(out.p_original.flatten())
+            is_original.append((out.x_corrupt == x).flatten())
+            real.append(attention_mask.flatten())
+    means = torch.stack(per_batch).mean(0) if per_batch else torch.zeros(len(METRICS))
+    stats = stats_dict(means)
     if p_original:
         auc = disc_auc(torch.cat(p_original), torch.cat(is_original), torch.cat(real))
         stats["disc_auc"] = auc.item()
@@ -187,8 +218,8 @@ def read_metrics(metrics_path: Path) -> list[dict]:
 
 
 def plot_pretraining_curves(metrics_path: Path, png_path: Path) -> None:
-    """Redraw curves.png from metrics.jsonl: losses, accuracies (with D's all-original baseline),
-    lr."""
+    """Redraw curves.png from metrics.jsonl: losses, accuracies (with D's all-original baseline,
+    its AUC and its held-out context AUC), lr."""
     # its own canvas: no pyplot, no switch of the global backend
     from matplotlib.figure import Figure
 
@@ -208,13 +239,15 @@ def plot_pretraining_curves(metrics_path: Path, png_path: Path) -> None:
                                   ("all_original_acc", "D baseline: all original"),
                                   ("disc_precision", "D precision (replaced)"),
                                   ("disc_recall", "D recall (replaced)"),
-                                  ("disc_auc", "D AUC, replaced vs original (0.5 = chance)")]),
+                                  ("disc_auc", "D AUC, replaced vs original (0.5 = chance)"),
+                                  ("context_auc", "D AUC vs G's samples at temperature 1")]),
     ]
     for ax, title, keys in panels:
         # one colour per quantity: train solid, held-out dashed
         for i, (key, label) in enumerate(keys):
             for split, style in ((train, "-"), (held, "o--")):
-                if split:
+                # context_auc is measured on held-out text only
+                if any(key in r for r in split):
                     steps = [r["step"] for r in split]
                     values = [r.get(key, math.nan) for r in split]
                     legend = f"{label or key} ({split[0]['split']})"
@@ -235,11 +268,12 @@ def plot_pretraining_curves(metrics_path: Path, png_path: Path) -> None:
 
 
 # -----------------------------------------------------------------------------
-# What is printed: the start-up summary, the progress bar
+# What is printed: the start-up summary, the progress bar, one held-out sentence as D sees it
 
 
 def progress_line(row: dict, objective: str) -> str:
-    """The few numbers shown on the progress bar and after each evaluation."""
+    """The few numbers shown on the progress bar and after each evaluation; ctx_AUC is the
+    held-out context AUC (evaluate_heldout), D's AUC against G's samples at temperature 1."""
     if objective in ("replace_mlm", "all_tokens_mlm"):
         text = (f"L_MLM(G) {row['mlm_loss']:.3f} L_MLM(main) {row['main_mlm_loss']:.3f} "
                 f"G_acc {row['gen_acc']:.3f}")
@@ -251,11 +285,78 @@ def progress_line(row: dict, objective: str) -> str:
                 f"(all-original {row['all_original_acc']:.4f}) "
                 f"D_P/R {row['disc_precision']:.2f}/{row['disc_recall']:.2f} "
                 f"D_AUC {row['disc_auc']:.3f}")
+        if "context_auc" in row:  # held-out rows: D against G's samples at temperature 1
+            text += f" ctx_AUC {row['context_auc']:.3f}"
     if "tokens_per_s" in row:
         text += f" | {row['tokens_per_s']:,.0f} tok/s"
     if "mfu" in row:
         text += f" MFU {row['mfu']:.1%}"
     return text
+
+
+SAMPLE_TOKENS = 30  # ours: tokens of the held-out sentence shown at each evaluation (2 lines)
+# ANSI colours of D's calls on a terminal
+CAUGHT = "\x1b[1;32m"  # bold green: a token G replaced that D calls replaced
+FALSE_ALARM = "\x1b[1;31m"  # bold red: an original token that D calls replaced
+RESET = "\x1b[0m"
+
+
+def marked_sentence(tokens: list[str], x: torch.Tensor, x_corrupt: torch.Tensor,
+                    p_original: torch.Tensor, tty: bool) -> str:
+    """A sequence as D reads it: x_corrupt, each token G replaced (x_corrupt_t != x_t) written
+    [x_t->x_corrupt_t], and D's calls "replaced" (D(x_corrupt, t) < 0.5) marked: a `*` before the
+    token in plain text; on a terminal (tty) colour instead, green where G did replace it, red
+    where it is original. The first SAMPLE_TOKENS tokens, after a line saying the notation.
+
+    tokens: the vocabulary (id -> piece); x, x_corrupt: [n] ids; p_original: [n] D(x_corrupt, t).
+
+    >>> vocab = ["[CLS]", "[SEP]", "the", "cat", "dog", "sat"]
+    >>> x = torch.tensor([0, 2, 3, 5, 1])
+    >>> x_corrupt = torch.tensor([0, 2, 4, 5, 1])
+    >>> p_original = torch.tensor([0.9, 0.2, 0.1, 0.7, 0.6])
+    >>> print(marked_sentence(vocab, x, x_corrupt, p_original, tty=False))
+    held-out sentence ([orig->new]: G's replacement; *: D calls it replaced):
+      [CLS] *the *[cat->dog] sat [SEP]
+    """
+    words = []
+    for t in range(min(len(x), SAMPLE_TOKENS)):
+        original = tokens[x[t]]
+        seen = tokens[x_corrupt[t]]
+        word = seen if original == seen else f"[{original}->{seen}]"
+        flagged = p_original[t].item() < 0.5
+        if flagged and tty:
+            word = f"{FALSE_ALARM if original == seen else CAUGHT}{word}{RESET}"
+        elif flagged:
+            word = "*" + word
+        words.append(word)
+    more = " ..." if len(x) > SAMPLE_TOKENS else ""
+    if tty:
+        legend = (f"[orig->new]: G's replacement; D calls replaced: {CAUGHT}right{RESET}, "
+                  f"{FALSE_ALARM}wrong{RESET}")
+    else:
+        legend = "[orig->new]: G's replacement; *: D calls it replaced"
+    return f"held-out sentence ({legend}):\n  {' '.join(words)}{more}"
+
+
+@torch.no_grad()
+def heldout_example(model: torch.nn.Module, examples: np.ndarray, batches, cfg,
+                    device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One held-out example through the model, the same each time: the longest of the first
+    micro-batch (the first is often a book's title), dropout off, the torch RNG forked and seeded
+    with cfg.seed so that every evaluation masks the same positions. Returns x, x_corrupt and D's
+    p_original over its n real tokens, [n] each, on the CPU (marked_sentence's input)."""
+    model.eval()
+    first = examples[:batches.micro_batch]  # [b, 4] (a_start, a_len, b_start, b_len)
+    i = int(np.argmax(first[:, 1] + first[:, 3]))
+    arrays = heldout_batches(first[i:i + 1], batches, 1)[0]
+    x, segment_ids, attention_mask = (torch.from_numpy(a).to(device) for a in arrays)  # [1, T]
+    devices = [device.index or 0] if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(cfg.seed)
+        out = model(x, segment_ids, attention_mask)
+    model.train()
+    real = attention_mask[0].bool()  # [T]
+    return x[0, real].cpu(), out.x_corrupt[0, real].cpu(), out.p_original[0, real].cpu()
 
 
 def startup_report(cfg, run, end: int) -> str:

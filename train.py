@@ -25,6 +25,7 @@ import argparse
 import contextlib
 import math
 import os
+import sys
 from dataclasses import asdict, dataclass, field, fields
 from dataclasses import replace as dc_replace
 from pathlib import Path
@@ -472,6 +473,10 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device) -
                 report.plot_pretraining_curves(metrics_path, curves_path)
                 line = report.progress_line(last_eval, cfg.objective)
                 bar.write(f"step {step:,} held-out: {line}")
+                if run.raw.discriminator is not None:  # the same sentence each time, D improving
+                    sample = report.heldout_example(run.raw, run.data.eval_ex, batches, cfg, device)
+                    bar.write(report.marked_sentence(run.data.tok.id_to_token, *sample,
+                                                     tty=sys.stdout.isatty()))
             interrupted = plumbing.agree_to_stop(stop.requested, log_step, world, device)
             if ckpt_step or interrupted:
                 save_run(cfg, run, step)

@@ -48,13 +48,15 @@ def word_vocab(path, text_path=SAMPLE_TEXT, size: int = 1000) -> Path:
 
 
 def short_run(out_dir, steps: int, objective: str = "electra", data=SAMPLE_TEXT, batch_size: int = 16,
-              seq_len: int = 64, vocab=None, lr: float = 2e-3, log_interval: int = 10, seed: int = 0) -> dict:
+              seq_len: int = 64, vocab=None, lr: float = 2e-3, log_interval: int = 10, seed: int = 0,
+              eval_interval: int | None = None) -> dict:
     """A short CPU pre-training run with train.py's own code (train.main), its output kept quiet.
 
     Writes out_dir/metrics.jsonl, ckpt.pt, vocab.txt and curves.png as any run does, and returns
     train.main's result (model, tokenizer, ...) plus "log", the lines train.py printed. `vocab` is a
     vocab.txt (default: the whole-word vocab of word_vocab, written into out_dir's parent). The lr is
-    twice the tiny recipe's and the warm-up 10% of the steps, because the run is short.
+    twice the tiny recipe's and the warm-up 10% of the steps, because the run is short. The held-out
+    set is evaluated every `eval_interval` steps (default: once, at the end).
     """
     if vocab is None:
         Path(out_dir).parent.mkdir(parents=True, exist_ok=True)
@@ -62,7 +64,7 @@ def short_run(out_dir, steps: int, objective: str = "electra", data=SAMPLE_TEXT,
     args = ["--size", "tiny", "--objective", objective, "--data", str(data), "--out", str(out_dir),
             "--cache-dir", str(Path(out_dir) / "cache"), "--steps", str(steps), "--warmup", str(max(1, steps // 10)),
             "--batch-size", str(batch_size), "--seq-len", str(seq_len),
-            "--lr", str(lr), "--log-interval", str(log_interval), "--eval-interval", str(steps),
+            "--lr", str(lr), "--log-interval", str(log_interval), "--eval-interval", str(eval_interval or steps),
             "--eval-batches", "4", "--eval-fraction", "0.1", "--ckpt-interval", str(steps),
             "--seed", str(seed), "--device", "cpu"]
     args += ["--vocab", str(vocab)]

@@ -191,6 +191,25 @@ def test_sample_follows_p_G():
     assert torch.allclose(freq, torch.tensor([0.7, 0.2, 0.1]), atol=0.015)
 
 
+def test_forward_temperature_overrides_the_configs_for_sampling_only():
+    """temperature=None samples at config.temperature; another value changes G's samples and
+    nothing drawn before them (the same rng: the same masks)."""
+    torch.manual_seed(0)
+    model = Electra(micro_config(temperature=2.0)).eval()
+    x, seg, am = batch()
+    with torch.no_grad():
+        model.generator.output_bias.copy_(torch.linspace(-5.0, 5.0, 200))  # G with preferences
+        model.generator.output_bias[199] = 8.0  # and a favourite
+        runs = {t: model(x, seg, am, torch.Generator().manual_seed(0), temperature=t)
+                for t in (None, 2.0, 1.0, 1e-4)}
+    assert torch.equal(runs[None].x_corrupt, runs[2.0].x_corrupt)
+    assert torch.equal(runs[None].m, runs[1.0].m) and torch.equal(runs[None].x_masked, runs[1.0].x_masked)
+    assert not torch.equal(runs[None].x_corrupt, runs[1.0].x_corrupt)
+    # near temperature 0 every masked position gets G's argmax, its favourite
+    m, valid = runs[1e-4].m, runs[1e-4].m_valid
+    assert (runs[1e-4].x_corrupt.gather(1, m)[valid] == 199).all()
+
+
 def test_labels_original_when_generator_samples_the_original():
     cfg = micro_config()
     model = Electra(cfg).eval()

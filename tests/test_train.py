@@ -126,6 +126,31 @@ def test_held_out_auc_ranks_all_held_out_tokens_together(corpus, tmp_path):
     assert got["disc_auc"] != pytest.approx(sum(per_batch) / 3, abs=1e-6)  # the mean of batches differs
 
 
+@pytest.mark.parametrize("temperature", [2.0, 1.0])
+def test_held_out_rows_carry_the_context_auc_and_the_sentence_is_printed(corpus, tmp_path, capsys,
+                                                                          temperature):
+    """Every evaluation row of metrics.jsonl has context_auc (D against G's samples at temperature
+    1): a second measure at the tiny preset's temperature 2, disc_auc itself at 1. Each evaluation
+    prints the same held-out sentence, plain text (capsys is no terminal)."""
+    out = tmp_path / "run"
+    train.main(args(corpus, out, "--steps", "4", "--log-interval", "1", "--eval-interval", "2",
+                    "--set", f"temperature={temperature}"))
+    printed = capsys.readouterr().out
+    held = rows(out, "eval")
+    assert [r["step"] for r in held] == [2, 4] and all("context_auc" in r for r in held)
+    assert not any("context_auc" in r for r in rows(out))  # training rows: held-out only
+    if temperature == 1.0:
+        assert all(r["context_auc"] == r["disc_auc"] for r in held)
+    else:
+        assert all(r["context_auc"] != r["disc_auc"] for r in held)
+    assert printed.count("ctx_AUC") == 2
+    sentences = [line for line in printed.splitlines() if line.startswith("held-out sentence")]
+    assert len(sentences) == 2 and "*: D calls it replaced" in sentences[0] and "\x1b" not in printed
+    lines = printed.splitlines()
+    shown = [lines[i + 1] for i, line in enumerate(lines) if line.startswith("held-out sentence")]
+    assert shown[0].startswith("  [CLS] ") and "->" in shown[0]  # G replaced something
+
+
 def test_gpu_sized_run_on_a_cpu_projects_its_time_and_names_the_cpu_preset(corpus, tmp_path, capsys):
     small = [a if a != "tiny" else "small" for a in args(corpus, tmp_path / "small", "--steps", "6")]
     train.main(small)

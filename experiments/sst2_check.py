@@ -1,0 +1,177 @@
+"""SST-2 gain over random weights: the cheap, low-noise fine-tuning check of a pre-training run.
+
+    gain = mean_s acc(run, s) - mean_s acc(twin, s)     dev accuracy of fine-tuning seed s
+
+where twin is the run's random-weights twin: a freshly initialised Electra of the same ElectraConfig
+and vocab, seeded with the run's --seed as train.set_up seeds it, so it holds the weights the run
+started from (unless the run was --init-from). Each init is fine-tuned by finetune.py, called as a
+subprocess with its own command line, on the first --max-train-examples rows of SST-2's train.tsv
+for --epochs, once per seed; per init the table gives the mean dev accuracy, its spread over the
+seeds (min-max and the standard deviation), the twin's, and the gain. Issue 27's protocol is the
+default: 20,000 rows, 1 epoch, seeds 0 1 2 (about a minute a job on 2 CPU cores for the tiny
+preset). Any other flag goes to finetune.py unchanged, for both: the fine-tuning recipe for tiny
+models (--lr, --layer-decay, --batch-size, --device, ...).
+
+    python experiments/sst2_check.py --init runs/tiny --init runs/bert \\
+        --data-dir ../shared/data/glue/SST-2 --lr 1e-4 --layer-decay 0.9
+
+Everything is kept in --out: per init a folder named after the run folder and a hash of its
+ckpt.pt and of the fine-tuning flags, holding the twin (random/) and one finetune.py --out-dir per
+job (pretrained-seed0/, random-seed0/, ...); then sst2_check.json and sst2_check.md, the table. A
+job whose results.json is there is not run again: a second invocation, or one with another --init
+or seed added, reuses every job done.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))  # the core files are flat modules at the repo's top level
+
+import plumbing  # noqa: E402
+import train  # noqa: E402
+from electra import Electra, ElectraConfig  # noqa: E402
+from hf import TRAIN_CHECKPOINT  # noqa: E402
+
+TASK = "sst2"
+METRIC = "acc"  # SST-2's dev accuracy in percent (glue.py: the metric the paper reports)
+TRAIN_ROWS = 20_000  # issue 27's protocol: enough rows that seeds agree to about a point
+EPOCHS = 1  # issue 27's protocol: one pass, about a minute a job on 2 CPU cores (tiny preset)
+SEEDS = (0, 1, 2)  # issue 27's protocol: three fine-tuning seeds, reported as mean and spread
+HASH_CHARS = 12  # hex digits of the job folders' hash (ckpt.pt and the flags)
+
+
+def parse_args(argv=None) -> tuple[argparse.Namespace, list[str]]:
+    """This script's flags, and the rest: finetune.py's, passed on unchanged."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--init", action="append", required=True, metavar="RUN",
+                   help="a train.py run folder (ckpt.pt, vocab.txt); repeat for several")
+    plumbing.add_flag(p, "data_dir", help="SST-2's folder: train.tsv, dev.tsv (default: "
+                                          "finetune.py downloads GLUE's)")
+    plumbing.add_flag(p, "max_train_examples", type=int, default=TRAIN_ROWS,
+                      help="first N rows of train.tsv (default %(default)s)")
+    p.add_argument("--epochs", type=int, default=EPOCHS, help="default %(default)s")
+    p.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS),
+                   help="fine-tuning seeds (default %(default)s)")
+    p.add_argument("--out", default="runs/sst2_check",
+                   help="twins, fine-tuning results and the table (default %(default)s)")
+    args, finetune_flags = p.parse_known_args(argv)
+    for init in args.init:
+        if not (Path(init) / TRAIN_CHECKPOINT).is_file():
+            raise SystemExit(f"--init {init}: no {TRAIN_CHECKPOINT} there; pass a train.py run "
+                             f"folder (its --out)")
+    return args, finetune_flags
+
+
+def job_folder(out: Path, run: Path, recipe: dict) -> Path:
+    """out/<run folder's name>-<hash of its ckpt.pt and the fine-tuning `recipe`>: a run trained
+    further, or another recipe, gets a new folder; the same one finds its jobs done."""
+    h = hashlib.sha256()
+    with open(run / TRAIN_CHECKPOINT, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    h.update(json.dumps(recipe, sort_keys=True).encode())
+    return out / f"{run.resolve().name}-{h.hexdigest()[:HASH_CHARS]}"
+
+
+def write_twin(run: Path, twin: Path) -> None:
+    """twin/ckpt.pt and vocab.txt: the run's random-weights twin, written as train.py writes a run
+    folder (train.checkpoint, plumbing.write_checkpoint), at step 0."""
+    if (twin / TRAIN_CHECKPOINT).is_file():
+        return
+    saved = torch.load(run / TRAIN_CHECKPOINT, map_location="cpu", weights_only=True)
+    cfg = train.TrainConfig(**saved["train_config"])
+    torch.manual_seed(cfg.seed)  # the initial weights of the run, as train.set_up draws them
+    model = Electra(ElectraConfig(**saved["model_config"]))
+    optimizer = train.build_optimizer(model, cfg, fused=False)
+    state = train.checkpoint(model, optimizer, 0, cfg, saved["vocab_hash"], rng=[])
+    twin.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(run / "vocab.txt", twin / "vocab.txt")
+    plumbing.write_checkpoint(twin / TRAIN_CHECKPOINT, state)
+
+
+def finetune_job(init: Path, seed: int, out_dir: Path, args: argparse.Namespace,
+                 flags: list[str]) -> float:
+    """SST-2 dev accuracy of `init` fine-tuned with `seed`: from out_dir/results.json, written by
+    finetune.py when it is not there yet."""
+    results = out_dir / "results.json"
+    if not results.is_file():
+        command = [sys.executable, str(ROOT / "finetune.py"), "--task", TASK, "--init", str(init),
+                   "--seed", str(seed), "--max-train-examples", str(args.max_train_examples),
+                   "--epochs", str(args.epochs), "--out-dir", str(out_dir), *flags]
+        if args.data_dir is not None:
+            command += ["--data-dir", args.data_dir]
+        print(f"fine-tuning {init}, seed {seed}: {' '.join(command[1:])}", flush=True)
+        if subprocess.run(command).returncode != 0:
+            raise SystemExit(f"finetune.py failed on {init}, seed {seed} (its error is above); "
+                             f"fix that and run this again: the jobs done are kept in "
+                             f"{out_dir.parent}")
+    return json.loads(results.read_text())["tasks"][TASK]["seeds"][0]["dev"][METRIC]
+
+
+def spread(scores: list[float]) -> dict:
+    """mean, min, max and the sample standard deviation (n - 1; 0 for one seed) of `scores`.
+
+    >>> spread([77.0, 76.0, 78.0])
+    {'scores': [77.0, 76.0, 78.0], 'mean': 77.0, 'min': 76.0, 'max': 78.0, 'std': 1.0}
+    """
+    std = float(np.std(scores, ddof=1)) if len(scores) > 1 else 0.0
+    return {"scores": scores, "mean": float(np.mean(scores)), "min": min(scores),
+            "max": max(scores), "std": std}
+
+
+def format_table(rows: list[dict], args: argparse.Namespace) -> str:
+    """The markdown table: one line per init, pre-trained against its random twin."""
+    seeds = " ".join(str(s) for s in args.seeds)
+    lines = [f"SST-2 dev accuracy, {args.max_train_examples:,} training rows, {args.epochs} "
+             f"epoch(s), seeds {seeds}: mean [min-max] std",
+             "",
+             "| init | pre-trained | random weights, same config and vocab | gain |",
+             "|---|---|---|---:|"]
+    for r in rows:
+        cells = [f"{s['mean']:.2f} [{s['min']:.2f}-{s['max']:.2f}] {s['std']:.2f}"
+                 for s in (r["pretrained"], r["random"])]
+        lines.append(f"| {r['init']} | {cells[0]} | {cells[1]} | {r['gain']:+.2f} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> list[dict]:
+    args, flags = parse_args(argv)
+    out = Path(args.out)
+    data_dir = str(Path(args.data_dir).resolve()) if args.data_dir else None
+    recipe = {"max_train_examples": args.max_train_examples, "epochs": args.epochs,
+              "data_dir": data_dir, "finetune_flags": flags}
+    rows = []
+    for init in args.init:
+        run = Path(init)
+        folder = job_folder(out, run, recipe)
+        twin = folder / "random"
+        write_twin(run, twin)
+        scores = {}
+        for name, weights in (("pretrained", run), ("random", twin)):
+            scores[name] = [finetune_job(weights, seed, folder / f"{name}-seed{seed}", args, flags)
+                            for seed in args.seeds]
+        pretrained = spread(scores["pretrained"])
+        random = spread(scores["random"])
+        rows.append({"init": init, "folder": str(folder), "pretrained": pretrained,
+                     "random": random, "gain": pretrained["mean"] - random["mean"]})
+    table = format_table(rows, args)
+    plumbing.atomic_write(out / "sst2_check.json",
+                          json.dumps({**recipe, "seeds": args.seeds, "rows": rows}, indent=2))
+    plumbing.atomic_write(out / "sst2_check.md", table + "\n")
+    print(table)
+    return rows
+
+
+if __name__ == "__main__":
+    main()

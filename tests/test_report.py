@@ -1,0 +1,130 @@
+"""report.py's measures of a run: the held-out context AUC (D against G's samples at temperature 1)
+and the held-out sentence printed at each evaluation, plain and coloured."""
+import contextlib
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+import data
+import report
+import train
+from electra import Electra, disc_auc, get_config
+
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(27)]
+
+
+def held_out(n_examples=12, length=14, seed=0):
+    """Held-out examples of random words, laid out as data.Batches lays out micro-batches of 4."""
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(5, len(VOCAB), size=n_examples * length)
+    # (a_start, a_len, b_start, b_len): one sentence A of `length` tokens each, no B
+    examples = np.array([[i * length, length, 0, 0] for i in range(n_examples)], dtype=np.int64)
+    layout = SimpleNamespace(ids=ids, micro_batch=4, max_len=length + 2, special=(2, 3, 0))
+    return examples, layout
+
+
+def tiny_model(temperature):
+    config = get_config("tiny", vocab_size=len(VOCAB), hidden_size=32, embedding_size=32,
+                        num_layers=1, num_heads=1, intermediate_size=64, max_position=32,
+                        pad_id=0, cls_id=2, sep_id=3, mask_id=4, temperature=temperature)
+    torch.manual_seed(0)
+    model = Electra(config)
+    with torch.no_grad():  # a G with preferences, as a trained one: temperature changes its samples
+        model.generator.output_bias.copy_(torch.linspace(-4.0, 4.0, len(VOCAB)))
+    return model
+
+
+def pass_by_hand(model, examples, layout, seed, temperature):
+    """The held-out micro-batches through `model` at `temperature`, after torch.manual_seed(seed):
+    D's AUC pooled over all of their tokens, and the masked inputs."""
+    model.eval()
+    torch.manual_seed(seed)
+    p, orig, real, masked = [], [], [], []
+    for i in range(0, len(examples), layout.micro_batch):
+        arrays = data.pretraining_batch(layout.ids, examples[i:i + layout.micro_batch],
+                                        layout.max_len, *layout.special)
+        x, s, m = (torch.from_numpy(a) for a in arrays)
+        with torch.no_grad():
+            out = model(x, s, m, temperature=temperature)
+        p.append(out.p_original)
+        orig.append(out.x_corrupt == x)
+        real.append(m)
+        masked.append(out.x_masked)
+    return disc_auc(torch.cat(p), torch.cat(orig), torch.cat(real)).item(), torch.cat(masked)
+
+
+def test_context_auc_is_d_against_samples_at_temperature_1():
+    """At training temperature 2 the context AUC is a second pass at temperature 1 over the same
+    masks; it differs from the training-temperature AUC (other samples), which evaluate_heldout
+    leaves as it was."""
+    examples, layout = held_out()
+    cfg = train.TrainConfig(eval_batches=3, seed=5)
+    model = tiny_model(temperature=2.0)
+    got = report.evaluate_heldout(model, examples, layout, cfg, torch.device("cpu"),
+                                  contextlib.nullcontext())
+    assert model.training  # back in training mode (dropout on)
+    at_2, masked_2 = pass_by_hand(model, examples, layout, cfg.seed, None)
+    at_1, masked_1 = pass_by_hand(model, examples, layout, cfg.seed, 1.0)
+    assert torch.equal(masked_1, masked_2)  # the same masks: only G's temperature differs
+    assert got["disc_auc"] == pytest.approx(at_2, abs=1e-6)
+    assert got["context_auc"] == pytest.approx(at_1, abs=1e-6)
+    assert abs(got["context_auc"] - got["disc_auc"]) > 1e-3
+
+
+def test_context_auc_equals_the_auc_when_training_samples_at_temperature_1():
+    examples, layout = held_out()
+    cfg = train.TrainConfig(eval_batches=3, seed=5)
+    model = tiny_model(temperature=1.0)
+    got = report.evaluate_heldout(model, examples, layout, cfg, torch.device("cpu"),
+                                  contextlib.nullcontext())
+    at_1, _ = pass_by_hand(model, examples, layout, cfg.seed, None)
+    assert got["context_auc"] == got["disc_auc"] == pytest.approx(at_1, abs=1e-6)
+
+
+def test_bert_objective_has_no_context_auc():
+    examples, layout = held_out()
+    model = Electra(get_config("tiny", vocab_size=len(VOCAB), hidden_size=32, embedding_size=32,
+                               num_layers=1, num_heads=1, intermediate_size=64, pad_id=0,
+                               cls_id=2, sep_id=3, mask_id=4, objective="bert"))
+    got = report.evaluate_heldout(model, examples, layout, train.TrainConfig(eval_batches=1),
+                                  torch.device("cpu"), contextlib.nullcontext())
+    assert "context_auc" not in got
+
+
+def test_progress_line_shows_the_context_auc_of_held_out_rows():
+    row = {"mlm_loss": 6.0, "disc_loss": 0.4, "gen_acc": 0.1, "disc_acc": 0.8,
+           "all_original_acc": 0.75, "disc_precision": 0.6, "disc_recall": 0.4, "disc_auc": 0.815}
+    assert "ctx_AUC" not in report.progress_line(row, "electra")  # a training row has none
+    line = report.progress_line({**row, "context_auc": 0.535}, "electra")
+    assert "D_AUC 0.815 ctx_AUC 0.535" in line
+
+
+# the sentence of marked_sentence's docstring: "the cat sat", cat replaced by dog; D flags "the"
+# (original: a false alarm) and "dog" (replaced: caught)
+SENTENCE = dict(tokens=["[CLS]", "[SEP]", "the", "cat", "dog", "sat"],
+                x=torch.tensor([0, 2, 3, 5, 1]), x_corrupt=torch.tensor([0, 2, 4, 5, 1]),
+                p_original=torch.tensor([0.9, 0.2, 0.1, 0.7, 0.6]))
+
+
+def test_marked_sentence_plain():
+    text = report.marked_sentence(**SENTENCE, tty=False)
+    assert text == ("held-out sentence ([orig->new]: G's replacement; *: D calls it replaced):\n"
+                    "  [CLS] *the *[cat->dog] sat [SEP]")
+    assert "\x1b" not in text
+
+
+def test_marked_sentence_coloured_on_a_terminal():
+    text = report.marked_sentence(**SENTENCE, tty=True)
+    green, red, reset = "\x1b[1;32m", "\x1b[1;31m", "\x1b[0m"
+    assert text.splitlines()[1] == f"  [CLS] {red}the{reset} {green}[cat->dog]{reset} sat [SEP]"
+    assert f"{green}right{reset}" in text and f"{red}wrong{reset}" in text  # the legend
+    assert "*" not in text
+
+
+def test_marked_sentence_is_cut_to_sample_tokens():
+    n = report.SAMPLE_TOKENS + 5
+    x = torch.full((n,), 2)
+    text = report.marked_sentence(SENTENCE["tokens"], x, x, torch.ones(n), tty=False)
+    assert text.splitlines()[1] == "  " + " ".join(["the"] * report.SAMPLE_TOKENS) + " ..."

@@ -1,0 +1,74 @@
+"""experiments/sst2_check.py end to end on a fake SST-2 of a few rows: a tiny run and its
+random-weights twin fine-tuned by finetune.py (a subprocess), the table, and the jobs reused."""
+import doctest
+import json
+import subprocess
+
+import pytest
+import torch
+from test_finetune_model import save_train_checkpoint, tiny_config, tiny_tokenizer
+
+from electra import Electra
+from experiments import sst2_check
+
+GOOD = ["the film is good .", "a great movie .", "very good .", "the movie was great ."]
+BAD = ["the film is bad .", "an awful movie .", "very bad .", "the movie was not good ."]
+
+
+def fake_sst2(folder):
+    """train.tsv and dev.tsv as GLUE's SST-2 has them: a header, then sentence<TAB>label."""
+    folder.mkdir(parents=True)
+    rows = [f"{s}\t1" for s in GOOD] + [f"{s}\t0" for s in BAD]
+    for name in ("train.tsv", "dev.tsv"):
+        (folder / name).write_text("sentence\tlabel\n" + "\n".join(rows) + "\n")
+    return folder
+
+
+def test_sst2_check_fine_tunes_a_run_and_its_random_twin(tmp_path, monkeypatch, capsys):
+    tok = tiny_tokenizer()
+    config = tiny_config(tok)
+    run = tmp_path / "run"
+    # weights of seed 1, while its train_config's seed is 0: the twin must differ from the run
+    trained = save_train_checkpoint(run, tok, config, seed=1)
+    data = fake_sst2(tmp_path / "SST-2")
+    out = tmp_path / "check"
+    argv = ["--init", str(run), "--data-dir", str(data), "--max-train-examples", "6",
+            "--seeds", "0", "--out", str(out), "--device", "cpu", "--lr", "1e-3"]
+    rows = sst2_check.main(argv)
+    printed = capsys.readouterr().out
+    (row,) = rows
+    folder = out / row["folder"].split("/")[-1]
+    # the twin: a fresh Electra of the run's config, seeded with the run's seed (0), at step 0
+    twin = torch.load(folder / "random" / "ckpt.pt", weights_only=True)
+    torch.manual_seed(0)
+    fresh = Electra(config).state_dict()
+    assert twin["step"] == 0 and twin["model_config"] == torch.load(run / "ckpt.pt")["model_config"]
+    assert all(torch.equal(twin["model"][k], v) for k, v in fresh.items())
+    assert not torch.equal(twin["model"]["embeddings.word.weight"],
+                           trained.state_dict()["embeddings.word.weight"])
+    for name in ("pretrained", "random"):
+        results = json.loads((folder / f"{name}-seed0" / "results.json").read_text())
+        assert results["recipe"]["lr"] == 1e-3 and results["recipe"]["epochs"] == 1  # passed on
+        acc = results["tasks"]["sst2"]["seeds"][0]["dev"]["acc"]
+        assert row[name] == {"scores": [acc], "mean": acc, "min": acc, "max": acc, "std": 0.0}
+    assert row["gain"] == pytest.approx(row["pretrained"]["mean"] - row["random"]["mean"])
+    table = (out / "sst2_check.md").read_text()
+    assert "6 training rows, 1 epoch(s), seeds 0" in table and f"| {run} | " in table
+    assert table.strip() in printed
+    assert json.loads((out / "sst2_check.json").read_text())["rows"] == rows
+
+    # a second invocation runs nothing: every job's results.json is there
+    def no_subprocess(*args, **kwargs):
+        raise AssertionError("a finished job ran again")
+
+    monkeypatch.setattr(subprocess, "run", no_subprocess)
+    assert sst2_check.main(argv) == rows
+
+
+def test_sst2_check_needs_a_run_folder(tmp_path):
+    with pytest.raises(SystemExit, match="no ckpt.pt there; pass a train.py run folder"):
+        sst2_check.main(["--init", str(tmp_path), "--seeds", "0"])
+
+
+def test_sst2_check_docstring_examples():
+    assert doctest.testmod(sst2_check).failed == 0
