@@ -697,13 +697,8 @@ def from_flags(config_cls, args: argparse.Namespace):
                          if hasattr(args, f.name)})
 
 
-def parse_args(argv=None) -> argparse.Namespace:
-    """Run's flags and the recipe's (FinetuneConfig's), each checked against its range. A recipe
-    flag left out is None where the paper's value depends on the model or the task."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    tasks = ", ".join(glue.TASKS)
-    p.add_argument("--task", required=True,
-                   help=f"one of {tasks}, a comma-separated list, or 'all'")
+def add_init_flags(p: argparse.ArgumentParser) -> None:
+    """--init and its companions, the same for GLUE and SQuAD: what fine-tuning starts from."""
     p.add_argument("--init", required=True,
                    help="train.py checkpoint, HuggingFace ELECTRA/BERT folder, or a hub name "
                         "such as google/electra-small-discriminator (fetched once)")
@@ -712,6 +707,16 @@ def parse_args(argv=None) -> argparse.Namespace:
     add_flag(p, "hub_cache_dir",
              help="where hub checkpoints are kept (default ~/.cache/electra-from-scratch/hub)")
     p.add_argument("--vocab", help="vocab.txt (default: the one beside --init)")
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    """Run's flags and the recipe's (FinetuneConfig's), each checked against its range. A recipe
+    flag left out is None where the paper's value depends on the model or the task."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    tasks = ", ".join(glue.TASKS)
+    p.add_argument("--task", required=True,
+                   help=f"one of {tasks}, a comma-separated list, or 'all'")
+    add_init_flags(p)
     add_flag(p, "data_dir", help="the task's GLUE folder, or a folder of GLUE task folders "
                                  "(default: download into --cache-dir)")
     add_flag(p, "cache_dir", default=Run.cache_dir,

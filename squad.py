@@ -44,6 +44,7 @@ from finetune import (
     FinetuneConfig,
     Runtime,
     Stopped,
+    add_init_flags,
     as_json,
     check_finetune_config,
     check_stop,
@@ -884,14 +885,7 @@ def parser() -> argparse.ArgumentParser:
     """Run's flags, SquadConfig's and the three of finetune.py's recipe that SQuAD takes."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--task", required=True, choices=list(SQUAD_FILES), help="SQuAD 1.1 or 2.0")
-    p.add_argument("--init", required=True,
-                   help="train.py checkpoint, HuggingFace ELECTRA/BERT folder, or a hub name "
-                        "such as google/electra-small-discriminator (fetched once)")
-    p.add_argument("--revision", default=Run.revision,
-                   help="hub revision of --init: a branch, tag or commit (default %(default)s)")
-    add_flag(p, "hub_cache_dir",
-             help="where hub checkpoints are kept (default ~/.cache/electra-from-scratch/hub)")
-    p.add_argument("--vocab", help="vocab.txt (default: the one beside --init)")
+    add_init_flags(p)
     add_flag(p, "data_dir", help="folder holding the official train/dev JSON files (default: "
                                  "download into --cache-dir)")
     add_flag(p, "cache_dir", default=Run.cache_dir,
