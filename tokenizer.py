@@ -574,19 +574,20 @@ class PairCounts:
                              self.unit_pairs.get(merged, ()))
 
 
-def learn_vocab(word_counts: dict[str, int], vocab_size: int,
-                min_frequency: int = CONFIG.min_frequency,
-                limit_alphabet: int = CONFIG.limit_alphabet, config: WordPieceConfig = CONFIG,
-                progress: bool = False, criterion: str | None = None) -> list[str]:
+def learn_vocab(word_counts: dict[str, int], vocab_size: int, config: WordPieceConfig = CONFIG,
+                progress: bool = False) -> list[str]:
     """The vocab (list of tokens) WordPiece learns from word counts: from start_units on, until
     vocab_size, merge the adjacent pair with the best score (likelihood_gain, or pair_score for
     criterion "ratio"; ties: the more frequent pair, then a-z) among pairs seen >= min_frequency
-    times; the merged unit "h" + "##u" -> "hu" is a new token (if not one already). PairCounts keeps
-    the counts up to date, and only pairs whose score changed get a new entry in the priority queue;
-    stale entries are dropped when they come out. README.md's Tokenizer section compares this
+    times (the criterion, min_frequency and limit_alphabet are config's); the merged unit
+    "h" + "##u" -> "hu" is a new token (if not one already). PairCounts keeps the counts up to
+    date, and only pairs whose score changed get a new entry in the priority queue; stale entries
+    are dropped when they come out. README.md's Tokenizer section compares this
     trainer with HuggingFace's and TF Text's.
     """
-    criterion = criterion or config.criterion
+    criterion = config.criterion
+    min_frequency = config.min_frequency
+    limit_alphabet = config.limit_alphabet
     if criterion not in ("likelihood", "ratio"):
         raise ValueError(f"unknown criterion {criterion!r}: choose 'likelihood' or 'ratio'")
     vocab, words, freqs = start_units(word_counts, limit_alphabet, config)
@@ -643,11 +644,10 @@ def learn_vocab(word_counts: dict[str, int], vocab_size: int,
 
 
 def train(texts: Iterable[str], vocab_size: int = CONFIG.vocab_size, lowercase: bool = True,
-          min_frequency: int = CONFIG.min_frequency, limit_alphabet: int = CONFIG.limit_alphabet,
-          progress: bool = True, config: WordPieceConfig = CONFIG,
-          criterion: str | None = None) -> Tokenizer:
+          progress: bool = True, config: WordPieceConfig = CONFIG) -> Tokenizer:
     """Learn a WordPiece vocab from texts (see learn_vocab) and return its Tokenizer. The vocab can
-    end smaller than vocab_size when no pair is left with min_frequency occurrences.
+    end smaller than vocab_size when no pair is left with config.min_frequency occurrences; the
+    trainer's other settings are config's too (criterion, limit_alphabet).
 
     >>> tok = train(["low lower lowest"] * 3, vocab_size=23, progress=False)
     >>> tok.id_to_token[18:]  # merges in order: ##o+##w, l+##ow, low+##e, ##s+##t, lowe+##r
@@ -659,8 +659,7 @@ def train(texts: Iterable[str], vocab_size: int = CONFIG.vocab_size, lowercase: 
     if not counts:
         raise ValueError(
             "no words to train on: the texts are empty (or only whitespace/control characters)")
-    tokens = learn_vocab(counts, vocab_size, min_frequency, limit_alphabet, config, progress,
-                         criterion)
+    tokens = learn_vocab(counts, vocab_size, config, progress)
     return Tokenizer(tokens, lowercase=lowercase, config=config)
 
 

@@ -2,10 +2,11 @@
 import math
 import random
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 
-from tokenizer import count_words, learn_vocab, likelihood_gain, pair_score, train
+from tokenizer import CONFIG, count_words, learn_vocab, likelihood_gain, pair_score, train
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
@@ -26,7 +27,7 @@ def test_first_merges_by_hand():
     8. (pu,##n) 12/(17*12) = (pu,##g) 5/(17*5) = 1/17; count 12 wins -> pun, then 9. pug
     """
     counts = {"hug": 10, "pug": 5, "pun": 12, "bun": 4, "hugs": 5}
-    vocab = learn_vocab(counts, vocab_size=5 + 7 + 4 + 9, criterion="ratio")
+    vocab = learn_vocab(counts, vocab_size=5 + 7 + 4 + 9, config=replace(CONFIG, criterion="ratio"))
     assert vocab[:5] == SPECIALS
     assert vocab[5:12] == ["b", "g", "h", "n", "p", "s", "u"]  # the alphabet, as word starts
     assert vocab[12:16] == ["##g", "##n", "##s", "##u"]  # the characters seen inside words
@@ -52,15 +53,15 @@ def test_first_merges_by_likelihood_by_hand():
     assert likelihood_gain(20, 36, 20, 113) == pytest.approx(22.88, abs=0.01)
     assert likelihood_gain(16, 16, 16, 113) == pytest.approx(31.28, abs=0.01)
     with pytest.raises(ValueError, match="unknown criterion"):
-        learn_vocab(counts, vocab_size=30, criterion="bpe")
+        learn_vocab(counts, vocab_size=30, config=replace(CONFIG, criterion="bpe"))
 
 
 def test_min_frequency_and_alphabet_limit():
     # ab seen once: with min_frequency=2 no pair qualifies, the vocab stops at the alphabet
-    assert learn_vocab({"ab": 1}, vocab_size=100, min_frequency=2) == SPECIALS + ["a", "b", "##b"]
-    assert learn_vocab({"ab": 1}, vocab_size=100, min_frequency=1) == SPECIALS + ["a", "b", "##b", "ab"]
+    assert learn_vocab({"ab": 1}, vocab_size=100, config=replace(CONFIG, min_frequency=2)) == SPECIALS + ["a", "b", "##b"]
+    assert learn_vocab({"ab": 1}, vocab_size=100, config=replace(CONFIG, min_frequency=1)) == SPECIALS + ["a", "b", "##b", "ab"]
     # limit_alphabet=2 keeps the two most frequent characters (a: 5 + 2 + 1 = 8, b: 5; z: 1), "az" is left out
-    assert learn_vocab({"ab": 5, "a": 2, "az": 1}, vocab_size=100, limit_alphabet=2) == SPECIALS + [
+    assert learn_vocab({"ab": 5, "a": 2, "az": 1}, vocab_size=100, config=replace(CONFIG, limit_alphabet=2)) == SPECIALS + [
         "a", "b", "##b", "ab"]
     with pytest.raises(ValueError, match="vocab_size"):
         learn_vocab({"abc": 3}, vocab_size=7)
@@ -114,7 +115,7 @@ def test_incremental_counts_equal_full_recount():
             counts[word] = counts.get(word, 0) + rng.randint(1, 20)
         for size in (25, 60, 200):
             for criterion in ("likelihood", "ratio"):
-                assert (learn_vocab(counts, size, criterion=criterion) ==
+                assert (learn_vocab(counts, size, config=replace(CONFIG, criterion=criterion)) ==
                         naive_learn_vocab(counts, size, criterion)), (trial, size, criterion)
 
 
