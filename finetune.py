@@ -267,6 +267,8 @@ def optimizer_and_schedule(model: nn.Module, num_layers: int, ft: FinetuneConfig
 
 
 LOSS_WINDOW = 50  # the progress bar shows the mean loss of the last 50 batches (display only)
+# Ctrl-C or SIGTERM in fine-tuning: results.json (SQuAD: its checkpoint) keeps what finished
+STOPPING = "stopping before the next update: the unfinished seed (SQuAD: epoch) is dropped"
 
 
 def task_loss(task: glue.Task, logits, labels):
@@ -864,7 +866,7 @@ def main(argv=None) -> dict:
     seeds = [run.seed + i for i in range(run.seeds)]
     kept = say_kept(results, tasks, seeds, out)
     with tqdm(total=len(tasks) * len(seeds), initial=kept, unit="run", desc="GLUE runs",
-              smoothing=0, dynamic_ncols=True) as bar, StopOnSignal() as stop:
+              smoothing=0, dynamic_ncols=True) as bar, StopOnSignal(STOPPING) as stop:
         job = Job(pre, ft, seeds, out, Runtime(run.device, stop), bar)
         for task in tasks:
             finetune_task(job, task, folders[task.name], results)

@@ -401,17 +401,19 @@ def agree_to_stop(requested: bool, log_step: bool, world: int, device: torch.dev
 
 
 class StopOnSignal:
-    """Ctrl-C (SIGINT) or SIGTERM sets `.requested`; the loop then saves a checkpoint and exits.
-    A second Ctrl-C quits at once (the last checkpoint on disk stays intact)."""
+    """Ctrl-C (SIGINT) or SIGTERM sets `.requested`; the loop then does what `then` says (train.py:
+    finish the step and save a checkpoint) and exits. A second Ctrl-C quits at once (what is on
+    disk stays intact)."""
 
-    def __init__(self):
+    def __init__(self, then: str = "finishing this step and saving a checkpoint"):
         self.requested = False
+        self.then = then
 
     def _handle(self, signum, frame):
         if self.requested:
             raise KeyboardInterrupt
         self.requested = True
-        tqdm.write(f"\n{signal.Signals(signum).name}: finishing this step and saving a checkpoint "
+        tqdm.write(f"\n{signal.Signals(signum).name}: {self.then} "
                    f"(press Ctrl-C again to quit at once)")
 
     def __enter__(self):

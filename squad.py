@@ -41,6 +41,7 @@ from tqdm import tqdm
 from electra import ElectraConfig, Encoder
 from finetune import (
     LOSS_WINDOW,
+    STOPPING,
     FinetuneConfig,
     Runtime,
     Stopped,
@@ -1033,7 +1034,7 @@ def main(argv=None) -> dict:
         checkpoint.unlink(missing_ok=True)
     identity = run_identity(run, pre, ft, cfg, train_path)
     t0 = time.time()
-    with StopOnSignal() as stop:  # not over the prediction: Ctrl-C there quits at once
+    with StopOnSignal(STOPPING) as stop:  # not over the prediction: Ctrl-C there quits at once
         runtime = Runtime(run.device, stop, checkpoint, identity)
         try:
             model, losses = finetune(pre, train_features, ft, cfg, run.seed, runtime)
