@@ -279,6 +279,16 @@ def task_loss(task: glue.Task, logits, labels):
     return F.cross_entropy(logits, labels)
 
 
+def update(model: nn.Module, opt, schedule, loss: torch.Tensor, grad_clip: float) -> None:
+    """One fine-tuning update, GLUE's and SQuAD's: the gradient of `loss`, its global norm clipped
+    to grad_clip (official optimization.py), the AdamW step, then the schedule's next lr."""
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    opt.step()
+    schedule.step()
+
+
 def diverged(what: str, step: int, epoch: int, lr: float) -> SystemExit:
     """The one line that ends a run whose loss is not finite (GLUE's loop and SQuAD's)."""
     return SystemExit(f"error: {what}: the loss is not finite at step {step:,} (epoch {epoch}, "
@@ -348,11 +358,7 @@ def finetune_seed(task: glue.Task, pre: Pretrained, splits: glue.Splits, ft: Fin
                 loss = task_loss(task, logits, labels[rows].to(device))
                 if not torch.isfinite(loss):
                     raise diverged(what, schedule.last_epoch + 1, epoch, ft.lr)
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), ft.grad_clip)
-                opt.step()
-                schedule.step()
+                update(model, opt, schedule, loss, ft.grad_clip)
                 losses.append(loss.item())
                 bar.update(len(rows))
                 bar.set_postfix(loss=f"{np.mean(losses[-LOSS_WINDOW:]):.4f}")

@@ -57,6 +57,7 @@ from finetune import (
     optimizer_and_schedule,
     recipe_for,
     refuse,
+    update,
 )
 from hf import HubError, Pretrained, load_init
 from plumbing import (
@@ -827,11 +828,7 @@ def finetune(pre: Pretrained, train: list[Feature], ft: FinetuneConfig, cfg: Squ
                     loss = loss + answerable_loss(a, impossible, cfg.answerable_weight)
                 if not torch.isfinite(loss):
                     raise diverged(what, schedule.last_epoch + 1, epoch, ft.lr)
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), ft.grad_clip)
-                opt.step()
-                schedule.step()
+                update(model, opt, schedule, loss, ft.grad_clip)
                 losses.append(loss.item())
                 bar.update(len(rows))
                 bar.set_postfix(loss=f"{np.mean(losses[-LOSS_WINDOW:]):.4f}")

@@ -59,3 +59,20 @@ def hf_pair(cfg, seed=0):
                     p.add_(0.1 * torch.randn_like(p))
     g.electra.embeddings.load_state_dict(d.electra.embeddings.state_dict())
     return d, g
+
+
+def save_run_folder(folder, tok, cfg, seed=0):
+    """A run folder as train.py writes it: ckpt.pt (through train.checkpoint, at step 7) and
+    vocab.txt, holding a freshly initialised Electra of `cfg` (seeded); returns the model."""
+    import plumbing
+    import train
+    from electra import Electra
+
+    folder.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(seed)
+    model = Electra(cfg)
+    opt = torch.optim.AdamW(model.parameters())
+    state = train.checkpoint(model, opt, 7, train.recipe_config(size="tiny"), tok.hash(), rng=[])
+    plumbing.write_checkpoint(folder / "ckpt.pt", state)
+    tok.save(folder / "vocab.txt")
+    return model

@@ -12,11 +12,10 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from conftest import save_run_folder
 
 import evaluate
 import hf
-import plumbing
-import train
 from electra import Electra, get_config
 from plumbing import DownloadError
 from tokenizer import Tokenizer
@@ -245,16 +244,8 @@ def test_the_base_url_comes_from_the_environment():
 
 
 def run_folder(folder, tok, **kw):
-    """A run folder as train.py writes it: ckpt.pt (train.checkpoint) and vocab.txt."""
-    folder.mkdir(parents=True, exist_ok=True)
-    cfg = tiny_config(tok, **kw)
-    torch.manual_seed(1)
-    model = Electra(cfg)
-    opt = torch.optim.AdamW(model.parameters())
-    state = train.checkpoint(model, opt, 7, train.recipe_config(size="tiny"), tok.hash(), rng=[])
-    plumbing.write_checkpoint(folder / "ckpt.pt", state)
-    tok.save(folder / "vocab.txt")
-    return model
+    """A run folder as train.py writes it (conftest.save_run_folder), model seed 1."""
+    return save_run_folder(folder, tok, tiny_config(tok, **kw), seed=1)
 
 
 PARADIGMS = {"agreement": [("the cat sleeps .", "the cat sleep ."),

@@ -6,13 +6,12 @@ import json
 import pytest
 import torch
 import transformers
+from conftest import save_run_folder
 
 import finetune as ft
 import glue
 import hf
-import plumbing
-import train
-from electra import Electra, Encoder, get_config, lr_factor
+from electra import Encoder, get_config, lr_factor
 from hf import load_pretrained
 from tokenizer import Tokenizer
 
@@ -33,15 +32,8 @@ def tiny_config(tok, **kw):
 
 
 def save_train_checkpoint(folder, tok, cfg, seed=0):
-    """A run folder as train.py writes it: ckpt.pt (through train.checkpoint) and vocab.txt."""
-    folder.mkdir(parents=True, exist_ok=True)
-    torch.manual_seed(seed)
-    model = Electra(cfg)
-    opt = torch.optim.AdamW(model.parameters())
-    state = train.checkpoint(model, opt, 7, train.recipe_config(size="tiny"), tok.hash(), rng=[])
-    plumbing.write_checkpoint(folder / "ckpt.pt", state)
-    tok.save(folder / "vocab.txt")
-    return model
+    """A run folder as train.py writes it (conftest.save_run_folder)."""
+    return save_run_folder(folder, tok, cfg, seed)
 
 
 # --- layer-wise learning-rate decay -------------------------------------------------------------------

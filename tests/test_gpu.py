@@ -56,6 +56,17 @@ def tf32_off():
     torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
+def one_update(model, params, opt, batch) -> float:
+    """One update as train.py takes it: the loss of `model` (maybe wrapped: DDP, compiled), its
+    backward, the clip on `params` (the unwrapped model), the fused AdamW step; returns the loss."""
+    loss = model(*batch).loss
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(params.parameters(), train.TrainConfig.clip_norm)
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    return loss.item()
+
+
 def rng(seed):
     return torch.Generator(CUDA).manual_seed(seed)
 
@@ -212,12 +223,7 @@ def test_nccl_ddp_with_one_process_equals_the_plain_step(tf32_off):
             opt = torch.optim.AdamW(params.parameters(), lr=LR, fused=True)
             for step in range(2):
                 torch.manual_seed(10 + step)
-                loss = model(x, s, a).loss
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(params.parameters(), train.TrainConfig.clip_norm)
-                opt.step()
-                opt.zero_grad(set_to_none=True)
-                losses.append(loss.item())
+                losses.append(one_update(model, params, opt, (x, s, a)))
     finally:
         dist.destroy_process_group()
     assert losses[:2] == losses[2:]
@@ -254,12 +260,7 @@ def test_compile_with_and_without_cuda_graphs_matches_eager(tf32_off, mode):
             for step in range(3):
                 torch.compiler.cudagraph_mark_step_begin()  # a new iteration: outputs reusable
                 torch.manual_seed(10 + step)
-                loss = model(x, s, a).loss
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(params.parameters(), train.TrainConfig.clip_norm)
-                opt.step()
-                opt.zero_grad(set_to_none=True)
-                losses[name].append(loss.item())
+                losses[name].append(one_update(model, params, opt, (x, s, a)))
     # fused kernels sum in another order: fp32 rounding, grown over three updates
     assert losses["compiled"] == pytest.approx(losses["eager"], rel=1e-4)
     for (name, p), q in zip(eager.named_parameters(), compiled.parameters()):
