@@ -59,11 +59,12 @@ def main(argv=None) -> dict:
 
 
 def markdown(results: dict, runs, tasks: list[str]) -> str:
+    blimp = any("blimp" in r for r in results["rows"])  # with --blimp-dir
     lines = [[r["label"], f"{r['steps']:,}", f"{r['flops']:.2e}"] + [common.cell(r, t) for t in tasks]
              + [f"{r['score']:.1f}" if "score" in r else "-", f"{PAPER_GLUE[r['objective']]:.1f}"]
-             for r in results["rows"]]
+             + (common.blimp_cells(r) if blimp else []) for r in results["rows"]]
     header = (["objective", "updates", "pre-train FLOPs"] + [common.task_header(t) for t in tasks]
-              + ["mean", "paper GLUE (Table 5, Base)"])
+              + ["mean", "paper GLUE (Table 5, Base)"] + (common.blimp_headers() if blimp else []))
     return (f"# Efficiency ablations (Sec. 3.5) at equal pre-training compute\n\n"
             f"{common.settings_line(results, runs)}\n" + common.markdown_table(header, lines))
 

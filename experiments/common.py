@@ -1,5 +1,5 @@
 """What the three experiment scripts share: pre-training runs at a fixed FLOPs budget, fine-tuning
-jobs, a resumable job queue, and the results JSON / markdown / PNG they write.
+jobs, zero-shot BLiMP jobs, a resumable job queue, and the results JSON / markdown / PNG they write.
 
 The paper compares objectives "at equal pre-training compute" (Clark et al. 2020, Sec. 3.3, Figure 1,
 Table 1): we turn one FLOPs budget into a number of updates per objective with report.flops_per_step,
@@ -8,21 +8,26 @@ Table 1): we turn one FLOPs budget into a number of updates per objective with r
 
 and run train.py (in-process, its own main) with that many steps, stopping at a few points along the
 way (--stop-at, then --resume) to keep a weight-only snapshot of each. Each snapshot is fine-tuned with
-finetune.py's main on the GLUE tasks, one job per (task, seed); the median over seeds is reported
-with its min-max spread (the paper reports medians, Sec. 3.1).
+finetune.py's main on the GLUE tasks, one job per (task, seed), with per-task settings
+(--ft-examples sst2=20000 --ft-epochs sst2=1); every task is summarised over seeds by its mean, its
+median (the paper reports medians, Sec. 3.1) and its min-max spread, and each script's table says
+which it shows. With --blimp-dir each fine-tuned snapshot is also scored zero-shot on BLiMP
+(evaluate.py's scores, one job per snapshot), and a snapshot with a discriminator gets its context
+AUC from the evaluation train.py logged at that step.
 
 Everything is resumable. Pre-training runs live in --runs-dir (default runs/experiments, ignored by
-git), named by a hash of what defines them, so the three scripts share identical runs (ELECTRA with a
-1/4 generator is in all three, BERT in two). A job's result is written to its run folder and to the
-experiment's results JSON as soon as it finishes; a second invocation skips what either records, and
-an interrupted pre-training run continues from its last checkpoint with train.py's --resume. Two
-scripts can run at once on the same --runs-dir: a job being done by one is skipped by the other
-(lock files) and picked up when its result appears.
+git), named by a hash of what defines them (the vocab's contents included), so the three scripts
+share identical runs (ELECTRA with a 1/4 generator is in all three, BERT in two). A job's result is
+written to its run folder and to the experiment's results JSON as soon as it finishes; a second
+invocation skips what either records, and an interrupted pre-training run continues from its last
+checkpoint with train.py's --resume. Two scripts can run at once on the same --runs-dir: a job being
+done by one is skipped by the other (lock files) and picked up when its result appears.
 
     from experiments import common
-    ctx = common.setup(args)                                  # corpus, shared vocab, runs folder
-    runs = [common.make_run(ctx, "electra", "tiny"), common.make_run(ctx, "bert", "tiny")]
-    results = common.run_experiment(ctx, "exp1", runs, "all+init", write=my_writer, argv=sys.argv[1:])
+    ctx = common.setup(args)                 # corpus, shared vocab, BLiMP's pairs, runs folder
+    runs = [common.make_run(ctx, "electra", "tiny", "ELECTRA"),
+            common.make_run(ctx, "bert", "tiny", "BERT")]
+    results = common.run_experiment(ctx, "exp1", runs, "all+init", markdown, plot, sys.argv[1:])
 """
 from __future__ import annotations
 
@@ -47,19 +52,20 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # the core files are flat modules at the repo's top level
 
 import data  # noqa: E402
+import evaluate  # noqa: E402
 import finetune  # noqa: E402
 import glue  # noqa: E402
 import plumbing  # noqa: E402
 import train  # noqa: E402
 from electra import ElectraConfig, generator_config, get_config  # noqa: E402
-from report import flops_per_step  # noqa: E402
+from report import flops_per_step, read_metrics  # noqa: E402
+from tokenizer import Tokenizer  # noqa: E402
 
 DEFAULT_RUNS_DIR = "runs/experiments"  # under the repo's /runs/, which .gitignore leaves out (checkpoints)
 DEFAULT_CHECKPOINTS = 3  # snapshots per run, evenly spaced in steps (Figure 1 shows several per model)
 DEFAULT_SEEDS = 3  # fine-tuning seeds per task (paper: 10, Sec. 3.1; 3 keeps a CPU run affordable)
 LOCK_POLL_S = 2.0  # seconds between looks at jobs another process is doing
 SNAPSHOT_KEYS = ("model", "model_config", "vocab_hash", "step", "train_config")  # what finetune.py reads
-INIT_LABEL = "no pre-training"  # the row of step 0: the random initialisation, fine-tuned like the others
 
 
 # -----------------------------------------------------------------------------
@@ -75,15 +81,74 @@ def arg_parser(doc: str, default_tasks: str) -> argparse.ArgumentParser:
 
 
 def parse(p: argparse.ArgumentParser, argv, name: str) -> argparse.Namespace:
-    """Parse argv; --out defaults to experiments/results/<name>."""
+    """Parse argv and check the fine-tuning settings (a bad one ends in parser.error's one line);
+    --ft-examples and --ft-epochs become {task or "all": N} (per_task); --out defaults to
+    experiments/results/<name>."""
     args = p.parse_args(argv)
     args.out = args.out or f"experiments/results/{name}"
+    try:
+        args.ft_examples = per_task(args.ft_examples, "--ft-examples")
+        args.ft_epochs = per_task(args.ft_epochs, "--ft-epochs")
+    except ValueError as e:
+        p.error(str(e))
+    if args.ft_lr is not None and not (math.isfinite(args.ft_lr) and args.ft_lr > 0):
+        p.error(f"--ft-lr {args.ft_lr}: must be a positive number (fine-tuning's peak lr)")
+    if args.ft_layer_decay is not None and not 0 < args.ft_layer_decay <= 1:
+        p.error(f"--ft-layer-decay {args.ft_layer_decay}: must be in (0, 1] (1: no decay)")
+    if args.blimp_pairs < 0:
+        p.error(f"--blimp-pairs {args.blimp_pairs}: must be >= 0 (0: every pair)")
+    if args.vocab is not None and args.vocab_size is not None:
+        p.error("--vocab and --vocab-size: give one (--vocab-size trains a vocab on --data)")
     return args
 
 
-def score_axes(ax) -> None:
-    """The y label, grid and legend every results plot shares."""
-    ax.set_ylabel("dev score (median over seeds)")
+def per_task(text: str | None, flag: str) -> dict[str, int]:
+    """A per-task setting: one number for every task, or comma-separated task=N items, tasks as
+    GLUE names them ("SST-2" or "sst2"); {} when the flag is not given. Any item that is neither
+    raises ValueError with a line naming `flag`.
+
+    >>> per_task("20000", "--ft-examples")
+    {'all': 20000}
+    >>> per_task("SST-2=20000,mrpc=500", "--ft-examples")
+    {'sst2': 20000, 'mrpc': 500}
+    >>> per_task("1000,sst2=20000", "--ft-examples")  # sst2 20,000 rows, the others 1,000
+    {'all': 1000, 'sst2': 20000}
+    """
+    out = {}
+    for item in (text or "").split(","):
+        if not item:
+            continue
+        name, _, number = item.rpartition("=")
+        key = "all"
+        if name:
+            try:
+                key = glue.get_task(name).name
+            except ValueError as e:
+                raise ValueError(f"{flag} {text}: {e}") from None
+        try:
+            value = int(number)
+        except ValueError:
+            raise ValueError(f"{flag} {text}: {item!r} is not N or task=N with N a whole number, "
+                             f"e.g. {flag} sst2=20000") from None
+        if value < 1:
+            raise ValueError(f"{flag} {text}: {item!r}: N must be at least 1")
+        out[key] = value
+    return out
+
+
+def for_task(setting: dict[str, int], task: str) -> int | None:
+    """The value of a per_task setting for `task`: its own, else the one for all tasks, else None
+    (finetune.py's default).
+
+    >>> for_task({"all": 1000, "sst2": 20000}, "sst2"), for_task({"sst2": 20000}, "mrpc")
+    (20000, None)
+    """
+    return setting.get(task, setting.get("all"))
+
+
+def score_axes(ax, stat: str = "median") -> None:
+    """The y label, grid and legend every results plot shares; `stat`: what the points are."""
+    ax.set_ylabel(f"dev score ({stat} over seeds)")
     ax.grid(alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=8)
@@ -112,11 +177,26 @@ def add_common_args(p: argparse.ArgumentParser, default_tasks: str) -> None:
     p.add_argument("--batch-size", type=int, default=None, help="pre-training batch (default: recipe)")
     p.add_argument("--vocab-size", type=int, default=None, help="WordPiece vocab trained once on --data "
                                                                "(default: the size's recipe)")
+    p.add_argument("--vocab", default=None,
+                   help="a BERT-format vocab.txt for every run, instead of one trained on --data")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
                    help="ElectraConfig override for every run, as train.py --set (repeatable)")
-    p.add_argument("--ft-examples", type=int, default=None,
-                   help="fine-tune on the first N training rows of each task (default: all)")
-    p.add_argument("--ft-epochs", type=int, default=None, help="fine-tuning epochs (default: Table 7's)")
+    p.add_argument("--ft-examples", default=None,
+                   help="fine-tune on the first N training rows: N for every task, or "
+                        "comma-separated task=N items (sst2=20000); a task not named: all rows")
+    p.add_argument("--ft-epochs", default=None,
+                   help="fine-tuning epochs: N for every task, or comma-separated task=N items "
+                        "(sst2=1); a task not named: Table 7's")
+    plumbing.add_flag(p, "ft_lr", type=float, default=None,
+                      help="fine-tuning peak lr (finetune.py --lr; default: Table 7's)")
+    plumbing.add_flag(p, "ft_layer_decay", type=float, default=None,
+                      help="fine-tuning layer-wise lr decay (finetune.py --layer-decay; default: "
+                           "Table 7's)")
+    plumbing.add_flag(p, "blimp_dir", default=None,
+                      help="a folder of BLiMP's jsonl files (evaluate.py --data-dir): score every "
+                           "fine-tuned snapshot zero-shot on BLiMP too (default: no BLiMP)")
+    plumbing.add_flag(p, "blimp_pairs", type=int, default=evaluate.PER_PARADIGM,
+                      help="BLiMP: the first N pairs of each paradigm, 0 for all")
     p.add_argument("--single-order", action="store_true",
                    help="fine-tune MRPC/STS-B on one sentence order only (finetune.py --single-order)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
@@ -136,6 +216,8 @@ class Context:
     tok: object  # tokenizer.Tokenizer of `vocab`
     tasks: list[str]
     overrides: dict  # the --set overrides, typed by train.parse_overrides
+    blimp: list | None = None  # evaluate.MinimalPair of --blimp-dir, --blimp-pairs per paradigm
+    blimp_signature: str = ""  # in a BLiMP job's key: the pairs scored, by count and a hash
 
 
 def setup(args: argparse.Namespace) -> Context:
@@ -168,6 +250,20 @@ def setup(args: argparse.Namespace) -> Context:
         corpus = data.resolve_corpus(args.data, cache).resolve()
     except (plumbing.DownloadError, FileNotFoundError, ValueError) as e:
         raise SystemExit(str(e)) from e
+    vocab, tok = shared_vocab(args, runs_dir, corpus)
+    blimp, signature = read_blimp(args)
+    return Context(args, runs_dir, corpus, vocab, tok, tasks, overrides, blimp, signature)
+
+
+def shared_vocab(args: argparse.Namespace, runs_dir: Path, corpus: Path):
+    """(vocab.txt, its tokenizer.Tokenizer): --vocab, or one of --vocab-size trained once on the
+    corpus. Runs are named by the vocab's hash (make_run): another vocab, other runs."""
+    if args.vocab is not None:
+        vocab = Path(args.vocab).resolve()
+        try:
+            return vocab, Tokenizer.load(vocab)
+        except (FileNotFoundError, ValueError) as e:
+            raise SystemExit(f"--vocab {args.vocab}: {e}") from e
     vocab_size = args.vocab_size or get_config(args.size[0]).vocab_size
     vocab_dir = runs_dir / "vocab" / f"{_slug(corpus.name)}-{vocab_size}-{_digest(str(corpus))}"
     cfg = train.TrainConfig(vocab_size=vocab_size)
@@ -176,7 +272,24 @@ def setup(args: argparse.Namespace) -> Context:
         tok = data.load_or_train_vocab(cfg, corpus, vocab_dir)
     except (FileNotFoundError, ValueError) as e:
         raise SystemExit(f"--data {args.data}: {e}") from e
-    return Context(args, runs_dir, corpus, vocab_dir / "vocab.txt", tok, tasks, overrides)
+    return vocab_dir / "vocab.txt", tok
+
+
+def read_blimp(args: argparse.Namespace) -> tuple[list | None, str]:
+    """(BLiMP's pairs of --blimp-dir, their signature "p200-<hash of the pairs>"), or (None, "")
+    without --blimp-dir. The hash makes results on other pairs other results."""
+    if args.blimp_dir is None:
+        return None, ""
+    if not any(Path(args.blimp_dir).glob("*.jsonl")):
+        raise SystemExit(f"--blimp-dir {args.blimp_dir}: no .jsonl files there; pass the data "
+                         f"folder of github.com/alexwarstadt/blimp (python evaluate.py blimp "
+                         f"downloads it into {evaluate.BLIMP_CACHE})")
+    try:
+        pairs = evaluate.read_blimp(args.blimp_dir, args.blimp_pairs or None)
+    except (FileNotFoundError, ValueError) as e:
+        raise SystemExit(f"--blimp-dir: {e}") from e
+    digest = _digest(json.dumps([asdict(pair) for pair in pairs]))
+    return pairs, f"p{args.blimp_pairs or 'all'}-{digest}"
 
 
 def parse_fraction(text: str) -> float:
@@ -321,34 +434,87 @@ def _checkpoint_step(ckpt: Path) -> int | None:
 # Fine-tuning jobs
 
 
-def ft_signature(args: argparse.Namespace) -> str:
-    """The fine-tuning settings in a job's key: results with other settings are other results."""
-    return (f"n{args.ft_examples or 'all'}-e{args.ft_epochs or 'recipe'}"
-            + ("-single" if args.single_order else ""))
+def ft_signature(args: argparse.Namespace, task: str) -> str:
+    """`task`'s fine-tuning settings in a job's key: results with other settings are other results.
+    A setting left at finetune.py's default adds nothing, so that earlier results stay found."""
+    examples = for_task(args.ft_examples, task)
+    epochs = for_task(args.ft_epochs, task)
+    signature = f"n{examples or 'all'}-e{epochs or 'recipe'}"
+    if args.ft_lr is not None:
+        signature += f"-lr{args.ft_lr:g}"
+    if args.ft_layer_decay is not None:
+        signature += f"-ld{args.ft_layer_decay:g}"
+    if args.single_order:
+        signature += "-single"
+    return signature
 
 
 def ft_key(run: Run, step: int, task: str, seed: int, args) -> str:
-    return f"{run.name}/step{step}/{task}/seed{seed}/{ft_signature(args)}"
+    return f"{run.name}/step{step}/{task}/seed{seed}/{ft_signature(args, task)}"
 
 
 def fine_tune(ctx: Context, run: Run, step: int, task: str, seed: int) -> dict:
     """Fine-tune snapshot `step` of `run` on `task` with one seed (finetune.py's main); its dev metrics."""
     a = ctx.args
-    out = run.dir / "finetune" / _slug(f"step{step}-{task}-seed{seed}-{ft_signature(a)}")
+    out = run.dir / "finetune" / _slug(f"step{step}-{task}-seed{seed}-{ft_signature(a, task)}")
     argv = ["--task", task, "--init", str(run.snapshot(step)), "--vocab", str(ctx.vocab), "--out-dir", str(out),
             "--seeds", "1", "--seed", str(seed)]
     if a.glue_dir is not None:
         argv += ["--data-dir", str(a.glue_dir)]
     if a.device != "auto":
         argv += ["--device", a.device]
-    if a.ft_examples:
-        argv += ["--max-train-examples", str(a.ft_examples)]
-    if a.ft_epochs:
-        argv += ["--epochs", str(a.ft_epochs)]
+    examples = for_task(a.ft_examples, task)
+    if examples:
+        argv += ["--max-train-examples", str(examples)]
+    epochs = for_task(a.ft_epochs, task)
+    if epochs:
+        argv += ["--epochs", str(epochs)]
+    if a.ft_lr is not None:
+        argv += ["--lr", str(a.ft_lr)]
+    if a.ft_layer_decay is not None:
+        argv += ["--layer-decay", str(a.ft_layer_decay)]
     if a.single_order:
         argv += ["--single-order"]
     report = finetune.main(argv)
     return report["tasks"][task]["seeds"][0]["dev"]
+
+
+# -----------------------------------------------------------------------------
+# Zero-shot measures of a snapshot: BLiMP, and D's context AUC from pre-training's log
+
+
+def blimp_key(ctx: Context, run: Run, step: int) -> str:
+    return f"{run.name}/step{step}/blimp/{ctx.blimp_signature}"
+
+
+def score_blimp(ctx: Context, run: Run, step: int) -> dict:
+    """Zero-shot BLiMP accuracy of snapshot `step` with evaluate.py's scores: an ELECTRA snapshot
+    gets D's summed and mean log D (d_sum, d_mean) and its generator's pseudo-log-likelihood
+    (mlm_pll), a BERT snapshot its masked LM's PLL. Overall and per field."""
+    device = ctx.args.device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        scored = evaluate.load_run(run.snapshot(step), ctx.vocab)
+    except (FileNotFoundError, ValueError) as e:
+        raise SystemExit(f"BLiMP of {run.snapshot(step)}: {e}") from e
+    model = scored.model.to(device).eval()
+    credits, identical = evaluate.blimp_credits(model, scored.tokenizer, ctx.blimp,
+                                                evaluate.BATCH_SIZE, device)
+    accuracy = evaluate.accuracies(ctx.blimp, credits)
+    return {"per_paradigm": ctx.args.blimp_pairs or None, "identical_pairs": identical,
+            "overall": accuracy["overall"], "fields": accuracy["fields"]}
+
+
+def context_auc(run: Run, step: int) -> float | None:
+    """D's held-out AUC against G's samples at temperature 1 after update `step`: the `context_auc`
+    of the evaluation row train.py wrote to metrics.jsonl at that step (it evaluates at every
+    --stop-at). None without one: BERT has no D, and step 0 was never evaluated."""
+    found = None
+    for row in read_metrics(run.dir / "train" / "metrics.jsonl"):
+        if row.get("split") == "eval" and row.get("step") == step and "context_auc" in row:
+            found = row["context_auc"]  # the last one: a segment redone after a crash wrote again
+    return found
 
 
 # -----------------------------------------------------------------------------
@@ -359,7 +525,7 @@ def fine_tune(ctx: Context, run: Run, step: int, task: str, seed: int) -> dict:
 class Job:
     key: str
     run: Run
-    kind: str  # "pretrain" or "finetune"
+    kind: str  # "pretrain", "finetune" or "blimp"; the results of the last two: results[kind]
     step: int = 0
     task: str = ""
     seed: int = 0
@@ -367,20 +533,24 @@ class Job:
 
 def fine_tuned_steps(runs: list[Run], steps: str, select: list[int] | None = None) -> list[tuple[Run, int]]:
     """The snapshots an experiment fine-tunes: steps "last" (each run's final one), "all" (every
-    snapshot) or "all+init" (every snapshot, and step 0 of the first run: the random initialisation).
+    snapshot) or "all+init" (every snapshot, and before them step 0 of each run: its random
+    initialisation, the zero point of its objective; ELECTRA's and BERT's differ, as their models
+    do).
     `select`: with "all"/"all+init", only these snapshots (1-based, e.g. [1, 3] of 3)."""
     if steps not in ("last", "all", "all+init"):
         raise ValueError(f"steps {steps!r}: expected 'last', 'all' or 'all+init'")
-    out = [(runs[0], 0)] if steps == "all+init" and runs else []
+    out = []
     for run in runs:
         chosen = run.stops if select is None else [s for i, s in enumerate(run.stops, start=1) if i in select]
+        out += [(run, 0)] if steps == "all+init" else []
         out += [(run, s) for s in (chosen if steps != "last" else run.stops[-1:])]
     return out
 
 
 def run_experiment(ctx: Context, name: str, runs: list[Run], steps: str, markdown, plot, argv: list[str],
                    select: list[int] | None = None) -> dict:
-    """Pre-train `runs`, fine-tune their snapshots (see fine_tuned_steps) on every task and seed.
+    """Pre-train `runs`, fine-tune their snapshots (see fine_tuned_steps) on every task and seed,
+    and with --blimp-dir score each of those snapshots on BLiMP.
 
     After every finished job the outputs are redrawn (summarize, then write_outputs with
     `markdown(results, runs, tasks)` and `plot(plt, rows, tasks)`), so an interrupted experiment
@@ -390,7 +560,7 @@ def run_experiment(ctx: Context, name: str, runs: list[Run], steps: str, markdow
     out = Path(a.out)
 
     def write(results):
-        results["rows"] = summarize(results, runs, ctx.tasks, a.seeds, steps, a, select)
+        results["rows"] = summarize(results, ctx, runs, steps, select)
         write_outputs(out, name, results, markdown(results, runs, ctx.tasks),
                       lambda plt: plot(plt, results["rows"], ctx.tasks))
 
@@ -398,21 +568,22 @@ def run_experiment(ctx: Context, name: str, runs: list[Run], steps: str, markdow
     results.update(experiment=name, command="python " + " ".join([f"experiments/{name}.py"] + argv),
                    settings={k: v for k, v in vars(a).items()}, corpus=str(ctx.corpus), vocab=str(ctx.vocab),
                    runs=[r.describe() for r in runs])
-    done = results["finetune"]
     jobs = []
     for run, step in fine_tuned_steps(runs, steps, select):
         for task in ctx.tasks:
             for seed in range(a.seeds):
                 jobs.append(Job(ft_key(run, step, task, seed, a), run, "finetune", step, task, seed))
+        if ctx.blimp is not None:
+            jobs.append(Job(blimp_key(ctx, run, step), run, "blimp", step))
     for job in jobs:  # a result another script already has (same run, same settings) is reused
-        if job.key not in done and _result_file(job).is_file():
-            done[job.key] = json.loads(_result_file(job).read_text())
-    pending_ft = [j for j in jobs if j.key not in done]
-    need = {j.run.name: j.run for j in pending_ft if not j.run.snapshot(j.step).is_file()}
-    pending = [Job(f"pretrain/{r.name}", r, "pretrain") for r in need.values()] + pending_ft
+        _finished(job, results)
+    pending_scores = [j for j in jobs if j.key not in results[j.kind]]
+    need = {j.run.name: j.run for j in pending_scores if not j.run.snapshot(j.step).is_file()}
+    pending = [Job(f"pretrain/{r.name}", r, "pretrain") for r in need.values()] + pending_scores
     write(results)
     try:
-        _work(ctx, pending, done, results, write, len(jobs) + len(need), len(jobs) - len(pending_ft), name)
+        _work(ctx, pending, results, write, len(jobs) + len(need),
+              len(jobs) - len(pending_scores), name)
     except KeyboardInterrupt:
         raise SystemExit(f"{name}: interrupted. Finished work is kept in {out / 'results.json'} and "
                          f"{ctx.runs_dir}; run the same command again to continue.") from None
@@ -420,7 +591,7 @@ def run_experiment(ctx: Context, name: str, runs: list[Run], steps: str, markdow
     return results
 
 
-def _work(ctx: Context, pending: list[Job], done: dict, results: dict, write, total: int, initial: int,
+def _work(ctx: Context, pending: list[Job], results: dict, write, total: int, initial: int,
           name: str) -> None:
     """Do the pending jobs, those another process holds last, with one progress bar."""
     t0 = time.time()
@@ -428,20 +599,20 @@ def _work(ctx: Context, pending: list[Job], done: dict, results: dict, write, to
         while pending:
             progressed = False
             for job in list(pending):
-                if _finished(job, done):
+                if _finished(job, results):
                     pending.remove(job)
                     bar.update(1)
                     progressed = True
                     continue
-                if job.kind == "finetune" and not job.run.snapshot(job.step).is_file():
+                if job.kind != "pretrain" and not job.run.snapshot(job.step).is_file():
                     continue  # its pre-training is still to do (here or in another process)
                 lock = ctx.runs_dir / "locks" / (_slug(job.key) + ".lock")
                 if not _try_lock(lock):
                     continue  # another process is doing it: look again later
                 try:
-                    if not _finished(job, done):
+                    if not _finished(job, results):
                         bar.set_postfix_str(job.key.split("/", 1)[-1][:60])
-                        _do(ctx, job, done)
+                        _do(ctx, job, results)
                 finally:
                     lock.unlink(missing_ok=True)
                 pending.remove(job)
@@ -455,28 +626,36 @@ def _work(ctx: Context, pending: list[Job], done: dict, results: dict, write, to
     results["seconds"] = results.get("seconds", 0.0) + (time.time() - t0)
 
 
-def _do(ctx: Context, job: Job, done: dict) -> None:
+def _do(ctx: Context, job: Job, results: dict) -> None:
     t = time.time()
     if job.kind == "pretrain":
         pretrain(job.run)
         return
-    dev = fine_tune(ctx, job.run, job.step, job.task, job.seed)
-    entry = {"run": job.run.name, "step": job.step, "task": job.task, "seed": job.seed, "dev": dev,
-             "seconds": round(time.time() - t, 1)}
+    if job.kind == "blimp":
+        entry = {"run": job.run.name, "step": job.step, **score_blimp(ctx, job.run, job.step)}
+    else:
+        dev = fine_tune(ctx, job.run, job.step, job.task, job.seed)
+        entry = {"run": job.run.name, "step": job.step, "task": job.task, "seed": job.seed,
+                 "dev": dev}
+    entry["seconds"] = round(time.time() - t, 1)
     _atomic(_result_file(job), lambda p: p.write_text(json.dumps(entry, indent=1)))
-    done[job.key] = entry
+    results[job.kind][job.key] = entry
 
 
-def _finished(job: Job, done: dict) -> bool:
+def _finished(job: Job, results: dict) -> bool:
+    """Whether `job` is done; a result in its run folder (another process's, or an earlier
+    experiment's) is copied into results[job.kind]."""
     if job.kind == "pretrain":
         return all(job.run.snapshot(s).is_file() for s in [0] + job.run.stops)
+    done = results[job.kind]
     if job.key not in done and _result_file(job).is_file():
         done[job.key] = json.loads(_result_file(job).read_text())
     return job.key in done
 
 
 def _result_file(job: Job) -> Path:
-    return job.run.dir / "finetune" / (_slug(job.key.split("/", 1)[1]) + ".json")
+    """runs-dir/RUN/finetune/ or RUN/blimp/: the job's key less the run's name, as a file name."""
+    return job.run.dir / job.kind / (_slug(job.key.split("/", 1)[1]) + ".json")
 
 
 def _try_lock(path: Path) -> bool:
@@ -524,41 +703,75 @@ def load_results(path: Path, name: str) -> dict:
         if results.get("experiment") not in (None, name):
             raise SystemExit(f"{path} holds the results of {results['experiment']}, not {name}: choose another --out")
         results.setdefault("finetune", {})
+        results.setdefault("blimp", {})
         return results
-    return {"experiment": name, "finetune": {}}
+    return {"experiment": name, "finetune": {}, "blimp": {}}
 
 
-def summarize(results: dict, runs: list[Run], tasks: list[str], seeds: int, steps: str, args,
+def summarize(results: dict, ctx: Context, runs: list[Run], steps: str,
               select: list[int] | None = None) -> list[dict]:
-    """One row per (run, snapshot) with every task's median, min and max over seeds of the paper's metric,
-    and `score`: the mean of the task medians (the paper's GLUE score over these tasks), when all are in."""
+    """One row per (run, snapshot) of fine_tuned_steps, `random` True at step 0 (random weights):
+
+        tasks        every task's mean, median, min and max over seeds of the paper's metric
+        score        the mean of the task medians (the paper's GLUE score over these tasks) and
+        score_mean   the mean of the task means, once every task has all its seeds
+        blimp        with --blimp-dir: the snapshot's BLiMP accuracy per score (evaluate.SCORES)
+        context_auc  with a discriminator, after update 1 or later: D's held-out context AUC
+    """
+    a = ctx.args
     rows = []
     for run, step in fine_tuned_steps(runs, steps, select):
-        row = {"label": run.label if step else INIT_LABEL, "run": run.name, "objective": run.objective,
+        row = {"label": run.label, "run": run.name, "objective": run.objective, "random": step == 0,
                "size": run.size, "generator_fraction": run.generator_fraction, "generator_hidden": run.generator_hidden,
                "step": step, "steps": run.steps, "flops": step * run.flops_per_step, "tasks": {}}
-        for task in tasks:
+        for task in ctx.tasks:
             metric = glue.get_task(task).paper_metric
-            scores = [results["finetune"][k]["dev"][metric] for k in
-                      (ft_key(run, step, task, s, args) for s in range(seeds)) if k in results["finetune"]]
+            keys = [ft_key(run, step, task, s, a) for s in range(a.seeds)]
+            done = [results["finetune"][k] for k in keys if k in results["finetune"]]
+            scores = [entry["dev"][metric] for entry in done]
             if scores:
-                row["tasks"][task] = {"metric": metric, "median": float(np.median(scores)),
+                row["tasks"][task] = {"metric": metric, "mean": float(np.mean(scores)),
+                                      "median": float(np.median(scores)),
                                       "min": float(min(scores)), "max": float(max(scores)),
                                       "seeds": scores}
-        if len(row["tasks"]) == len(tasks) and all(len(t["seeds"]) == seeds for t in row["tasks"].values()):
-            row["score"] = glue.glue_score({t: {v["metric"]: v["median"]} for t, v in row["tasks"].items()})
+        complete = all(len(t["seeds"]) == a.seeds for t in row["tasks"].values())
+        if len(row["tasks"]) == len(ctx.tasks) and complete:
+            medians = {t: {v["metric"]: v["median"]} for t, v in row["tasks"].items()}
+            means = {t: {v["metric"]: v["mean"]} for t, v in row["tasks"].items()}
+            row["score"] = glue.glue_score(medians)
+            row["score_mean"] = glue.glue_score(means)
+        blimp = results["blimp"].get(blimp_key(ctx, run, step)) if ctx.blimp is not None else None
+        if blimp is not None:
+            overall = blimp["overall"]
+            row["blimp"] = {s: overall[s] for s in evaluate.SCORES if s in overall}
+        row["context_auc"] = context_auc(run, step) if step else None
         rows.append(row)
     return rows
 
 
-def cell(row: dict, task: str) -> str:
-    """"61.2 (58.0-63.1)": median over seeds and the min-max spread; "-" until it is fine-tuned."""
+def cell(row: dict, task: str, stat: str = "median") -> str:
+    """"61.2 (58.0-63.1)": the median over seeds and the min-max spread; stat "mean":
+    "61.2 [58.0-63.1]", the mean (as experiments/sst2_check.py writes it); "-" until it is
+    fine-tuned."""
     t = row["tasks"].get(task)
     if t is None:
         return "-"
     if len(t["seeds"]) == 1:
-        return f"{t['median']:.1f}"
+        return f"{t[stat]:.1f}"
+    if stat == "mean":
+        return f"{t['mean']:.1f} [{t['min']:.1f}-{t['max']:.1f}]"
     return f"{t['median']:.1f} ({t['min']:.1f}-{t['max']:.1f})"
+
+
+def blimp_cells(row: dict) -> list[str]:
+    """The row's BLiMP accuracy per score of evaluate.SCORES, "-" where it has none."""
+    blimp = row.get("blimp", {})
+    return [f"{blimp[s]:.3f}" if s in blimp else "-" for s in evaluate.SCORES]
+
+
+def blimp_headers() -> list[str]:
+    """"BLiMP D sum", ...: the columns of blimp_cells."""
+    return [f"BLiMP {evaluate.SCORE_TITLES[s]}" for s in evaluate.SCORES]
 
 
 def task_header(task: str) -> str:
@@ -573,18 +786,41 @@ def markdown_table(header: list[str], lines: list[list[str]]) -> str:
     return "\n".join(out) + "\n"
 
 
-def settings_line(results: dict, runs: list[Run]) -> str:
-    """One paragraph saying what the numbers are, for the top of the markdown file."""
+def settings_line(results: dict, runs: list[Run], stat: str = "median") -> str:
+    """One paragraph saying what the numbers are, for the top of the markdown file; `stat`: what
+    the cells show (cell's)."""
     s = results["settings"]
     steps = ", ".join(f"{r.label} {r.steps:,}" for r in runs)
+    recipe = ""
+    if s["ft_lr"] is not None:
+        recipe += f", lr {s['ft_lr']:g}"
+    if s["ft_layer_decay"] is not None:
+        recipe += f", layer-wise lr decay {s['ft_layer_decay']:g}"
+    spread = "[min-max]" if stat == "mean" else "(min-max)"
+    blimp = ""
+    if s["blimp_dir"] is not None:
+        pairs = s["blimp_pairs"] or "all"
+        blimp = (f"BLiMP: zero-shot accuracy on the first {pairs} pairs of each paradigm in "
+                 f"`{s['blimp_dir']}` (evaluate.py's scores; chance 0.5). ")
     return (f"Command: `{results['command']}`\n\n"
             f"Pre-training budget {s['flops']:.3g} FLOPs per run (report.flops_per_step), size(s) "
-            f"{', '.join(s['size'])}, corpus `{results['corpus']}`; updates per run: {steps}. "
-            f"Fine-tuning: {s['seeds']} seed(s), {s['ft_examples'] or 'all'} training examples per task, "
-            f"{s['ft_epochs'] or 'Table 7'} epochs{', one sentence order' if s['single_order'] else ''}; cells "
-            f"are the median over seeds of the dev metric the paper reports, (min-max) over seeds. "
+            f"{', '.join(s['size'])}, corpus `{results['corpus']}`, vocab `{results['vocab']}`; "
+            f"updates per run: {steps}. "
+            f"Fine-tuning: {s['seeds']} seed(s), training examples per task "
+            f"{_per_task_text(s['ft_examples'], 'all')}, "
+            f"epochs {_per_task_text(s['ft_epochs'], 'Table 7')}"
+            f"{recipe}{', one sentence order' if s['single_order'] else ''}; cells "
+            f"are the {stat} over seeds of the dev metric the paper reports, {spread} over seeds. "
+            f"{blimp}"
             f"Time spent on jobs so far: {results.get('seconds', 0) / 60:.1f} min (summed over invocations and "
             f"processes, including waiting for jobs another process held).\n")
+
+
+def _per_task_text(setting: dict, default: str) -> str:
+    """{"all": 500} -> "500"; {"sst2": 20000} -> "sst2 20000, others all" (default "all")."""
+    others = str(setting.get("all", default))
+    named = [f"{task} {n}" for task, n in setting.items() if task != "all"]
+    return ", ".join(named + [f"others {others}"]) if named else others
 
 
 def write_outputs(out: Path, name: str, results: dict, markdown: str, plot) -> None:
@@ -602,10 +838,11 @@ def write_outputs(out: Path, name: str, results: dict, markdown: str, plot) -> N
     plt.close(fig)
 
 
-def error_bars(rows: list[dict], task: str):
-    """(medians, [[median - min], [max - median]]) of `task` over rows that have it, for plt.errorbar."""
+def error_bars(rows: list[dict], task: str, stat: str = "median"):
+    """(medians, [[median - min], [max - median]]) of `task` over rows that have it, for
+    plt.errorbar; stat "mean": the same around the means."""
     have = [r["tasks"][task] for r in rows if task in r["tasks"]]
-    med = np.array([t["median"] for t in have])
+    med = np.array([t[stat] for t in have])
     return med, np.array([[m - t["min"] for m, t in zip(med, have)], [t["max"] - m for m, t in zip(med, have)]])
 
 

@@ -2,16 +2,26 @@
 
 Both objectives get the same FLOPs budget (so BERT, cheaper per update, gets more updates), are
 snapshotted --checkpoints times along the way, and every snapshot is fine-tuned on the GLUE tasks, as
-is the random initialisation (step 0, "no pre-training"): what pre-training adds is measured against it.
+is each objective's random initialisation (update 0, the weights its run starts from; ELECTRA's and
+BERT's differ): what pre-training adds is measured against the zero point of its own objective.
 The paper's claim: at any compute, the ELECTRA discriminator fine-tunes better than the BERT encoder
 (Figure 1: GLUE score vs pre-train FLOPs; Table 1: ELECTRA-Small 79.9 vs BERT-Small 75.1).
 
-    python experiments/electra_vs_bert.py --data ../shared/data/corpus --flops 5e12 --size tiny \\
-        --glue-dir ../shared/data/glue --seeds 3 --ft-examples 500
+Issue 27's protocol, on a laptop: one vocab for every run; SST-2 at 20,000 training rows, 1 epoch,
+3 seeds, and MRPC at full size; every snapshot also scored zero-shot on BLiMP (200 pairs per
+paradigm):
 
-Writes --out/results.json, electra_vs_bert.md (a table: objective, snapshot step, FLOPs, each task's
-median (min-max) over seeds, the mean of the medians) and electra_vs_bert.png (score vs FLOPs, one panel
-per task). Run it again to continue after an interruption.
+    python experiments/electra_vs_bert.py --data runs/tapt --vocab runs/vocab-tapt/vocab.txt \\
+        --size tiny --flops 5.7e13 --checkpoints 4 --glue-dir ../shared/data/glue \\
+        --tasks sst2,mrpc --seeds 3 --ft-examples sst2=20000 --ft-epochs sst2=1 --ft-lr 1e-3 \\
+        --blimp-dir ../shared/data/blimp
+
+Cells are the mean over seeds with the [min-max] spread (the protocol's; the paper reports medians,
+which results.json keeps beside the means). Writes --out/results.json, electra_vs_bert.md (a table:
+objective, update, FLOPs, each task's mean [min-max], the mean of the task means, BLiMP's D sum,
+D mean and MLM PLL (ELECTRA: its generator's), D's context AUC at that update, and SST-2's gain
+over the objective's random weights) and electra_vs_bert.png (score vs FLOPs, one panel per task, one for the mean and one for
+BLiMP). Run it again to continue after an interruption: nothing finished is redone.
 """
 from __future__ import annotations
 
@@ -25,6 +35,9 @@ from experiments import common  # noqa: E402
 NAME = "electra_vs_bert"
 OBJECTIVES = (("electra", "ELECTRA"), ("bert", "BERT"))  # (train.py --objective, label)
 TASKS = "sst2,mrpc,stsb"  # the three GLUE tasks in ../shared/data/glue
+STAT = "mean"  # issue 27's protocol reports the mean over seeds and its spread (the paper: median)
+GAIN_TASK = "sst2"  # issue 27's check: SST-2's gain over the objective's random weights
+BLIMP_CHANCE = 0.5  # a minimal pair has two sentences: guessing is right half the time
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -52,42 +65,104 @@ def main(argv=None) -> dict:
 
 
 def markdown(results: dict, runs, tasks: list[str]) -> str:
-    lines = [[r["label"], f"{r['step']:,}", f"{r['flops']:.2e}"] + [common.cell(r, t) for t in tasks]
-             + [f"{r['score']:.1f}" if "score" in r else "-"] for r in results["rows"]]
-    header = ["objective", "update", "pre-train FLOPs"] + [common.task_header(t) for t in tasks] + ["mean"]
-    return (f"# ELECTRA vs BERT at equal pre-training compute\n\n{common.settings_line(results, runs)}\n"
-            + common.markdown_table(header, lines))
+    """The table: a line per snapshot, each objective's random weights (update 0) first."""
+    rows = results["rows"]
+    blimp = any("blimp" in r for r in rows)
+    gain = GAIN_TASK in tasks
+    header = (["objective", "update", "pre-train FLOPs"] + [common.task_header(t) for t in tasks]
+              + ["mean of tasks"] + (common.blimp_headers() if blimp else []) + ["context AUC"]
+              + ([f"{common.task_header(GAIN_TASK)} gain over random"] if gain else []))
+    lines = []
+    for r in rows:
+        line = [r["label"], "0 (random weights)" if r["random"] else f"{r['step']:,}",
+                f"{r['flops']:.2e}"]
+        line += [common.cell(r, t, STAT) for t in tasks]
+        line += [f"{r['score_mean']:.1f}" if "score_mean" in r else "-"]
+        line += common.blimp_cells(r) if blimp else []
+        line += [f"{r['context_auc']:.3f}" if r["context_auc"] is not None else "-"]
+        line += [gain_cell(r, rows)] if gain else []
+        lines.append(line)
+    return (f"# ELECTRA vs BERT at equal pre-training compute\n\n"
+            f"{common.settings_line(results, runs, STAT)}\n" + common.markdown_table(header, lines))
+
+
+def zero_point(row: dict, rows: list[dict]) -> dict | None:
+    """The random-weights row of `row`'s objective (same run, update 0), if it is in `rows`."""
+    return next((r for r in rows if r["run"] == row["run"] and r["random"]), None)
+
+
+def gain_cell(row: dict, rows: list[dict]) -> str:
+    """SST-2's mean over seeds minus that of the objective's random weights: "+1.2"; "-" for the
+    random weights themselves or until both are in."""
+    zero = zero_point(row, rows)
+    if row["random"] or zero is None:
+        return "-"
+    if GAIN_TASK not in row["tasks"] or GAIN_TASK not in zero["tasks"]:
+        return "-"
+    return f"{row['tasks'][GAIN_TASK][STAT] - zero['tasks'][GAIN_TASK][STAT]:+.1f}"
 
 
 def plot(plt, rows: list[dict], tasks: list[str]):
-    """One panel per task and one for the mean: dev score vs pre-training FLOPs, a line per objective,
-    error bars from the lowest to the highest seed; a dashed line for the random initialisation."""
-    panels = tasks + ["mean"]
+    """Figure 1 on our scale: a panel per task, one for the mean of the tasks and, with BLiMP, one
+    for BLiMP. Score against pre-training FLOPs, a line per objective (its colour in every panel),
+    whiskers from the lowest to the highest seed; its random weights (update 0) a dashed
+    horizontal line in its colour, the zero point pre-training has to beat, over a band from
+    their lowest to their highest seed."""
+    blimp = any("blimp" in r for r in rows)
+    panels = tasks + ["mean"] + (["blimp"] if blimp else [])
     fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.6), squeeze=False)
-    init = [r for r in rows if r["label"] == common.INIT_LABEL]
-    rows = [r for r in rows if r["label"] != common.INIT_LABEL]
     labels = list(dict.fromkeys(r["label"] for r in rows))
     for ax, panel in zip(axes[0], panels):
-        base = [r["score"] if panel == "mean" else r["tasks"][panel]["median"] for r in init
-                if (panel == "mean" and "score" in r) or panel in r["tasks"]]
-        if base:
-            ax.axhline(base[0], color="0.5", ls="--", label=common.INIT_LABEL)
         for i, label in enumerate(labels):
-            mine = [r for r in rows if r["label"] == label]
-            if panel == "mean":
-                have = [r for r in mine if "score" in r]
-                ax.plot([r["flops"] for r in have], [r["score"] for r in have], "o-", color=f"C{i}", label=label)
-                continue
-            have = [r for r in mine if panel in r["tasks"]]
-            med, err = common.error_bars(have, panel)
-            if len(have):
-                ax.errorbar([r["flops"] for r in have], med, yerr=err, fmt="o-", capsize=3, color=f"C{i}",
-                            label=label)
-        ax.set_title(common.task_header(panel) if panel != "mean" else "mean of the task medians")
+            mine = [r for r in rows if r["label"] == label and not r["random"]]
+            zero = [r for r in rows if r["label"] == label and r["random"]]
+            if panel == "blimp":
+                blimp_lines(ax, mine, zero, label, f"C{i}")
+            elif panel == "mean":
+                have = [r for r in mine if "score_mean" in r]
+                ax.plot([r["flops"] for r in have], [r["score_mean"] for r in have], "o-",
+                        color=f"C{i}", label=label)
+                for r in (z for z in zero if "score_mean" in z):
+                    ax.axhline(r["score_mean"], color=f"C{i}", ls="--", label=f"{label}, random")
+            else:
+                have = [r for r in mine if panel in r["tasks"]]
+                if have:
+                    mean, err = common.error_bars(have, panel, STAT)
+                    ax.errorbar([r["flops"] for r in have], mean, yerr=err, fmt="o-", capsize=3,
+                                color=f"C{i}", label=label)
+                for r in (z for z in zero if panel in z["tasks"]):
+                    ax.axhline(r["tasks"][panel][STAT], color=f"C{i}", ls="--",
+                               label=f"{label}, random")
+                    # its seeds' spread: a gain has to clear this band to be more than noise
+                    ax.axhspan(r["tasks"][panel]["min"], r["tasks"][panel]["max"], color=f"C{i}",
+                               alpha=0.1, lw=0)
         ax.set_xlabel("pre-training FLOPs")
-        common.score_axes(ax)
+        ax.set_xlim(left=0)  # where the random weights are: the dashed lines start there
+        if panel == "blimp":
+            ax.axhline(BLIMP_CHANCE, color="0.6", lw=1, label="chance")
+            ax.set_title("BLiMP, zero-shot")
+            ax.set_ylabel("accuracy")
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=7)
+            continue
+        ax.set_title(common.task_header(panel) if panel != "mean" else "mean of the tasks")
+        common.score_axes(ax, STAT)
     fig.tight_layout()
     return fig
+
+
+def blimp_lines(ax, mine: list[dict], zero: list[dict], label: str, color: str) -> None:
+    """One objective's BLiMP lines: D sum (ELECTRA) and the masked LM's PLL (ELECTRA's G, BERT's
+    MLM), each with its random weights as a dashed line in the objective's colour."""
+    mlm = "MLM" if any(r["objective"] == "bert" for r in mine + zero) else "G"
+    for score, name, style in (("d_sum", "D sum", "o-"), ("mlm_pll", f"{mlm} PLL", "s:")):
+        have = [r for r in mine if score in r.get("blimp", {})]
+        if have:
+            ax.plot([r["flops"] for r in have], [r["blimp"][score] for r in have], style,
+                    color=color, label=f"{label} {name}")
+        for r in (z for z in zero if score in z.get("blimp", {})):
+            ax.axhline(r["blimp"][score], color=color, ls="--" if score == "d_sum" else "-.",
+                       label=f"{label} {name}, random")
 
 
 if __name__ == "__main__":

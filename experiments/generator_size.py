@@ -47,11 +47,13 @@ def main(argv=None) -> dict:
 
 
 def markdown(results: dict, runs, tasks: list[str]) -> str:
+    blimp = any("blimp" in r for r in results["rows"])  # with --blimp-dir
     lines = [[r["label"], f"{r['generator_hidden']}", r["size"], f"{r['steps']:,}", f"{r['flops']:.2e}"]
              + [common.cell(r, t) for t in tasks] + [f"{r['score']:.1f}" if "score" in r else "-"]
-             for r in results["rows"]]
+             + (common.blimp_cells(r) if blimp else []) for r in results["rows"]]
     header = (["generator / discriminator", "G hidden", "size", "updates", "pre-train FLOPs"]
-              + [common.task_header(t) for t in tasks] + ["mean"])
+              + [common.task_header(t) for t in tasks] + ["mean"]
+              + (common.blimp_headers() if blimp else []))
     return (f"# Generator size, discriminator fixed (Sec. 3.2, Figure 3 left)\n\n"
             f"{common.settings_line(results, runs)}\n" + common.markdown_table(header, lines))
 

@@ -1,15 +1,19 @@
-"""Smoke tests of experiments/: each script end to end on a corpus and GLUE-format TSVs written here,
-with a 1-layer 16-wide model, a handful of updates, 1 seed and a few examples; then resuming.
+"""Smoke tests of experiments/: each script end to end on a corpus, GLUE-format TSVs and
+BLiMP-format jsonl files written here, with a 1-layer 16-wide model, a handful of updates, 1 seed
+and a few examples; then resuming.
 
 The three scripts share one --runs-dir (module fixture), as they would in real use, so the tests also
 check that identical runs are reused across experiments rather than trained again.
 """
+import doctest
 import json
 import random
 
+import matplotlib
 import pytest
 import torch
 
+import evaluate
 import finetune
 import train
 from experiments import ablations, common, electra_vs_bert, generator_size
@@ -47,7 +51,22 @@ def data(tmp_path_factory):
             "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore\n"
             + "".join(f"{i}\tmain\tf\t2012\t{i}\ts\ts\t{_sentence(rng)}\t{_sentence(rng)}\t{i * 0.4:.2f}\n"
                       for i in range(n)))
+    blimp = root / "blimp"  # BLiMP's layout: a jsonl file per paradigm, a minimal pair a line
+    blimp.mkdir()
+    pairs = (("the cat sat on a mat .", "the cat on sat a mat ."),
+             ("dogs ran over green hills .", "dogs over ran green hills ."),
+             ("birds sang songs .", "birds songs sang ."))
+    for uid, field in (("word_order", "syntax"), ("agreement", "syntax/semantics")):
+        lines = [json.dumps({"sentence_good": good, "sentence_bad": bad, "field": field,
+                             "UID": uid, "pairID": str(i)}) + "\n"
+                 for i, (good, bad) in enumerate(pairs)]
+        (blimp / f"{uid}.jsonl").write_text("".join(lines))
     return root
+
+
+def test_docstring_examples():
+    assert doctest.testmod(common).attempted >= 4
+    assert doctest.testmod(common).failed == 0
 
 
 def _argv(data, name, *extra):
@@ -77,7 +96,7 @@ class Calls:
         monkeypatch.setattr(finetune, "main", fake_ft)
 
 
-def _check_outputs(out, name, labels, rows_expected):
+def _check_outputs(out, name, labels, rows_expected, score="score"):
     results = json.loads((out / "results.json").read_text())
     md = (out / f"{name}.md").read_text()
     png = (out / f"{name}.png").read_bytes()
@@ -88,14 +107,15 @@ def _check_outputs(out, name, labels, rows_expected):
     assert len(table) == 1 + rows_expected  # header + one line per row
     for row, line in zip(results["rows"], table[1:]):
         assert line.startswith(f"| {row['label']} |")
-        assert "score" in row  # every task of every row was fine-tuned
-        assert f"{row['score']:.1f}" in line
+        assert score in row  # every task of every row was fine-tuned
+        assert f"{row[score]:.1f}" in line
     return results
 
 
 @pytest.fixture(scope="module")
 def exp1(data):
-    """electra_vs_bert end to end: 2 objectives x 2 snapshots x 3 tasks x 1 seed."""
+    """electra_vs_bert end to end: 2 objectives x (random weights + 2 snapshots) x 3 tasks x 1
+    seed."""
     with pytest.MonkeyPatch.context() as mp:
         calls = Calls(mp)
         results = electra_vs_bert.main(_argv(data, "exp1"))
@@ -105,13 +125,15 @@ def exp1(data):
 def test_electra_vs_bert_end_to_end(data, exp1):
     results, calls = exp1
     # The step-0 snapshot is the model train.py built for the run (same config, same parameters), untrained.
-    run = results["runs"][0]
-    init, first = (torch.load(f"{run['dir']}/snapshots/step{s}.pt", weights_only=True) for s in (0, run["stops"][0]))
-    assert init["model_config"] == first["model_config"] and init["model"].keys() == first["model"].keys()
-    assert not torch.equal(init["model"]["discriminator.layers.0.fc1.weight"],
-                           first["model"]["discriminator.layers.0.fc1.weight"])
+    for run, encoder in zip(results["runs"], ("discriminator", "mlm")):
+        init, first = (torch.load(f"{run['dir']}/snapshots/step{s}.pt", weights_only=True)
+                       for s in (0, run["stops"][0]))
+        assert init["model_config"] == first["model_config"]
+        assert init["model"].keys() == first["model"].keys()
+        assert not torch.equal(init["model"][f"{encoder}.layers.0.fc1.weight"],
+                               first["model"][f"{encoder}.layers.0.fc1.weight"])
     out = data / "out" / "exp1"
-    _check_outputs(out, "electra_vs_bert", ["no pre-training", "ELECTRA", "ELECTRA", "BERT", "BERT"], 5)
+    _check_outputs(out, "electra_vs_bert", ["ELECTRA"] * 3 + ["BERT"] * 3, 6, score="score_mean")
     runs = {r["objective"]: r for r in results["runs"]}
     # Equal compute: steps = floor(5e7 / FLOPs per update), BERT's update being cheaper, it gets more.
     for r in runs.values():
@@ -119,13 +141,15 @@ def test_electra_vs_bert_end_to_end(data, exp1):
         assert r["stops"] == [round(r["steps"] / 2), r["steps"]]
     assert runs["bert"]["steps"] > runs["electra"]["steps"]
     rows = results["rows"]
-    assert [r["step"] for r in rows] == [0] + runs["electra"]["stops"] + runs["bert"]["stops"]
+    assert [r["step"] for r in rows] == [0] + runs["electra"]["stops"] + [0] + runs["bert"]["stops"]
     assert rows[0]["flops"] == 0 and rows[0]["objective"] == "electra"  # ELECTRA's initial weights
+    assert rows[3]["flops"] == 0 and rows[3]["objective"] == "bert"  # BERT's: its own zero point
+    assert [r["random"] for r in rows] == [True, False, False] * 2
     assert all(set(r["tasks"]) == {"sst2", "mrpc", "stsb"} for r in rows)
     assert rows[0]["tasks"]["stsb"]["metric"] == "spearman" and rows[0]["tasks"]["mrpc"]["metric"] == "acc"
-    # Each run trained in two segments (stop at the snapshot, then --resume), 15 fine-tunings in all.
+    # Each run trained in two segments (stop at the snapshot, then --resume); 18 fine-tunings.
     assert len(calls.train) == 4 and sum("--resume" in a for a in calls.train) == 2
-    assert len(calls.finetune) == 15 and len(results["finetune"]) == 15
+    assert len(calls.finetune) == 18 and len(results["finetune"]) == 18
 
 
 def test_electra_vs_bert_resume_redoes_nothing(data, exp1, monkeypatch):
@@ -135,13 +159,13 @@ def test_electra_vs_bert_resume_redoes_nothing(data, exp1, monkeypatch):
     assert again["rows"] == before["rows"]
     # The results JSON alone is enough: with the run folders' fine-tuning results gone, nothing is redone.
     saved = {f: f.read_bytes() for f in (data / "runs").glob("*/finetune/*.json")}
-    assert len(saved) == 15
+    assert len(saved) == 18
     for f in saved:
         f.unlink()
     assert electra_vs_bert.main(_argv(data, "exp1"))["rows"] == before["rows"]
     for f, content in saved.items():  # the other experiments reuse them
         f.write_bytes(content)
-    # --ft-checkpoints 2: the random initialisation and each run's second (last) snapshot, all already done.
+    # --ft-checkpoints 2: each run's random initialisation and second (last) snapshot, all done.
     last = electra_vs_bert.main(_argv(data, "exp1", "--ft-checkpoints", "2"))["rows"]
     assert [(r["label"], r["step"]) for r in last] == [(r["label"], r["step"]) for r in before["rows"]
                                                        if r["step"] in (0, r["steps"])]
@@ -181,6 +205,165 @@ def test_generator_size_resumes_an_interrupted_run(data, exp1, monkeypatch):
     torch.set_num_threads(1)  # conftest's setting (the scripts' --threads also sets it)
 
 
+def _protocol_argv(data, vocab, *extra):
+    """Issue 27's protocol in small: a given vocab, per-task fine-tuning settings, BLiMP."""
+    model = [a for a in MODEL if a not in ("--vocab-size", "120")]
+    return (["--data", str(data / "corpus"), "--flops", "5e7", "--glue-dir", str(data / "glue"),
+             "--runs-dir", str(data / "runs"), "--out", str(data / "out" / "fig1"),
+             "--threads", "1", "--vocab", str(vocab), "--checkpoints", "2",
+             "--ft-checkpoints", "2", "--seeds", "1", "--tasks", "sst2,mrpc",
+             "--ft-examples", "sst2=10", "--ft-epochs", "SST-2=2", "--ft-lr", "1e-3",
+             "--ft-layer-decay", "0.9", "--blimp-dir", str(data / "blimp"), "--blimp-pairs", "2"]
+            + model + list(extra))
+
+
+@pytest.fixture(scope="module")
+def fig1(data, exp1):
+    """electra_vs_bert with the protocol on exp1's runs: 4 snapshots (each objective's random
+    weights and last snapshot) x 2 tasks x 1 seed, and BLiMP on each snapshot. The vocab is the
+    one exp1 trained."""
+    with pytest.MonkeyPatch.context() as mp:
+        calls = Calls(mp)
+        results = electra_vs_bert.main(_protocol_argv(data, exp1[0]["vocab"]))
+    return results, calls
+
+
+def _flag(argv, flag):
+    return argv[argv.index(flag) + 1]
+
+
+def test_protocol_settings_reach_finetune(data, exp1, fig1):
+    results, calls = fig1
+    # A given vocab with exp1's tokens is the same run: its snapshots are reused, no pre-training.
+    assert not calls.train
+    assert [r["name"] for r in results["runs"]] == [r["name"] for r in exp1[0]["runs"]]
+    assert len(calls.finetune) == 8
+    for argv in calls.finetune:
+        task = _flag(argv, "--task")
+        out = json.loads((common.Path(_flag(argv, "--out-dir")) / "results.json").read_text())
+        recipe = out["recipe"]
+        history = out["tasks"][task]["seeds"][0]["history"]
+        assert (recipe["lr"], recipe["layer_decay"]) == (1e-3, 0.9)  # for every task
+        if task == "sst2":  # its own rows and epochs
+            assert (_flag(argv, "--max-train-examples"), _flag(argv, "--epochs")) == ("10", "2")
+            assert (recipe["max_train_examples"], recipe["epochs"], len(history)) == (10, 2, 2)
+        else:  # MRPC, not named: every training row, Table 7's 3 epochs
+            assert "--max-train-examples" not in argv and "--epochs" not in argv
+            assert (recipe["max_train_examples"], recipe["epochs"], len(history)) == (None, None, 3)
+    keys = sorted(results["finetune"])
+    assert sum(k.endswith("sst2/seed0/n10-e2-lr0.001-ld0.9") for k in keys) == 4
+    assert sum(k.endswith("mrpc/seed0/nall-erecipe-lr0.001-ld0.9") for k in keys) == 4
+
+
+def test_protocol_zero_points_blimp_and_context_auc(data, fig1):
+    results, _ = fig1
+    rows = results["rows"]
+    assert [(r["label"], r["random"]) for r in rows] == [("ELECTRA", True), ("ELECTRA", False),
+                                                         ("BERT", True), ("BERT", False)]
+    assert len(results["blimp"]) == 4
+    pairs = evaluate.read_blimp(data / "blimp", 2)
+    for row in rows:
+        # BLiMP: what evaluate.py's functions give on the same snapshot and pairs.
+        run_dir = common.Path(next(r["dir"] for r in results["runs"] if r["name"] == row["run"]))
+        snapshot = run_dir / "snapshots" / f"step{row['step']}.pt"
+        scored = evaluate.load_run(snapshot, results["vocab"])
+        credits, _ = evaluate.blimp_credits(scored.model.eval(), scored.tokenizer, pairs, 8, "cpu")
+        expected = evaluate.accuracies(pairs, credits)["overall"]
+        scores = ("d_sum", "d_mean", "mlm_pll") if row["objective"] == "electra" else ("mlm_pll",)
+        assert row["blimp"] == {s: expected[s] for s in scores}
+        assert expected["pairs"] == 4  # 2 of each paradigm
+        # D's context AUC at the snapshot's update is the held-out row train.py logged there.
+        lines = (run_dir / "train" / "metrics.jsonl").read_text().splitlines()
+        logged = [m.get("context_auc") for m in map(json.loads, lines)
+                  if m["split"] == "eval" and m["step"] == row["step"]]
+        if row["objective"] == "electra" and not row["random"]:
+            assert row["context_auc"] == logged[-1] and 0 <= logged[-1] <= 1
+        else:
+            assert row["context_auc"] is None
+    md = (data / "out" / "fig1" / "electra_vs_bert.md").read_text().splitlines()
+    header = next(line for line in md if line.startswith("| objective"))
+    assert header.endswith("| BLiMP D sum | BLiMP D mean | BLiMP MLM PLL | context AUC "
+                           "| SST-2 acc gain over random |")
+    lines = [line for line in md if line.startswith(("| ELECTRA", "| BERT"))]
+    for row, line in zip(rows, lines):
+        sst2 = row["tasks"]["sst2"]
+        assert f"| {sst2['mean']:.1f} |" in line  # one seed: the mean alone
+        zero = next(r for r in rows if r["run"] == row["run"] and r["random"])
+        gain = "-" if row["random"] else f"{sst2['mean'] - zero['tasks']['sst2']['mean']:+.1f}"
+        assert line.endswith(f" {gain} |")
+        assert f"| {row['blimp']['mlm_pll']:.3f} |" in line
+    assert "0 (random weights)" in lines[0] and "0 (random weights)" in lines[2]
+
+
+def test_protocol_resume_redoes_nothing(data, exp1, fig1, monkeypatch):
+    before = json.loads((data / "out" / "fig1" / "results.json").read_text())
+    Calls(monkeypatch, fail=True)
+    scored = []
+    monkeypatch.setattr(common, "score_blimp", lambda *a: scored.append(a))
+    again = electra_vs_bert.main(_protocol_argv(data, exp1[0]["vocab"]))
+    assert again["rows"] == before["rows"] and not scored
+    # The BLiMP results in the run folders are enough, as fine-tuning's: another --out reuses them.
+    assert len(list((data / "runs").glob("*/blimp/*.json"))) == 4
+    argv = _protocol_argv(data, exp1[0]["vocab"], "--out", str(data / "out" / "fig1-copy"))
+    assert electra_vs_bert.main(argv)["rows"] == before["rows"] and not scored
+    # Other BLiMP pairs are another result: 3 pairs per paradigm are scored anew.
+    monkeypatch.setattr(common, "score_blimp",
+                        lambda *a: scored.append(a) or {"overall": {"mlm_pll": 0.5}})
+    electra_vs_bert.main(argv + ["--blimp-pairs", "3"])
+    assert len(scored) == 4
+
+
+def test_protocol_plot(fig1):
+    """A panel per task, the mean and BLiMP; each objective's zero point a dashed line in its
+    colour."""
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = fig1[0]["rows"]
+    fig = electra_vs_bert.plot(plt, rows, ["sst2", "mrpc"])
+    axes = fig.axes
+    titles = ["SST-2 acc", "MRPC acc", "mean of the tasks", "BLiMP, zero-shot"]
+    assert [ax.get_title() for ax in axes] == titles
+    dashed = {line.get_label(): line for line in axes[0].get_lines()
+              if line.get_linestyle() == "--"}
+    for i, label in enumerate(("ELECTRA", "BERT")):
+        zero = next(r for r in rows if r["label"] == label and r["random"])
+        line = dashed[f"{label}, random"]
+        assert list(line.get_ydata()) == [zero["tasks"]["sst2"]["mean"]] * 2
+        assert matplotlib.colors.same_color(line.get_color(), f"C{i}")
+    blimp = {line.get_label(): line for line in axes[3].get_lines()}
+    assert list(blimp["chance"].get_ydata()) == [0.5, 0.5]
+    assert {"ELECTRA D sum", "ELECTRA G PLL", "BERT MLM PLL", "ELECTRA D sum, random",
+            "BERT MLM PLL, random"} <= set(blimp)
+    plt.close(fig)
+    out = common.Path(fig1[0]["settings"]["out"])
+    assert (out / "electra_vs_bert.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_another_vocab_is_another_run(data, exp1, tmp_path):
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text(common.Path(exp1[0]["vocab"]).read_text() + "zebra\n")
+    ctx = common.setup(electra_vs_bert.parse_args(_protocol_argv(data, vocab)))
+    runs = [common.make_run(ctx, obj, "tiny", label) for obj, label in electra_vs_bert.OBJECTIVES]
+    assert not {r.name for r in runs} & {r["name"] for r in exp1[0]["runs"]}
+    assert _flag(runs[0].argv, "--vocab") == str(vocab.resolve())
+
+
+@pytest.mark.parametrize("flag, value, message", [
+    ("--ft-examples", "sst3=5", "--ft-examples sst3=5: unknown task 'sst3'"),
+    ("--ft-epochs", "sst2=one", "--ft-epochs sst2=one: 'sst2=one' is not N or task=N"),
+    ("--ft-examples", "sst2=0", "N must be at least 1"),
+    ("--ft-lr", "-1", "--ft-lr -1.0: must be a positive number"),
+    ("--ft-layer-decay", "1.5", "--ft-layer-decay 1.5: must be in (0, 1]"),
+    ("--vocab", "vocab.txt", "--vocab and --vocab-size: give one"),
+])
+def test_protocol_user_errors(data, capsys, flag, value, message):
+    with pytest.raises(SystemExit):
+        electra_vs_bert.parse_args(_argv(data, "err", flag, value))
+    err = capsys.readouterr().err.strip().splitlines()
+    assert message in err[-1]  # after argparse's usage line, one line
+
+
 def test_user_errors(data):
     with pytest.raises(SystemExit, match="--flops"):
         electra_vs_bert.main(_argv(data, "err", "--flops", "-1"))
@@ -194,3 +377,7 @@ def test_user_errors(data):
         generator_size.main(["--data", str(data / "missing"), "--flops", "1e8", "--runs-dir", str(data / "runs")])
     with pytest.raises(SystemExit, match="holds the results of electra_vs_bert"):
         ablations.main(_argv(data, "exp1"))
+    with pytest.raises(SystemExit, match="--blimp-dir .*missing: no .jsonl files there"):
+        electra_vs_bert.main(_argv(data, "err", "--blimp-dir", str(data / "missing")))
+    with pytest.raises(SystemExit, match="--vocab .*missing.txt: no vocab file"):
+        electra_vs_bert.main(_protocol_argv(data, data / "missing.txt"))
