@@ -69,6 +69,9 @@ class FinetuneConfig:
     epochs: int | None = None  # None: the task's, 10 for RTE and STS-B, else 3 (Table 7)
     max_seq_len: int | None = None  # None: MAX_SEQ_LEN, or the model's positions if it has fewer
     head_dropout: float = 0.1  # Table 7 "Dropout 0.1"; the official head: dropout(keep_prob=0.9)
+    # ours: the encoder's dropout and attention_dropout (encoder_config); None: the checkpoint's,
+    # 0 for the tiny preset, which pre-trains without dropout (issue 27's lever)
+    dropout: float | None = None
     adam_betas: tuple[float, float] = (0.9, 0.999)  # Table 7 "Adam beta1, beta2"
     adam_eps: float = 1e-6  # Table 7 "Adam epsilon 1e-6"
     adam_bias_correction: bool = False  # torch's AdamW; the official Adam has no bias correction
@@ -82,6 +85,9 @@ def check_finetune_config(ft: FinetuneConfig) -> None:
     """One line naming the flag of a value out of its range. None (the paper's value) passes."""
     if ft.lr is not None and not (math.isfinite(ft.lr) and ft.lr > 0):
         raise SystemExit(f"--lr {ft.lr}: must be a positive number (the peak learning rate)")
+    if ft.dropout is not None and not 0 <= ft.dropout < 1:
+        raise SystemExit(f"--dropout {ft.dropout}: must be a probability in [0, 1) (the "
+                         f"encoder's dropout; leave it out for the checkpoint's)")
     if ft.layer_decay is not None and not 0 < ft.layer_decay <= 1:
         raise SystemExit(f"--layer-decay {ft.layer_decay}: must be in (0, 1] "
                          f"(1: no layer-wise decay)")
@@ -118,6 +124,26 @@ def recipe_for(model_config: ElectraConfig, ft: FinetuneConfig) -> FinetuneConfi
     if max_seq_len is None:
         max_seq_len = min(MAX_SEQ_LEN, model_config.max_position)
     return replace(ft, lr=lr, layer_decay=layer_decay, max_seq_len=max_seq_len)
+
+
+def encoder_config(config: ElectraConfig, ft: FinetuneConfig) -> ElectraConfig:
+    """The fine-tuned encoder's config: the checkpoint's `config`, its dropout and
+    attention_dropout set to ft.dropout when given (--dropout).
+
+    A checkpoint's config carries its pre-training dropout into fine-tuning: the paper's 0.1 for
+    Small and up, which Table 7 fine-tunes with, but 0 for the tiny preset. The task head's dropout
+    is ft.head_dropout either way: the official head's is a fixed keep_prob 0.9, whatever the
+    encoder's (HuggingFace's head takes the encoder's hidden_dropout_prob instead).
+
+    >>> from electra import get_config
+    >>> tiny = get_config("tiny")
+    >>> c = encoder_config(tiny, FinetuneConfig(dropout=0.1))
+    >>> c.dropout, c.attention_dropout, encoder_config(tiny, FinetuneConfig()).dropout
+    (0.1, 0.1, 0.0)
+    """
+    if ft.dropout is None:
+        return config
+    return replace(config, dropout=ft.dropout, attention_dropout=ft.dropout)
 
 
 # -----------------------------------------------------------------------------
@@ -333,7 +359,7 @@ def finetune_seed(task: glue.Task, pre: Pretrained, splits: glue.Splits, ft: Fin
     pad_id = pre.tokenizer.pad_id
     _, autocast = mixed_precision(device, "auto")  # bf16 on GPUs that have it, else fp32
     torch.manual_seed(seed)  # the head's init and dropout
-    model = Classifier(pre.config, task.num_outputs, ft.head_dropout)
+    model = Classifier(encoder_config(pre.config, ft), task.num_outputs, ft.head_dropout)
     model.encoder.load_state_dict(pre.encoder_state)
     model.to(device)
     train = splits.train
@@ -706,7 +732,8 @@ def from_flags(config_cls, args: argparse.Namespace):
 
 
 def add_init_flags(p: argparse.ArgumentParser) -> None:
-    """--init and its companions, the same for GLUE and SQuAD: what fine-tuning starts from."""
+    """--init and its companions, the same for GLUE and SQuAD: what fine-tuning starts from, and
+    --dropout, the one setting of its config that fine-tuning may change (encoder_config)."""
     p.add_argument("--init", required=True,
                    help="train.py checkpoint, HuggingFace ELECTRA/BERT folder, or a hub name "
                         "such as google/electra-small-discriminator (fetched once)")
@@ -715,6 +742,9 @@ def add_init_flags(p: argparse.ArgumentParser) -> None:
     add_flag(p, "hub_cache_dir",
              help="where hub checkpoints are kept (default ~/.cache/electra-from-scratch/hub)")
     p.add_argument("--vocab", help="vocab.txt (default: the one beside --init)")
+    p.add_argument("--dropout", type=float,
+                   help="the encoder's dropout and attention dropout in fine-tuning (default: "
+                        "--init's, 0 for the tiny preset; the head's stays Table 7's 0.1)")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -860,9 +890,12 @@ def main(argv=None) -> dict:
     optimizer = "Adam without bias correction (official)"
     if ft.adam_bias_correction:
         optimizer = "AdamW (bias-corrected)"
+    dropout = f"dropout {encoder_config(pre.config, ft).dropout:g}"
+    if ft.dropout is None:
+        dropout += " (--init's)"
     print(f"fine-tuning {pre.source} ({pre.config.num_layers} layers, hidden "
           f"{pre.config.hidden_size}) on {run.device}: lr {ft.lr:g}, layer decay {ft.layer_decay}, "
-          f"batch {ft.batch_size}, {optimizer}")
+          f"batch {ft.batch_size}, {dropout}, {optimizer}")
     fresh = {"init": pre.source, "init_id": init_identity(run.init, run.revision, pre),
              "device": run.device, "recipe": asdict(ft), "data": {}, "tasks": {}}
     results = resumed_results(fresh, out, run.restart)

@@ -62,11 +62,12 @@ CONTEXT_TEMPERATURE = ElectraConfig.temperature
 
 @torch.no_grad()
 def evaluate_heldout(model: torch.nn.Module, examples: np.ndarray, batches, cfg,
-                     device: torch.device, autocast) -> dict:
+                     device: torch.device, autocast, temperature: float | None = None) -> dict:
     """Held-out metrics: the same quantities as training, dropout off, the same masks every time,
     and D's context AUC: disc_auc against G's samples drawn at CONTEXT_TEMPERATURE = 1.
     `examples` are laid out as the training `batches` (a data.Batches: its ids, micro-batch size,
-    length and special tokens); `cfg` is the run's train.TrainConfig.
+    length and special tokens); `cfg` is the run's train.TrainConfig; `temperature` is G's sampling
+    temperature in training at this step (train.temperature_at; None: the model's).
 
     Runs on the first cfg.eval_batches micro-batches of held-out examples with the torch RNG
     forked and seeded, so evaluations at different steps see the same corrupted inputs and the
@@ -78,14 +79,16 @@ def evaluate_heldout(model: torch.nn.Module, examples: np.ndarray, batches, cfg,
     pass, reseeded (the same masks and uniforms: only the temperature differs), samples at the
     paper's temperature 1; when the run trains at 1 it is disc_auc itself, recorded all the same.
     """
+    if temperature is None:
+        temperature = model.config.temperature
     model.eval()
     inputs = [tuple(torch.from_numpy(a).to(device) for a in arrays)
               for arrays in heldout_batches(examples, batches, cfg.eval_batches)]
     devices = [device.index or 0] if device.type == "cuda" else []
     with torch.random.fork_rng(devices=devices):
-        stats = heldout_pass(model, inputs, autocast, cfg.seed, None)
+        stats = heldout_pass(model, inputs, autocast, cfg.seed, temperature)
         has_d = model.discriminator is not None
-        if has_d and model.config.temperature == CONTEXT_TEMPERATURE:
+        if has_d and temperature == CONTEXT_TEMPERATURE:
             stats["context_auc"] = stats["disc_auc"]
         elif has_d:
             context = heldout_pass(model, inputs, autocast, cfg.seed, CONTEXT_TEMPERATURE)
@@ -104,10 +107,10 @@ def heldout_batches(examples: np.ndarray, batches, n: int) -> list[tuple]:
 
 
 def heldout_pass(model: torch.nn.Module, inputs: list[tuple], autocast, seed: int,
-                 temperature: float | None) -> dict:
+                 temperature: float) -> dict:
     """One pass over the held-out micro-batches `inputs`, the torch RNG seeded with `seed`, G
-    sampling at `temperature` (None: the run's): the batch means of METRICS, and disc_auc pooled
-    over every held-out token (objectives with a discriminator)."""
+    sampling at `temperature`: the batch means of METRICS, and disc_auc pooled over every held-out
+    token (objectives with a discriminator)."""
     torch.manual_seed(seed)
     per_batch = []  # step_stats of each micro-batch, [len(METRICS)] each
     # D's scores and labels of every held-out token
@@ -166,8 +169,9 @@ class MetricsLog:
     def elapsed(self) -> float:
         return self.elapsed0 + time.perf_counter() - self.t_start
 
-    def train_row(self, step: int, lr: float, epoch: float) -> dict:
-        """The means since the last row, averaged over the ranks, written as one row."""
+    def train_row(self, step: int, lr: float, epoch: float, extra: dict | None = None) -> dict:
+        """The means since the last row, averaged over the ranks, written as one row with
+        `extra` (the sampling temperature of a schedule)."""
         if self.world > 1:
             dist.all_reduce(self.sums)
             self.sums /= self.world
@@ -175,7 +179,7 @@ class MetricsLog:
         steps_per_s = self.n / max(now - self.t_last, 1e-9)
         means = self.sums / self.n
         row = {"step": step, "split": "train", **stats_dict(means[:-1]),
-               "grad_norm": means[-1].item(), "lr": lr, "epoch": round(epoch, 4),
+               "grad_norm": means[-1].item(), "lr": lr, **(extra or {}), "epoch": round(epoch, 4),
                "steps_per_s": steps_per_s, "tokens_per_s": steps_per_s * self.tokens_per_update,
                "elapsed_s": self.elapsed()}
         if self.peak:
@@ -340,11 +344,13 @@ def marked_sentence(tokens: list[str], x: torch.Tensor, x_corrupt: torch.Tensor,
 
 @torch.no_grad()
 def heldout_example(model: torch.nn.Module, examples: np.ndarray, batches, cfg,
-                    device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                    device: torch.device, temperature: float | None = None
+                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """One held-out example through the model, the same each time: the longest of the first
     micro-batch (the first is often a book's title), dropout off, the torch RNG forked and seeded
-    with cfg.seed so that every evaluation masks the same positions. Returns x, x_corrupt and D's
-    p_original over its n real tokens, [n] each, on the CPU (marked_sentence's input)."""
+    with cfg.seed so that every evaluation masks the same positions, G sampling at `temperature`
+    (training's at this step; None: the model's). Returns x, x_corrupt and D's p_original over its
+    n real tokens, [n] each, on the CPU (marked_sentence's input)."""
     model.eval()
     first = examples[:batches.micro_batch]  # [b, 4] (a_start, a_len, b_start, b_len)
     i = int(np.argmax(first[:, 1] + first[:, 3]))
@@ -353,7 +359,7 @@ def heldout_example(model: torch.nn.Module, examples: np.ndarray, batches, cfg,
     devices = [device.index or 0] if device.type == "cuda" else []
     with torch.random.fork_rng(devices=devices):
         torch.manual_seed(cfg.seed)
-        out = model(x, segment_ids, attention_mask)
+        out = model(x, segment_ids, attention_mask, temperature=temperature)
     model.train()
     real = attention_mask[0].bool()  # [T]
     return x[0, real].cpu(), out.x_corrupt[0, real].cpu(), out.p_original[0, real].cpu()
@@ -405,6 +411,9 @@ def startup_report(cfg, run, end: int) -> str:
         f"eval every {cfg.eval_interval}, checkpoint every {cfg.ckpt_interval}",
         f"device   {run.device}, {run.precision}{bf16}{', torch.compile' if cfg.compile else ''}",
     ]
+    if cfg.temperature_end is not None:  # after "optim": train.temperature_at's schedule
+        lines.insert(-3, f"sampling G's temperature {run.mc.temperature:g} -> "
+                         f"{cfg.temperature_end:g}, linear from update 1 to {cfg.steps:,}")
     return "\n".join(lines)
 
 

@@ -51,6 +51,7 @@ from finetune import (
     check_stop,
     differences,
     diverged,
+    encoder_config,
     file_sha256,
     from_flags,
     init_identity,
@@ -798,7 +799,7 @@ def finetune(pre: Pretrained, train: list[Feature], ft: FinetuneConfig, cfg: Squ
     pad_id = pre.tokenizer.pad_id
     _, autocast = mixed_precision(device, "auto")
     torch.manual_seed(seed)
-    model = SpanModel(pre.config, cfg.answerable_classifier, cfg.answerable_hidden,
+    model = SpanModel(encoder_config(pre.config, ft), cfg.answerable_classifier, cfg.answerable_hidden,
                       not cfg.independent_ends, cfg.beam, cfg.joint_hidden)
     model.encoder.load_state_dict(pre.encoder_state)
     model.to(device)
@@ -880,7 +881,8 @@ def check_run(run: Run) -> None:
 
 
 def parser() -> argparse.ArgumentParser:
-    """Run's flags, SquadConfig's and the three of finetune.py's recipe that SQuAD takes."""
+    """Run's flags, SquadConfig's and the three of finetune.py's recipe that SQuAD takes (and
+    --dropout, one of finetune.add_init_flags)."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--task", required=True, choices=list(SQUAD_FILES), help="SQuAD 1.1 or 2.0")
     add_init_flags(p)
@@ -960,7 +962,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     check_run(from_flags(Run, args))
     check_squad_config(squad_config(args, max_position=SquadConfig.max_seq_len))
     check_finetune_config(FinetuneConfig(lr=args.lr, layer_decay=args.layer_decay,
-                                         batch_size=args.batch_size))
+                                         batch_size=args.batch_size, dropout=args.dropout))
     return args
 
 
@@ -1013,7 +1015,7 @@ def main(argv=None) -> dict:
                          f"{pre.config.max_position}, the positions {pre.source} has "
                          f"embeddings for")
     recipe = FinetuneConfig(lr=args.lr, layer_decay=args.layer_decay, batch_size=args.batch_size,
-                            max_seq_len=cfg.max_seq_len, epochs=cfg.epochs)
+                            max_seq_len=cfg.max_seq_len, epochs=cfg.epochs, dropout=args.dropout)
     ft = recipe_for(pre.config, recipe)
     train_examples = read_examples(train_data, run.max_train_examples, training=True)
     dev_examples = read_examples(dev_data, run.max_dev_examples)

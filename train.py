@@ -116,6 +116,9 @@ class TrainConfig:
     warmup: int = RECIPES["small"].warmup  # linear warm-up updates (Table 6)
     weight_decay: float = 0.01  # Table 6 "Weight Decay"; official excludes LayerNorm and bias
     clip_norm: float = 1.0  # official optimization.py: clip_by_global_norm(grads, 1.0)
+    # ours (issue 27): G samples at a temperature moving linearly from the model's to this one at
+    # the last update (temperature_at): replacements D can tell early, plausible ones late
+    temperature_end: float | None = None  # None: the model's temperature throughout
     eval_fraction: float = 0.01  # ours: the share of documents held out (0: none)
     eval_batches: int = 10  # ours: micro-batches per evaluation, a few thousand sequences on a GPU
     log_interval: int = 100  # ours: updates between metrics.jsonl lines
@@ -136,7 +139,8 @@ class TrainConfig:
 
 # What a --resume keeps as the checkpoint has it: a run changed half-way is not the run started.
 RESUME_FIELDS = ("size", "objective", "data", "vocab_size", "seq_len", "batch_size", "lr", "steps",
-                 "warmup", "weight_decay", "clip_norm", "eval_fraction", "seed", "overrides")
+                 "warmup", "weight_decay", "clip_norm", "temperature_end", "eval_fraction", "seed",
+                 "overrides")
 
 
 def recipe_config(**flags) -> TrainConfig:
@@ -202,6 +206,12 @@ def check_train_config(cfg: TrainConfig) -> None:
         raise refuse("--weight-decay", cfg.weight_decay, "a number >= 0 (AdamW weight decay)")
     if not positive(cfg.clip_norm):
         raise refuse("--clip-norm", cfg.clip_norm, "a positive number (the gradient-norm clip)")
+    if cfg.temperature_end is not None and not positive(cfg.temperature_end):
+        raise refuse("--temperature-end", cfg.temperature_end,
+                     "a positive number (G's sampling temperature at the last update)")
+    if cfg.temperature_end is not None and cfg.objective == "bert":
+        raise refuse("--temperature-end", cfg.temperature_end,
+                     "left out with --objective bert (BERT's masked LM samples no replacements)")
     if not 0 <= cfg.eval_fraction < 1:
         raise refuse("--eval-fraction", cfg.eval_fraction, "a share in [0, 1) (0: no held-out set)")
     if cfg.eval_batches < 1:
@@ -226,7 +236,7 @@ def check_train_config(cfg: TrainConfig) -> None:
 
 
 # -----------------------------------------------------------------------------
-# The learning-rate schedule and the optimizer
+# The schedules (learning rate, G's sampling temperature) and the optimizer
 
 
 def learning_rate(step: int, cfg: TrainConfig) -> float:
@@ -239,6 +249,34 @@ def learning_rate(step: int, cfg: TrainConfig) -> float:
     [0.0001, 0.00091, 0.0005, 0.0]
     """
     return cfg.lr * lr_factor(step, cfg.steps, cfg.warmup)
+
+
+def temperature_at(step: int, cfg: TrainConfig, config: ElectraConfig) -> float:
+    """G's sampling temperature at update `step` (counted from 0, as in learning_rate):
+
+        T(step) = T_0 + (T_end - T_0) * step / (steps - 1)
+
+    T_0 = config.temperature (the model's: the paper's 1, the tiny preset's 2) at the first update,
+    T_end = cfg.temperature_end at the last (steps - 1), linear between; a single update samples at
+    T_0. --stop-at does not shorten it (nor the lr schedule). cfg.temperature_end None: T_0
+    throughout, the paper's constant temperature.
+
+    ours (issue 27): at a high temperature G proposes rare tokens, which D learns to flag from the
+    token alone, an early signal; lowered towards 1, G's samples become plausible and D has to read
+    their context to find them.
+
+    Example: T_0 2, T_end 1, 5 updates: 2, 1.75, 1.5, 1.25, 1.
+
+    >>> cfg = TrainConfig(steps=5, temperature_end=1.0)
+    >>> [temperature_at(step, cfg, ElectraConfig(temperature=2.0)) for step in range(5)]
+    [2.0, 1.75, 1.5, 1.25, 1.0]
+    >>> temperature_at(3, TrainConfig(steps=5), ElectraConfig(temperature=2.0))  # no schedule
+    2.0
+    """
+    if cfg.temperature_end is None:
+        return config.temperature
+    fraction = step / max(cfg.steps - 1, 1)
+    return config.temperature + (cfg.temperature_end - config.temperature) * fraction
 
 
 def model_config(cfg: TrainConfig, tok: Tokenizer) -> ElectraConfig:
@@ -419,6 +457,8 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device) -
             lr = learning_rate(step, cfg)
             for group in run.optimizer.param_groups:
                 group["lr"] = lr
+            # G's sampling temperature of this update: the model's, or its schedule's
+            temperature = temperature_at(step, cfg, run.mc)
             # cfg.grad_accum micro-batches of forward and backward (DDP averages the gradients at
             # the last), the clip, the AdamW step
             stats = torch.zeros(len(METRICS), device=device)  # the update's mean metrics
@@ -436,7 +476,8 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device) -
                     with sync:
                         with run.autocast:
                             # masks and samples are drawn inside, fresh each call
-                            out = run.model(x, segment_ids, attention_mask)
+                            out = run.model(x, segment_ids, attention_mask,
+                                            temperature=temperature)
                         (out.loss / cfg.grad_accum).backward()
                     stats += report.step_stats(out) / cfg.grad_accum
                 grad_norm = nn.utils.clip_grad_norm_(run.raw.parameters(), cfg.clip_norm)
@@ -462,19 +503,24 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device) -
             if (log_step or eval_step or ckpt_step or stop.requested) and diverged_at.item():
                 bar.close()
                 raise diverged(diverged_at.item(), cfg, last_ckpt)
+            # metrics.jsonl's rows carry the temperature when it moves
+            logged = {"temperature": temperature} if cfg.temperature_end is not None else {}
             if log_step:
-                last_train = log.train_row(step, lr, batches.epoch(step))
+                last_train = log.train_row(step, lr, batches.epoch(step), logged)
                 bar.set_postfix_str(report.progress_line(last_train, cfg.objective), refresh=False)
             if master and len(run.data.eval_ex) and eval_step:
+                # D against G's samples at the temperature of the update just made, as in training
                 held = report.evaluate_heldout(run.raw, run.data.eval_ex, batches, cfg, device,
-                                               run.autocast)
-                last_eval = {"step": step, "split": "eval", **held, "elapsed_s": log.elapsed()}
+                                               run.autocast, temperature)
+                last_eval = {"step": step, "split": "eval", **held, **logged,
+                             "elapsed_s": log.elapsed()}
                 log.write(last_eval)
                 report.plot_pretraining_curves(metrics_path, curves_path)
                 line = report.progress_line(last_eval, cfg.objective)
                 bar.write(f"step {step:,} held-out: {line}")
                 if run.raw.discriminator is not None:  # the same sentence each time, D improving
-                    sample = report.heldout_example(run.raw, run.data.eval_ex, batches, cfg, device)
+                    sample = report.heldout_example(run.raw, run.data.eval_ex, batches, cfg, device,
+                                                    temperature)
                     bar.write(report.marked_sentence(run.data.tok.id_to_token, *sample,
                                                      tty=sys.stdout.isatty()))
             interrupted = plumbing.agree_to_stop(stop.requested, log_step, world, device)
@@ -541,6 +587,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     add_flag(p, "warmup", type=int, help="warm-up updates (preset)")
     add_flag(p, "weight_decay", type=float, help=f"AdamW weight decay (default {c.weight_decay})")
     add_flag(p, "clip_norm", type=float, help=f"gradient-norm clip (default {c.clip_norm})")
+    add_flag(p, "temperature_end", type=float,
+             help="G's sampling temperature at the last update, reached linearly from the model's "
+                  "(--set temperature=...; tiny 2, the paper's 1) (default: constant)")
     add_flag(p, "eval_fraction", type=float,
              help=f"share of documents held out (default {c.eval_fraction})")
     add_flag(p, "eval_batches", type=int, default=c.eval_batches,
@@ -621,6 +670,8 @@ def resumed(flags: dict, saved: dict, out_dir: str) -> dict:
     Traceback (most recent call last):
     SystemExit: --resume: ... different settings: --size small (checkpoint: tiny). Resume with ...
     """
+    # a checkpoint written before a field existed ran with its default
+    saved = {**asdict(TrainConfig()), **saved}
     changed = []
     for name in RESUME_FIELDS:
         if name in flags and flags[name] != saved[name]:

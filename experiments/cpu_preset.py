@@ -84,10 +84,11 @@ def context_free_auc(run_dir: Path, cache_dir: Path) -> tuple[float, float]:
     ids, line_offsets = data.encode_corpus(data.resolve_corpus(cfg.data, cache_dir), tok, cache_dir, progress=False)
     train_ex, eval_ex = data.build_examples(line_offsets, cfg.seq_len, cfg.seed, cfg.eval_fraction)
     special = (tok.cls_id, tok.sep_id, tok.pad_id)
+    temperature = train.temperature_at(ckpt["step"] - 1, cfg, mc)  # the last update's, as the run's evaluation
 
     def corrupt(rows):
         x, s, m = (torch.from_numpy(a) for a in data.pretraining_batch(ids, rows, cfg.seq_len, *special))
-        out = model(x, s, m)
+        out = model(x, s, m, temperature=temperature)
         return out, out.x_corrupt == x, m.bool()
 
     rng = np.random.default_rng(cfg.seed)

@@ -72,7 +72,7 @@ def main(argv=None) -> None:
                 x, s, m = (torch.from_numpy(a) for a in
                            data.pretraining_batch(ids, eval_ex[i * cfg.batch_size:(i + 1) * cfg.batch_size], cfg.seq_len,
                                          *special))
-                out = model(x, s, m)
+                out = model(x, s, m, temperature=train.temperature_at(step - 1, cfg, mc))  # the last update's
                 p_d.append(out.p_original.flatten())
                 p_free.append(1 - rate[out.x_corrupt.flatten()])  # context-free P(original)
                 orig.append((out.x_corrupt == x).flatten())
@@ -89,7 +89,7 @@ def main(argv=None) -> None:
         for group in optimizer.param_groups:
             group["lr"] = train.learning_rate(step, cfg)
         x, s, m = (torch.from_numpy(a) for a in batches.get(step, 0))
-        out = model(x, s, m)
+        out = model(x, s, m, temperature=train.temperature_at(step, cfg, mc))  # --temperature-end's schedule
         out.loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm)
         optimizer.step()

@@ -10,7 +10,7 @@ for --epochs, once per seed; per init the table gives the mean dev accuracy, its
 seeds (min-max and the standard deviation), the twin's, and the gain. Issue 27's protocol is the
 default: 20,000 rows, 1 epoch, seeds 0 1 2 (about a minute a job on 2 CPU cores for the tiny
 preset). Any other flag goes to finetune.py unchanged, for both: the fine-tuning recipe for tiny
-models (--lr, --layer-decay, --batch-size, --device, ...).
+models (--lr, --layer-decay, --dropout, --batch-size, --device, ...).
 
     python experiments/sst2_check.py --init runs/tiny --init runs/bert \\
         --data-dir ../shared/data/glue/SST-2 --lr 1e-4 --layer-decay 0.9

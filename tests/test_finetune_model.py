@@ -281,6 +281,57 @@ def test_cli_end_to_end(tmp_path, capsys):
     assert "rte    acc" in printed and "GLUE score" in printed
 
 
+def fine_tune_recorded(tmp_path, monkeypatch, *flags):
+    """finetune.main on a tiny train.py run (the tiny preset: dropout 0) and 8 SST-2 rows, one
+    epoch, with `flags`: the Classifier it fine-tuned, results.json and what it printed."""
+    models = []
+
+    class Recorded(ft.Classifier):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            models.append(self)
+
+    monkeypatch.setattr(ft, "Classifier", Recorded)
+    run = tmp_path / "run"
+    data = tmp_path / "SST-2"
+    if not run.is_dir():
+        tok = tiny_tokenizer()
+        save_train_checkpoint(run, tok, tiny_config(tok))
+        data.mkdir()
+        for name in ("train.tsv", "dev.tsv"):
+            (data / name).write_text("sentence\tlabel\n" + "\n".join(sentiment_rows(8)) + "\n")
+    out = tmp_path / "out"
+    results = ft.main(["--task", "sst2", "--init", str(run), "--data-dir", str(data), "--epochs", "1",
+                       "--out-dir", str(out), "--device", "cpu", "--restart", *flags])
+    (model,) = models
+    return model, results
+
+
+def dropout_ps(module):
+    """The p of every nn.Dropout in `module` (attention dropout included: SDPA takes attn_drop.p)."""
+    return [m.p for m in module.modules() if isinstance(m, torch.nn.Dropout)]
+
+
+def test_dropout_flag_sets_every_dropout_of_the_fine_tuned_encoder(tmp_path, monkeypatch, capsys):
+    assert tiny_config(tiny_tokenizer()).dropout == 0.0  # the tiny preset pre-trains without dropout
+    model, results = fine_tune_recorded(tmp_path, monkeypatch, "--dropout", "0.1")
+    # the embeddings' 1, each of 3 layers' 2 (attention probabilities; the two sublayer outputs
+    # share one), the head's 1
+    assert dropout_ps(model) == [0.1] * 8 and model.dropout.p == 0.1
+    assert model.encoder.config.attention_dropout == 0.1
+    assert results["recipe"]["dropout"] == 0.1
+    assert "batch 32, dropout 0.1, Adam" in capsys.readouterr().out
+    # without the flag: the checkpoint's dropout 0 in the encoder; the head's is Table 7's 0.1
+    model, results = fine_tune_recorded(tmp_path, monkeypatch)
+    assert dropout_ps(model.encoder) == [0.0] * 7 and model.dropout.p == 0.1
+    assert results["recipe"]["dropout"] is None
+    assert "dropout 0 (--init's)" in capsys.readouterr().out
+    # a results.json fine-tuned with another dropout is not resumed
+    with pytest.raises(SystemExit, match=r"settings: recipe\.dropout 0\.2 here, None before\. Run"):
+        ft.main(["--task", "sst2", "--init", str(tmp_path / "run"), "--data-dir", str(tmp_path / "SST-2"),
+                 "--epochs", "1", "--out-dir", str(tmp_path / "out"), "--dropout", "0.2"])
+
+
 def test_submission_format(tmp_path):
     glue.write_submission(glue.get_task("stsb"), tmp_path / "STS-B.tsv", ["0", "1", "2"], [5.7, -0.2, 2.5])
     assert (tmp_path / "STS-B.tsv").read_text() == "index\tprediction\n0\t5.000\n1\t0.000\n2\t2.500\n"
@@ -396,6 +447,9 @@ def test_diverged_fine_tuning_stops_and_writes_no_nan(tmp_path, monkeypatch):
     ("--lr", "nan", "--lr nan: must be a positive number"),
     ("--lr", "-1", "--lr -1.0: must be a positive number"),
     ("--layer_decay", "0", "--layer-decay 0.0: must be in (0, 1]"),
+    ("--dropout", "-0.1", "--dropout -0.1: must be a probability in [0, 1)"),
+    ("--dropout", "1", "--dropout 1.0: must be a probability in [0, 1)"),
+    ("--dropout", "nan", "--dropout nan: must be a probability in [0, 1)"),
     ("--weight-decay", "-1", "--weight-decay -1.0: must be a number >= 0"),
     ("--max_seq_len", "2", "--max-seq-len 2: must be an integer >= 3"),
     ("--max-seq-len", "65", "--max-seq-len 65: must be at most 64, the positions"),

@@ -83,6 +83,24 @@ def test_context_auc_equals_the_auc_when_training_samples_at_temperature_1():
     assert got["context_auc"] == got["disc_auc"] == pytest.approx(at_1, abs=1e-6)
 
 
+def test_a_scheduled_temperature_is_the_training_auc_pass():
+    """With train.temperature_at's schedule, the training-AUC pass samples at the step's temperature
+    (not the model's) and the context AUC stays at 1; at 1 the two are one pass."""
+    examples, layout = held_out()
+    cfg = train.TrainConfig(eval_batches=3, seed=5)
+    model = tiny_model(temperature=2.0)
+    got = report.evaluate_heldout(model, examples, layout, cfg, torch.device("cpu"),
+                                  contextlib.nullcontext(), temperature=1.5)
+    at_1_5, _ = pass_by_hand(model, examples, layout, cfg.seed, 1.5)
+    at_1, _ = pass_by_hand(model, examples, layout, cfg.seed, 1.0)
+    at_2, _ = pass_by_hand(model, examples, layout, cfg.seed, None)
+    assert got["disc_auc"] == pytest.approx(at_1_5, abs=1e-6) and got["context_auc"] == pytest.approx(at_1, abs=1e-6)
+    assert abs(at_1_5 - at_2) > 1e-3  # the model's own temperature would have given another AUC
+    got = report.evaluate_heldout(model, examples, layout, cfg, torch.device("cpu"),
+                                  contextlib.nullcontext(), temperature=1.0)
+    assert got["context_auc"] == got["disc_auc"] == pytest.approx(at_1, abs=1e-6)
+
+
 def test_bert_objective_has_no_context_auc():
     examples, layout = held_out()
     model = Electra(get_config("tiny", vocab_size=len(VOCAB), hidden_size=32, embedding_size=32,

@@ -261,6 +261,7 @@ def test_cli_downloads_fine_tunes_and_writes_official_files(tmp_path, http_serve
     assert all(v == "" or any(v in c for c in contexts) for v in preds.values())  # answers are context text
     assert report["dev"]["total"] == 4 and report["dev"]["HasAns_total"] == 3 and "best_f1" in report["dev"]
     assert report["squad"]["max_answer_len"] == 30 and report["recipe"]["epochs"] == 2
+    assert report["recipe"]["dropout"] is None  # no --dropout: the checkpoint's
     # the main scores apply the official qa_na_threshold to the odds written in null_odds.json
     assert report["dev"]["exact"] == pytest.approx(squad.evaluate(data, preds, odds, -2.75)["exact"])
     assert json.loads((out / "results.json").read_text())["dev"] == report["dev"]
@@ -328,6 +329,22 @@ def test_a_few_steps_lower_the_loss(tmp_path):
     assert losses[-1] < 0.5 * losses[0]
 
 
+def test_dropout_sets_the_fine_tuned_encoders_dropout(tmp_path):
+    from finetune import FinetuneConfig, Runtime
+    from hf import load_pretrained
+
+    pre = load_pretrained(tiny_run(tmp_path))
+    assert pre.config.dropout == 0.0  # the tiny preset pre-trains without dropout
+    features = squad.make_features(squad.read_examples(squad_file_data()), pre.tokenizer,
+                                   squad.SquadConfig(max_seq_len=64), training=True)
+    cfg = squad.SquadConfig(max_seq_len=64, epochs=1, answerable_hidden=8, joint_hidden=8)
+    for dropout, expected in ((0.3, 0.3), (None, 0.0)):  # None: the checkpoint's
+        ft = FinetuneConfig(lr=1e-3, layer_decay=0.8, batch_size=2, dropout=dropout)
+        model, _ = squad.finetune(pre, features, ft, cfg, seed=0, runtime=Runtime("cpu"))
+        # the embeddings' 1, the layer's 2 (attention probabilities, the sublayer outputs)
+        assert [m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)] == [expected] * 3
+
+
 def test_docstring_examples():
     """The worked examples in squad.py's docstrings are run, so they cannot go stale."""
     import doctest
@@ -338,7 +355,8 @@ def test_docstring_examples():
 
 BAD_FLAGS = {"--seed": "-1", "--lr": "0", "--layer-decay": "1.5", "--epochs": "0", "--batch-size": "0",
              "--max-seq-len": "4", "--doc-stride": "0", "--max-query-len": "0", "--max-answer-len": "0",
-             "--n-best": "0", "--null-threshold": "nan", "--max-train-examples": "0", "--max-dev-examples": "0"}
+             "--n-best": "0", "--null-threshold": "nan", "--max-train-examples": "0", "--max-dev-examples": "0",
+             "--dropout": "1"}
 
 
 def test_every_numeric_flag_is_range_checked_in_one_line(tmp_path):

@@ -33,7 +33,7 @@ def test_sst2_check_fine_tunes_a_run_and_its_random_twin(tmp_path, monkeypatch, 
     data = fake_sst2(tmp_path / "SST-2")
     out = tmp_path / "check"
     argv = ["--init", str(run), "--data-dir", str(data), "--max-train-examples", "6",
-            "--seeds", "0", "--out", str(out), "--device", "cpu", "--lr", "1e-3"]
+            "--seeds", "0", "--out", str(out), "--device", "cpu", "--lr", "1e-3", "--dropout", "0.1"]
     rows = sst2_check.main(argv)
     printed = capsys.readouterr().out
     (row,) = rows
@@ -49,6 +49,7 @@ def test_sst2_check_fine_tunes_a_run_and_its_random_twin(tmp_path, monkeypatch, 
     for name in ("pretrained", "random"):
         results = json.loads((folder / f"{name}-seed0" / "results.json").read_text())
         assert results["recipe"]["lr"] == 1e-3 and results["recipe"]["epochs"] == 1  # passed on
+        assert results["recipe"]["dropout"] == 0.1
         acc = results["tasks"]["sst2"]["seeds"][0]["dev"]["acc"]
         assert row[name] == {"scores": [acc], "mean": acc, "min": acc, "max": acc, "std": 0.0}
     assert row["gain"] == pytest.approx(row["pretrained"]["mean"] - row["random"]["mean"])
@@ -63,6 +64,19 @@ def test_sst2_check_fine_tunes_a_run_and_its_random_twin(tmp_path, monkeypatch, 
 
     monkeypatch.setattr(subprocess, "run", no_subprocess)
     assert sst2_check.main(argv) == rows
+
+
+def test_finetune_flags_such_as_dropout_are_passed_on_and_name_the_job_folder(tmp_path):
+    tok = tiny_tokenizer()
+    run = tmp_path / "run"
+    save_train_checkpoint(run, tok, tiny_config(tok))
+    for dropout in (["--dropout", "0.1"], ["--dropout=0.1"]):
+        args, flags = sst2_check.parse_args(["--init", str(run), *dropout, "--seeds", "0"])
+        assert flags == dropout and args.seeds == [0]
+    recipe = {"max_train_examples": 6, "epochs": 1, "data_dir": None, "finetune_flags": []}
+    folders = {sst2_check.job_folder(tmp_path, run, {**recipe, "finetune_flags": flags})
+               for flags in ([], ["--dropout", "0.1"], ["--dropout", "0.2"])}
+    assert len(folders) == 3  # each dropout its own jobs, none reused from another
 
 
 def test_sst2_check_needs_a_run_folder(tmp_path):

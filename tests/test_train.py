@@ -21,6 +21,7 @@ import torch
 import transformers
 
 import data
+import electra
 import plumbing
 import report
 import train
@@ -88,6 +89,9 @@ def test_tiny_run_learns_and_writes_metrics_and_curves(corpus, tmp_path, capsys)
                 "elapsed_s"):
         assert key in train_rows[-1]
     assert "D_AUC" in printed
+    # no --temperature-end: the model's temperature throughout, neither logged nor announced
+    assert not any("temperature" in r for r in train_rows + rows(out, "eval"))
+    assert "sampling G's temperature" not in printed
     assert 0 < train_rows[0]["elapsed_s"] < train_rows[-1]["elapsed_s"]
     assert train_rows[-1]["loss"] == pytest.approx(train_rows[-1]["mlm_loss"] + 50 * train_rows[-1]["disc_loss"])
     held = rows(out, "eval")
@@ -149,6 +153,60 @@ def test_held_out_rows_carry_the_context_auc_and_the_sentence_is_printed(corpus,
     lines = printed.splitlines()
     shown = [lines[i + 1] for i, line in enumerate(lines) if line.startswith("held-out sentence")]
     assert shown[0].startswith("  [CLS] ") and "->" in shown[0]  # G replaced something
+
+
+def test_temperature_schedule_is_sampled_logged_and_evaluated(corpus, tmp_path, monkeypatch, capsys):
+    """--temperature-end 1 from the tiny preset's 2 over 5 updates: G samples at 2, 1.75, 1.5, 1.25
+    and 1 (train.temperature_at's worked example), each training row logs its update's temperature,
+    and each evaluation measures D at the temperature of the update just made, its context AUC at 1
+    (the last one's is that pass itself)."""
+    called = []  # (temperature, training) of every forward pass of the model
+    forward = electra.Electra.forward
+
+    def recorded(self, *inputs, temperature=None, **kwargs):
+        called.append((temperature, self.training))
+        return forward(self, *inputs, temperature=temperature, **kwargs)
+
+    monkeypatch.setattr(electra.Electra, "forward", recorded)
+    out = tmp_path / "run"
+    train.main(args(corpus, out, "--steps", "5", "--temperature-end", "1", "--log-interval", "1",
+                    "--eval-interval", "2"))
+    assert electra.get_config("tiny").temperature == 2.0  # T_0, the tiny preset's
+    expected = [2.0, 1.75, 1.5, 1.25, 1.0]
+    assert [t for t, training in called if training] == expected
+    assert [r["temperature"] for r in rows(out)] == expected
+    held = rows(out, "eval")
+    assert [(r["step"], r["temperature"]) for r in held] == [(2, 1.75), (4, 1.25), (5, 1.0)]
+    assert [r["context_auc"] == r["disc_auc"] for r in held] == [False, False, True]
+    assert {t for t, training in called if not training} == {1.75, 1.25, 1.0}  # 1.0: context AUC
+    assert "sampling G's temperature 2 -> 1, linear from update 1 to 5" in capsys.readouterr().out
+
+
+def test_resume_keeps_the_temperature_schedule(corpus, tmp_path):
+    out = tmp_path / "run"
+    train.main(args(corpus, out, "--steps", "5", "--temperature-end", "1", "--stop-at", "2",
+                    "--log-interval", "1"))
+    with pytest.raises(SystemExit, match=r"different settings: --temperature-end 1.5 \(checkpoint: 1.0\)"):
+        train.main(["--out", str(out), "--resume", "--temperature-end", "1.5"])
+    result = train.main(["--out", str(out), "--resume", "--cache-dir", str(corpus[2]), "--log-interval", "1"])
+    assert result["step"] == 5 and result["config"].temperature_end == 1.0
+    assert [r["temperature"] for r in rows(out)] == [2.0, 1.75, 1.5, 1.25, 1.0]
+
+
+def test_a_checkpoint_older_than_the_schedule_resumes_without_one(corpus, tmp_path):
+    out = tmp_path / "run"
+    train.main(args(corpus, out, "--steps", "3", "--stop-at", "1", "--log-interval", "1"))
+    saved = torch.load(out / "ckpt.pt", weights_only=True)
+    del saved["train_config"]["temperature_end"]  # as train.py wrote it before the field existed
+    torch.save(saved, out / "ckpt.pt")
+    result = train.main(["--out", str(out), "--resume", "--cache-dir", str(corpus[2])])
+    assert result["step"] == 3 and result["config"].temperature_end is None
+
+
+def test_temperature_end_needs_a_generator_that_samples(corpus, tmp_path):
+    with pytest.raises(SystemExit, match=r"^--temperature-end 1.0: must be left out with --objective bert"):
+        train.main(args(corpus, tmp_path / "run", "--objective", "bert", "--temperature-end", "1"))
+    assert not (tmp_path / "run").exists()
 
 
 def test_gpu_sized_run_on_a_cpu_projects_its_time_and_names_the_cpu_preset(corpus, tmp_path, capsys):
@@ -533,6 +591,8 @@ def test_long_lines_are_reported(corpus, tmp_path, capsys):
     ("--warmup", "-1", "--warmup -1: must be an integer >= 0"),
     ("--weight-decay", "-0.1", "--weight-decay -0.1: must be a number >= 0"),
     ("--clip-norm", "0", "--clip-norm 0.0: must be a positive number"),
+    ("--temperature-end", "0", "--temperature-end 0.0: must be a positive number"),
+    ("--temperature_end", "nan", "--temperature-end nan: must be a positive number"),
     ("--eval-fraction", "1", "--eval-fraction 1.0: must be a share in [0, 1)"),
     ("--seq-len", "4", "--seq-len 4: must be an integer >= 5"),
     ("--vocab-size", "3", "--vocab-size 3: must be an integer >= 6"),
