@@ -16,10 +16,12 @@ models (--lr, --layer-decay, --dropout, --batch-size, --device, ...).
         --data-dir ../shared/data/glue/SST-2 --lr 1e-4 --layer-decay 0.9
 
 Everything is kept in --out: per init a folder named after the run folder and a hash of its
-ckpt.pt and of the fine-tuning flags, holding the twin (random/) and one finetune.py --out-dir per
-job (pretrained-seed0/, random-seed0/, ...); then sst2_check.json and sst2_check.md, the table. A
-job whose results.json is there is not run again: a second invocation, or one with another --init
-or seed added, reuses every job done.
+ckpt.pt and of the fine-tuning flags, holding one finetune.py --out-dir per seed (pretrained-seed0/,
+...); per twin a folder random-<hash of what its weights and jobs depend on: the ElectraConfig, the
+seed, the vocab and the flags>, holding the twin (ckpt.pt, vocab.txt) and its jobs (seed0/, ...),
+so the snapshots of one run share one twin, fine-tuned once; then sst2_check.json and
+sst2_check.md, the table. A job whose results.json is there is not run again: a second invocation,
+or one with another --init or seed added, reuses every job done.
 """
 from __future__ import annotations
 
@@ -82,6 +84,19 @@ def job_folder(out: Path, run: Path, recipe: dict) -> Path:
             h.update(block)
     h.update(json.dumps(recipe, sort_keys=True).encode())
     return out / f"{run.resolve().name}-{h.hexdigest()[:HASH_CHARS]}"
+
+
+def twin_folder(out: Path, run: Path, recipe: dict) -> Path:
+    """out/random-<hash of the run's ElectraConfig, seed and vocab and the fine-tuning `recipe`>:
+    what the twin's weights (write_twin) and its fine-tuning depend on, and nothing else, so that
+    every snapshot of one run finds the same twin and its jobs done."""
+    saved = torch.load(run / TRAIN_CHECKPOINT, map_location="cpu", weights_only=True)
+    h = hashlib.sha256()
+    h.update(json.dumps(saved["model_config"], sort_keys=True).encode())
+    h.update(str(saved["train_config"]["seed"]).encode())
+    h.update((run / "vocab.txt").read_bytes())
+    h.update(json.dumps(recipe, sort_keys=True).encode())
+    return out / f"random-{h.hexdigest()[:HASH_CHARS]}"
 
 
 def write_twin(run: Path, twin: Path) -> None:
@@ -155,16 +170,15 @@ def main(argv=None) -> list[dict]:
     for init in args.init:
         run = Path(init)
         folder = job_folder(out, run, recipe)
-        twin = folder / "random"
+        twin = twin_folder(out, run, recipe)
         write_twin(run, twin)
-        scores = {}
-        for name, weights in (("pretrained", run), ("random", twin)):
-            scores[name] = [finetune_job(weights, seed, folder / f"{name}-seed{seed}", args, flags)
-                            for seed in args.seeds]
-        pretrained = spread(scores["pretrained"])
-        random = spread(scores["random"])
-        rows.append({"init": init, "folder": str(folder), "pretrained": pretrained,
-                     "random": random, "gain": pretrained["mean"] - random["mean"]})
+        pretrained = spread([finetune_job(run, seed, folder / f"pretrained-seed{seed}", args, flags)
+                             for seed in args.seeds])
+        random = spread([finetune_job(twin, seed, twin / f"seed{seed}", args, flags)
+                         for seed in args.seeds])
+        rows.append({"init": init, "folder": str(folder), "twin": str(twin),
+                     "pretrained": pretrained, "random": random,
+                     "gain": pretrained["mean"] - random["mean"]})
     table = format_table(rows, args)
     plumbing.atomic_write(out / "sst2_check.json",
                           json.dumps({**recipe, "seeds": args.seeds, "rows": rows}, indent=2))

@@ -1,5 +1,6 @@
 """experiments/sst2_check.py end to end on a fake SST-2 of a few rows: a tiny run and its
 random-weights twin fine-tuned by finetune.py (a subprocess), the table, and the jobs reused."""
+import dataclasses
 import doctest
 import json
 import subprocess
@@ -39,15 +40,16 @@ def test_sst2_check_fine_tunes_a_run_and_its_random_twin(tmp_path, monkeypatch, 
     (row,) = rows
     folder = out / row["folder"].split("/")[-1]
     # the twin: a fresh Electra of the run's config, seeded with the run's seed (0), at step 0
-    twin = torch.load(folder / "random" / "ckpt.pt", weights_only=True)
+    twin_dir = out / row["twin"].split("/")[-1]
+    twin = torch.load(twin_dir / "ckpt.pt", weights_only=True)
     torch.manual_seed(0)
     fresh = Electra(config).state_dict()
     assert twin["step"] == 0 and twin["model_config"] == torch.load(run / "ckpt.pt")["model_config"]
     assert all(torch.equal(twin["model"][k], v) for k, v in fresh.items())
     assert not torch.equal(twin["model"]["embeddings.word.weight"],
                            trained.state_dict()["embeddings.word.weight"])
-    for name in ("pretrained", "random"):
-        results = json.loads((folder / f"{name}-seed0" / "results.json").read_text())
+    for name, job in (("pretrained", folder / "pretrained-seed0"), ("random", twin_dir / "seed0")):
+        results = json.loads((job / "results.json").read_text())
         assert results["recipe"]["lr"] == 1e-3 and results["recipe"]["epochs"] == 1  # passed on
         assert results["recipe"]["dropout"] == 0.1
         acc = results["tasks"]["sst2"]["seeds"][0]["dev"]["acc"]
@@ -86,3 +88,26 @@ def test_sst2_check_needs_a_run_folder(tmp_path):
 
 def test_sst2_check_docstring_examples():
     assert doctest.testmod(sst2_check).failed == 0
+
+
+def test_snapshots_of_one_run_share_one_twin(tmp_path):
+    tok = tiny_tokenizer()
+    config = tiny_config(tok)
+    recipe = {"max_train_examples": 6, "epochs": 1, "data_dir": None, "finetune_flags": []}
+    # two snapshots: other weights (seeds 1 and 2), the same ElectraConfig, train seed and vocab
+    early = tmp_path / "early"
+    late = tmp_path / "late"
+    save_train_checkpoint(early, tok, config, seed=1)
+    save_train_checkpoint(late, tok, config, seed=2)
+    assert sst2_check.job_folder(tmp_path, early, recipe) != sst2_check.job_folder(
+        tmp_path, late, recipe)
+    assert sst2_check.twin_folder(tmp_path, early, recipe) == sst2_check.twin_folder(
+        tmp_path, late, recipe)
+    # another shape, or other fine-tuning flags, is another twin
+    other = tmp_path / "other"
+    save_train_checkpoint(other, tok, dataclasses.replace(config, num_layers=1), seed=1)
+    flags = {**recipe, "finetune_flags": ["--lr", "1e-3"]}
+    twins = {sst2_check.twin_folder(tmp_path, early, recipe),
+             sst2_check.twin_folder(tmp_path, other, recipe),
+             sst2_check.twin_folder(tmp_path, early, flags)}
+    assert len(twins) == 3
