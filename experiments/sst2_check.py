@@ -67,6 +67,9 @@ def parse_args(argv=None) -> tuple[argparse.Namespace, list[str]]:
                    help="fine-tuning seeds (default %(default)s)")
     p.add_argument("--out", default="runs/sst2_check",
                    help="twins, fine-tuning results and the table (default %(default)s)")
+    p.add_argument("--plot", metavar="PNG", default=None,
+                   help="also plot accuracy against each --init's pre-training minutes (the "
+                        "snapshots of one run: pass them in order)")
     args, finetune_flags = p.parse_known_args(argv)
     for init in args.init:
         if not (Path(init) / TRAIN_CHECKPOINT).is_file():
@@ -160,6 +163,41 @@ def format_table(rows: list[dict], args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
+def minutes_trained(run: Path) -> float | None:
+    """The training loop's minutes (evaluations included) up to the update of run/ckpt.pt, from
+    run/metrics.jsonl's elapsed_s at that update; None without a metrics.jsonl."""
+    metrics = run / "metrics.jsonl"
+    if not metrics.is_file():
+        return None
+    step = torch.load(run / TRAIN_CHECKPOINT, map_location="cpu", weights_only=True)["step"]
+    rows = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
+    done = [r["elapsed_s"] for r in rows if r["step"] <= step and "elapsed_s" in r]
+    return max(done) / 60 if done else 0.0
+
+
+def plot_against_minutes(rows: list[dict], png: Path) -> None:
+    """SST-2 dev accuracy against pre-training minutes: the mean over seeds with min-max whiskers
+    per init, each init's random twin as a dashed line (the zero point)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6, 4))
+    ax = fig.add_subplot()
+    x = [r["minutes"] if r["minutes"] is not None else i for i, r in enumerate(rows)]
+    for name, colour in (("pretrained", "C0"), ("random", "grey")):
+        mean = np.array([r[name]["mean"] for r in rows])
+        whiskers = [mean - [r[name]["min"] for r in rows], [r[name]["max"] for r in rows] - mean]
+        style = "-o" if name == "pretrained" else "--"
+        label = "pre-trained" if name == "pretrained" else "random weights (twin)"
+        ax.errorbar(x, mean, yerr=whiskers, fmt=style, color=colour, capsize=3, label=label)
+    ax.set_xlabel("pre-training minutes (2-core CPU)")
+    ax.set_ylabel("SST-2 dev accuracy (%)")
+    ax.set_title("SST-2 after fine-tuning: mean and min-max over seeds")
+    ax.legend()
+    fig.tight_layout()
+    png.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(png, dpi=120)
+
+
 def main(argv=None) -> list[dict]:
     args, flags = parse_args(argv)
     out = Path(args.out)
@@ -177,12 +215,14 @@ def main(argv=None) -> list[dict]:
         random = spread([finetune_job(twin, seed, twin / f"seed{seed}", args, flags)
                          for seed in args.seeds])
         rows.append({"init": init, "folder": str(folder), "twin": str(twin),
-                     "pretrained": pretrained, "random": random,
+                     "minutes": minutes_trained(run), "pretrained": pretrained, "random": random,
                      "gain": pretrained["mean"] - random["mean"]})
     table = format_table(rows, args)
     plumbing.atomic_write(out / "sst2_check.json",
                           json.dumps({**recipe, "seeds": args.seeds, "rows": rows}, indent=2))
     plumbing.atomic_write(out / "sst2_check.md", table + "\n")
+    if args.plot is not None:
+        plot_against_minutes(rows, Path(args.plot))
     print(table)
     return rows
 

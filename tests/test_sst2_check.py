@@ -34,7 +34,8 @@ def test_sst2_check_fine_tunes_a_run_and_its_random_twin(tmp_path, monkeypatch, 
     data = fake_sst2(tmp_path / "SST-2")
     out = tmp_path / "check"
     argv = ["--init", str(run), "--data-dir", str(data), "--max-train-examples", "6",
-            "--seeds", "0", "--out", str(out), "--device", "cpu", "--lr", "1e-3", "--dropout", "0.1"]
+            "--seeds", "0", "--out", str(out), "--device", "cpu", "--lr", "1e-3", "--dropout", "0.1",
+            "--plot", str(out / "minutes.png")]
     rows = sst2_check.main(argv)
     printed = capsys.readouterr().out
     (row,) = rows
@@ -59,6 +60,8 @@ def test_sst2_check_fine_tunes_a_run_and_its_random_twin(tmp_path, monkeypatch, 
     assert "6 training rows, 1 epoch(s), seeds 0" in table and f"| {run} | " in table
     assert table.strip() in printed
     assert json.loads((out / "sst2_check.json").read_text())["rows"] == rows
+    assert row["minutes"] is None  # no metrics.jsonl: plotted at its index
+    assert (out / "minutes.png").stat().st_size > 0
 
     # a second invocation runs nothing: every job's results.json is there
     def no_subprocess(*args, **kwargs):
@@ -111,3 +114,14 @@ def test_snapshots_of_one_run_share_one_twin(tmp_path):
              sst2_check.twin_folder(tmp_path, other, recipe),
              sst2_check.twin_folder(tmp_path, early, flags)}
     assert len(twins) == 3
+
+
+def test_minutes_trained_reads_the_loop_time_at_the_checkpoint_update(tmp_path):
+    tok = tiny_tokenizer()
+    run = tmp_path / "run"
+    save_train_checkpoint(run, tok, tiny_config(tok))  # ckpt.pt at update 7
+    assert sst2_check.minutes_trained(run) is None
+    rows = [{"step": 5, "elapsed_s": 60.0}, {"step": 7, "split": "eval"},
+            {"step": 7, "elapsed_s": 120.0}, {"step": 9, "elapsed_s": 180.0}]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert sst2_check.minutes_trained(run) == 2.0  # 120 s at update 7; update 9 came later
