@@ -102,6 +102,15 @@ def twin_folder(out: Path, run: Path, recipe: dict) -> Path:
     return out / f"random-{h.hexdigest()[:HASH_CHARS]}"
 
 
+def random_twin(saved: dict) -> Electra:
+    """The random-weights twin of the run whose checkpoint is `saved` (a loaded ckpt.pt): a fresh
+    Electra of its ElectraConfig, seeded with its train_config's seed as train.set_up seeds it, so
+    it holds the weights the run started from."""
+    cfg = train.TrainConfig(**saved["train_config"])
+    torch.manual_seed(cfg.seed)  # the initial weights of the run, as train.set_up draws them
+    return Electra(ElectraConfig(**saved["model_config"]))
+
+
 def write_twin(run: Path, twin: Path) -> None:
     """twin/ckpt.pt and vocab.txt: the run's random-weights twin, written as train.py writes a run
     folder (train.checkpoint, plumbing.write_checkpoint), at step 0."""
@@ -109,8 +118,7 @@ def write_twin(run: Path, twin: Path) -> None:
         return
     saved = torch.load(run / TRAIN_CHECKPOINT, map_location="cpu", weights_only=True)
     cfg = train.TrainConfig(**saved["train_config"])
-    torch.manual_seed(cfg.seed)  # the initial weights of the run, as train.set_up draws them
-    model = Electra(ElectraConfig(**saved["model_config"]))
+    model = random_twin(saved)
     optimizer = train.build_optimizer(model, cfg, fused=False)
     state = train.checkpoint(model, optimizer, 0, cfg, saved["vocab_hash"], rng=[])
     twin.mkdir(parents=True, exist_ok=True)
