@@ -100,14 +100,17 @@ SIZES = {
 
 
 def get_config(size: str, **overrides) -> ElectraConfig:
-    """The paper's config for `size` ("tiny", "small", "base", "large") with `overrides` applied."""
+    """The paper's config for `size` ("tiny", "small", "base", "large") with `overrides` applied,
+    checked (check_config: a ValueError naming the field)."""
     if size not in SIZES:
         raise ValueError(f"unknown size {size!r}: choose one of {', '.join(SIZES)}")
     names = {f.name for f in fields(ElectraConfig)}
     unknown = sorted(set(overrides) - names)
     if unknown:
         raise ValueError(f"unknown config field(s) {unknown}: valid fields are {sorted(names)}")
-    return ElectraConfig(**{**SIZES[size], **overrides})
+    config = ElectraConfig(**{**SIZES[size], **overrides})
+    check_config(config)
+    return config
 
 
 def generator_config(config: ElectraConfig) -> ElectraConfig:

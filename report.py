@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.distributed as dist
+from tqdm import tqdm
 
 from data import pretraining_batch
 from electra import (
@@ -139,10 +140,12 @@ class MetricsLog:
 
     elapsed_s is the wall-clock time of the loop (evaluations included), carried over a --resume
     from the last row kept: what the AUC-vs-minutes curves are drawn against. `cfg` is the run's
-    train.TrainConfig, `run` its train.Run (a resumed one starts at run.step > 0).
+    train.TrainConfig, `run` its train.Run (a resumed one starts at run.step > 0), `end` the update
+    it stops after. A run of a GPU-sized preset on a CPU also gets its time projected, once
+    (CpuProjection).
     """
 
-    def __init__(self, path: Path, cfg, run):
+    def __init__(self, path: Path, cfg, run, end: int):
         self.path = path
         self.master = run.rank == 0
         self.world = run.world
@@ -161,10 +164,16 @@ class MetricsLog:
         # the summed stats and gradient norm since the last row
         self.sums = torch.zeros(len(METRICS) + 1, device=run.device)
         self.n = 0
+        self.step = run.step
+        self.projection = CpuProjection(cfg.size, run.device, run.step, end, tqdm.write)
 
     def add(self, stats: torch.Tensor, grad_norm: torch.Tensor) -> None:
+        """One update's mean metrics (step_stats) and gradient norm."""
         self.sums += torch.cat([stats, grad_norm.detach().float().reshape(1)])
         self.n += 1
+        self.step += 1
+        if self.master:
+            self.projection.after_update(self.step)
 
     def elapsed(self) -> float:
         return self.elapsed0 + time.perf_counter() - self.t_start

@@ -43,7 +43,6 @@ from electra import (
     OBJECTIVES,
     Electra,
     ElectraConfig,
-    check_config,
     decays,
     get_config,
     lr_factor,
@@ -288,7 +287,6 @@ def model_config(cfg: TrainConfig, tok: Tokenizer) -> ElectraConfig:
     if "max_predictions" not in cfg.overrides:
         max_predictions = max(1, int((mc.mask_prob + MASK_SLACK) * cfg.seq_len))
         mc = dc_replace(mc, max_predictions=max_predictions)
-    check_config(mc)
     return mc
 
 
@@ -366,10 +364,10 @@ def set_up(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device) 
     data = pretraining_data(cfg, rank, world, saved and saved["vocab_hash"])
     try:
         mc = model_config(cfg, data.tok)
+        torch.manual_seed(cfg.seed)  # the same initial weights on every rank
+        raw = build_model(mc, device)  # Electra() checks mc: a ValueError names the field
     except ValueError as e:
         raise SystemExit(str(e)) from e
-    torch.manual_seed(cfg.seed)  # the same initial weights on every rank
-    raw = build_model(mc, device)
     if saved is None and cfg.init_from:  # the released weights, not a random start
         released, _ = load_electra(cfg.init_from, cfg.generator, cfg.revision, cfg.hub_cache_dir)
         raw.load_state_dict(released.state_dict())
@@ -440,7 +438,7 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device) -
     end = min(cfg.steps, cfg.stop_at or cfg.steps)
     say(report.startup_report(cfg, run, end))
 
-    log = report.MetricsLog(metrics_path, cfg, run)
+    log = report.MetricsLog(metrics_path, cfg, run, end)
     # The first update whose loss or gradient norm was not finite (0: none), kept on the device
     # and read only where the loop waits for the device anyway (logs, evaluations, checkpoints).
     diverged_at = torch.zeros((), dtype=torch.long, device=device)
@@ -450,7 +448,6 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device) -
     interrupted = False
     bar = tqdm(total=cfg.steps, initial=step, unit="step", dynamic_ncols=True, disable=not master,
                desc=f"{cfg.objective}-{cfg.size}")
-    projection = report.CpuProjection(cfg.size, device, step, end, bar.write)
     with plumbing.StopOnSignal() as stop:
         while step < end:
             # the learning rate of this update: warm-up, then linear decay to 0 at cfg.steps
@@ -495,8 +492,6 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device) -
             diverged_at = torch.where((diverged_at == 0) & ~finite, step, diverged_at)
             log.add(stats, grad_norm)
             bar.update(1)
-            if master:
-                projection.after_update(step)
             log_step = step % cfg.log_interval == 0 or step == end
             eval_step = step % cfg.eval_interval == 0 or step == end
             ckpt_step = step % cfg.ckpt_interval == 0 or step == end
@@ -692,7 +687,7 @@ def resolve_config(args: argparse.Namespace, saved: dict | None) -> TrainConfig:
         return recipe_config(**resumed(flags, saved, args.out_dir))
     cfg = recipe_config(**flags)
     try:
-        check_config(get_config(cfg.size, **cfg.overrides))
+        get_config(cfg.size, **cfg.overrides)  # checked: a bad --set stops here, before the data
     except ValueError as e:
         given = " ".join(f"{k}={v}" for k, v in cfg.overrides.items())
         raise SystemExit(f"--set {given}: {e} (size {cfg.size})") from e
