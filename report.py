@@ -164,16 +164,14 @@ class MetricsLog:
         # the summed stats and gradient norm since the last row
         self.sums = torch.zeros(len(METRICS) + 1, device=run.device)
         self.n = 0
-        self.step = run.step
         self.projection = CpuProjection(cfg.size, run.device, run.step, end, tqdm.write)
 
-    def add(self, stats: torch.Tensor, grad_norm: torch.Tensor) -> None:
-        """One update's mean metrics (step_stats) and gradient norm."""
+    def add(self, step: int, stats: torch.Tensor, grad_norm: torch.Tensor) -> None:
+        """Update `step`'s mean metrics (step_stats) and gradient norm."""
         self.sums += torch.cat([stats, grad_norm.detach().float().reshape(1)])
         self.n += 1
-        self.step += 1
         if self.master:
-            self.projection.after_update(self.step)
+            self.projection.after_update(step)
 
     def elapsed(self) -> float:
         return self.elapsed0 + time.perf_counter() - self.t_start

@@ -490,7 +490,7 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device) -
 
             finite = torch.isfinite(stats[0]) & torch.isfinite(grad_norm)
             diverged_at = torch.where((diverged_at == 0) & ~finite, step, diverged_at)
-            log.add(stats, grad_norm)
+            log.add(step, stats, grad_norm)
             bar.update(1)
             log_step = step % cfg.log_interval == 0 or step == end
             eval_step = step % cfg.eval_interval == 0 or step == end
