@@ -12,16 +12,27 @@ default: 20,000 rows, 1 epoch, seeds 0 1 2 (about a minute a job on 2 CPU cores 
 preset). Any other flag goes to finetune.py unchanged, for both: the fine-tuning recipe for tiny
 models (--lr, --layer-decay, --dropout, --batch-size, --device, ...).
 
+One twin is one draw of random weights, and at a high fine-tuning lr another draw of the same
+config can score 6 points apart (experiments/RESULTS.md, candidate 5). --draws K makes the zero
+point K draws: draw d is seeded with the run's seed + d (draw 0 is the twin), each is fine-tuned
+with every seed, and
+
+    gain = mean_s acc(run, s) - mean_{d,s} acc(draw d, s)
+
+with the draws' own means listed beside it, so a gain can be read against how far the zero point
+moves from one draw to the next.
+
     python experiments/sst2_check.py --init runs/tiny --init runs/bert \\
         --data-dir ../shared/data/glue/SST-2 --lr 1e-4 --layer-decay 0.9
 
 Everything is kept in --out: per init a folder named after the run folder and a hash of its
 ckpt.pt and of the fine-tuning flags, holding one finetune.py --out-dir per seed (pretrained-seed0/,
-...); per twin a folder random-<hash of what its weights and jobs depend on: the ElectraConfig, the
-seed, the vocab and the flags>, holding the twin (ckpt.pt, vocab.txt) and its jobs (seed0/, ...),
-so the snapshots of one run share one twin, fine-tuned once; then sst2_check.json and
-sst2_check.md, the table. A job whose results.json is there is not run again: a second invocation,
-or one with another --init or seed added, reuses every job done.
+...); per draw of random weights a folder random-<hash of what its weights and jobs depend on:
+the ElectraConfig, the draw's seed, the vocab and the flags>, holding the draw (ckpt.pt,
+vocab.txt) and its jobs (seed0/, ...), so the snapshots of one run share their draws, each
+fine-tuned once; then sst2_check.json and sst2_check.md, the table. A job whose results.json is
+there is not run again: a second invocation, or one with another --init, seed or draw added,
+reuses every job done.
 """
 from __future__ import annotations
 
@@ -65,12 +76,17 @@ def parse_args(argv=None) -> tuple[argparse.Namespace, list[str]]:
     p.add_argument("--epochs", type=int, default=EPOCHS, help="default %(default)s")
     p.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS),
                    help="fine-tuning seeds (default %(default)s)")
+    p.add_argument("--draws", type=int, default=1,
+                   help="draws of random weights as the zero point, seeded with the run's seed + "
+                        "0, 1, ...; draw 0 is the twin (default %(default)s)")
     p.add_argument("--out", default="runs/sst2_check",
                    help="twins, fine-tuning results and the table (default %(default)s)")
     p.add_argument("--plot", metavar="PNG", default=None,
                    help="also plot accuracy against each --init's pre-training minutes (the "
                         "snapshots of one run: pass them in order)")
     args, finetune_flags = p.parse_known_args(argv)
+    if args.draws < 1:
+        raise SystemExit(f"--draws {args.draws}: give 1 or more draws of random weights")
     for init in args.init:
         if not (Path(init) / TRAIN_CHECKPOINT).is_file():
             raise SystemExit(f"--init {init}: no {TRAIN_CHECKPOINT} there; pass a train.py run "
@@ -89,36 +105,37 @@ def job_folder(out: Path, run: Path, recipe: dict) -> Path:
     return out / f"{run.resolve().name}-{h.hexdigest()[:HASH_CHARS]}"
 
 
-def twin_folder(out: Path, run: Path, recipe: dict) -> Path:
-    """out/random-<hash of the run's ElectraConfig, seed and vocab and the fine-tuning `recipe`>:
-    what the twin's weights (write_twin) and its fine-tuning depend on, and nothing else, so that
-    every snapshot of one run finds the same twin and its jobs done."""
+def twin_folder(out: Path, run: Path, recipe: dict, draw: int = 0) -> Path:
+    """out/random-<hash of the run's ElectraConfig, the draw's seed, the vocab and the fine-tuning
+    `recipe`>: what the draw's weights (write_twin) and its fine-tuning depend on, and nothing
+    else, so that every snapshot of one run finds the same draws and their jobs done."""
     saved = torch.load(run / TRAIN_CHECKPOINT, map_location="cpu", weights_only=True)
     h = hashlib.sha256()
     h.update(json.dumps(saved["model_config"], sort_keys=True).encode())
-    h.update(str(saved["train_config"]["seed"]).encode())
+    h.update(str(saved["train_config"]["seed"] + draw).encode())
     h.update((run / "vocab.txt").read_bytes())
     h.update(json.dumps(recipe, sort_keys=True).encode())
     return out / f"random-{h.hexdigest()[:HASH_CHARS]}"
 
 
-def random_twin(saved: dict) -> Electra:
-    """The random-weights twin of the run whose checkpoint is `saved` (a loaded ckpt.pt): a fresh
-    Electra of its ElectraConfig, seeded with its train_config's seed as train.set_up seeds it, so
-    it holds the weights the run started from."""
+def random_twin(saved: dict, draw: int = 0) -> Electra:
+    """Draw `draw` of random weights for the run whose checkpoint is `saved` (a loaded ckpt.pt): a
+    fresh Electra of its ElectraConfig, seeded with its train_config's seed + draw. Draw 0 is
+    seeded as train.set_up seeds the run, so it holds the weights the run started from: the
+    twin."""
     cfg = train.TrainConfig(**saved["train_config"])
-    torch.manual_seed(cfg.seed)  # the initial weights of the run, as train.set_up draws them
+    torch.manual_seed(cfg.seed + draw)  # draw 0: the run's initial weights, as set_up draws them
     return Electra(ElectraConfig(**saved["model_config"]))
 
 
-def write_twin(run: Path, twin: Path) -> None:
-    """twin/ckpt.pt and vocab.txt: the run's random-weights twin, written as train.py writes a run
-    folder (train.checkpoint, plumbing.write_checkpoint), at step 0."""
+def write_twin(run: Path, twin: Path, draw: int = 0) -> None:
+    """twin/ckpt.pt and vocab.txt: draw `draw` of random weights for the run, written as train.py
+    writes a run folder (train.checkpoint, plumbing.write_checkpoint), at step 0."""
     if (twin / TRAIN_CHECKPOINT).is_file():
         return
     saved = torch.load(run / TRAIN_CHECKPOINT, map_location="cpu", weights_only=True)
     cfg = train.TrainConfig(**saved["train_config"])
-    model = random_twin(saved)
+    model = random_twin(saved, draw)
     optimizer = train.build_optimizer(model, cfg, fused=False)
     state = train.checkpoint(model, optimizer, 0, cfg, saved["vocab_hash"], rng=[])
     twin.mkdir(parents=True, exist_ok=True)
@@ -157,17 +174,27 @@ def spread(scores: list[float]) -> dict:
 
 
 def format_table(rows: list[dict], args: argparse.Namespace) -> str:
-    """The markdown table: one line per init, pre-trained against its random twin."""
+    """The markdown table: one line per init, pre-trained against its random weights (with
+    --draws, the draws pooled, and each draw's mean in a column of its own)."""
     seeds = " ".join(str(s) for s in args.seeds)
     lines = [f"SST-2 dev accuracy, {args.max_train_examples:,} training rows, {args.epochs} "
-             f"epoch(s), seeds {seeds}: mean [min-max] std",
-             "",
-             "| init | pre-trained | random weights, same config and vocab | gain |",
-             "|---|---|---|---:|"]
+             f"epoch(s), seeds {seeds}: mean [min-max] std"]
+    if args.draws == 1:
+        lines += ["",
+                  "| init | pre-trained | random weights, same config and vocab | gain |",
+                  "|---|---|---|---:|"]
+    else:
+        lines += [f"Random weights: {args.draws} draws x {len(args.seeds)} seeds, pooled.",
+                  "",
+                  "| init | pre-trained | random weights, same config and vocab | "
+                  "mean of each draw | gain |",
+                  "|---|---|---|---|---:|"]
     for r in rows:
         cells = [f"{s['mean']:.2f} [{s['min']:.2f}-{s['max']:.2f}] {s['std']:.2f}"
                  for s in (r["pretrained"], r["random"])]
-        lines.append(f"| {r['init']} | {cells[0]} | {cells[1]} | {r['gain']:+.2f} |")
+        if args.draws > 1:
+            cells.append(" / ".join(f"{d['mean']:.2f}" for d in r["draws"]))
+        lines.append(f"| {r['init']} | {' | '.join(cells)} | {r['gain']:+.2f} |")
     return "\n".join(lines)
 
 
@@ -216,18 +243,23 @@ def main(argv=None) -> list[dict]:
     for init in args.init:
         run = Path(init)
         folder = job_folder(out, run, recipe)
-        twin = twin_folder(out, run, recipe)
-        write_twin(run, twin)
         pretrained = spread([finetune_job(run, seed, folder / f"pretrained-seed{seed}", args, flags)
                              for seed in args.seeds])
-        random = spread([finetune_job(twin, seed, twin / f"seed{seed}", args, flags)
-                         for seed in args.seeds])
-        rows.append({"init": init, "folder": str(folder), "twin": str(twin),
-                     "minutes": minutes_trained(run), "pretrained": pretrained, "random": random,
+        twins = [twin_folder(out, run, recipe, draw) for draw in range(args.draws)]
+        draws = []  # per draw of random weights, its seeds' scores
+        for draw, twin in enumerate(twins):
+            write_twin(run, twin, draw)
+            draws.append(spread([finetune_job(twin, seed, twin / f"seed{seed}", args, flags)
+                                 for seed in args.seeds]))
+        random = spread([score for d in draws for score in d["scores"]])  # the draws pooled
+        rows.append({"init": init, "folder": str(folder), "twin": str(twins[0]),
+                     "draw_folders": [str(t) for t in twins], "minutes": minutes_trained(run),
+                     "pretrained": pretrained, "random": random, "draws": draws,
                      "gain": pretrained["mean"] - random["mean"]})
     table = format_table(rows, args)
     plumbing.atomic_write(out / "sst2_check.json",
-                          json.dumps({**recipe, "seeds": args.seeds, "rows": rows}, indent=2))
+                          json.dumps({**recipe, "seeds": args.seeds, "draws": args.draws,
+                                      "rows": rows}, indent=2))
     plumbing.atomic_write(out / "sst2_check.md", table + "\n")
     if args.plot is not None:
         plot_against_minutes(rows, Path(args.plot))

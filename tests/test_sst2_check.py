@@ -14,6 +14,7 @@ from experiments import sst2_check
 
 GOOD = ["the film is good .", "a great movie .", "very good .", "the movie was great ."]
 BAD = ["the film is bad .", "an awful movie .", "very bad .", "the movie was not good ."]
+RECIPE = {"max_train_examples": 6, "epochs": 1, "data_dir": None, "finetune_flags": []}
 
 
 def fake_sst2(folder):
@@ -125,3 +126,50 @@ def test_minutes_trained_reads_the_loop_time_at_the_checkpoint_update(tmp_path):
             {"step": 7, "elapsed_s": 120.0}, {"step": 9, "elapsed_s": 180.0}]
     (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert sst2_check.minutes_trained(run) == 2.0  # 120 s at update 7; update 9 came later
+
+
+def test_draws_pool_several_random_inits_into_the_zero_point(tmp_path, monkeypatch):
+    tok = tiny_tokenizer()
+    config = tiny_config(tok)
+    run = tmp_path / "run"
+    save_train_checkpoint(run, tok, config, seed=5)  # its train_config's seed is 0
+    # scores by hand: the run 80 and 84 (mean 82); draw 0 70 and 72, draw 1 76 and 78
+    scores = {"pretrained": [80.0, 84.0]}
+    twin0 = sst2_check.twin_folder(tmp_path, run, RECIPE, 0)
+    twin1 = sst2_check.twin_folder(tmp_path, run, RECIPE, 1)
+    scores[twin0.name] = [70.0, 72.0]
+    scores[twin1.name] = [76.0, 78.0]
+
+    def fake_job(init, seed, out_dir, args, flags):
+        key = "pretrained" if out_dir.name.startswith("pretrained") else out_dir.parent.name
+        return scores[key][seed]
+
+    monkeypatch.setattr(sst2_check, "finetune_job", fake_job)
+    argv = ["--init", str(run), "--seeds", "0", "1", "--draws", "2", "--out", str(tmp_path),
+            "--max-train-examples", "6"]
+    (row,) = sst2_check.main(argv)
+    assert row["draw_folders"] == [str(twin0), str(twin1)] and twin0 != twin1
+    assert [d["mean"] for d in row["draws"]] == [71.0, 77.0]
+    # the zero point pools 2 draws x 2 seeds: mean 74, spread 70-78; gain 82 - 74
+    assert row["random"]["mean"] == 74.0 and (row["random"]["min"], row["random"]["max"]) == (70, 78)
+    assert row["gain"] == 8.0
+    # draw d holds the weights of a fresh Electra seeded with the run's seed + d
+    for draw, folder in enumerate((twin0, twin1)):
+        torch.manual_seed(draw)
+        fresh = Electra(config).state_dict()
+        saved = torch.load(folder / "ckpt.pt", weights_only=True)["model"]
+        assert all(torch.equal(saved[k], v) for k, v in fresh.items())
+    table = (tmp_path / "sst2_check.md").read_text()
+    assert "2 draws x 2 seeds, pooled" in table
+    assert "| 74.00 [70.00-78.00] 3.65 | 71.00 / 77.00 | +8.00 |" in table
+
+
+def test_draw_0_is_the_twin_of_one_draw(tmp_path):
+    tok = tiny_tokenizer()
+    run = tmp_path / "run"
+    save_train_checkpoint(run, tok, tiny_config(tok))
+    # --draws 1's twin folder is draw 0's: a check with more draws reuses its jobs
+    assert sst2_check.twin_folder(tmp_path, run, RECIPE) == sst2_check.twin_folder(
+        tmp_path, run, RECIPE, 0)
+    with pytest.raises(SystemExit, match="--draws 0: give 1 or more"):
+        sst2_check.parse_args(["--init", str(run), "--draws", "0"])
