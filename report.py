@@ -419,8 +419,9 @@ def startup_report(cfg, run, end: int) -> str:
         f"device   {run.device}, {run.precision}{bf16}{', torch.compile' if cfg.compile else ''}",
     ]
     if cfg.temperature_end is not None:  # after "optim": train.temperature_at's schedule
+        reached = cfg.temperature_steps if cfg.temperature_steps is not None else cfg.steps
         lines.insert(-3, f"sampling G's temperature {run.mc.temperature:g} -> "
-                         f"{cfg.temperature_end:g}, linear from update 1 to {cfg.steps:,}")
+                         f"{cfg.temperature_end:g}, linear from update 1 to {reached:,}")
     return "\n".join(lines)
 
 

@@ -118,6 +118,9 @@ class TrainConfig:
     # ours (issue 27): G samples at a temperature moving linearly from the model's to this one at
     # the last update (temperature_at): replacements D can tell early, plausible ones late
     temperature_end: float | None = None  # None: the model's temperature throughout
+    # ours (issue 27): the update the move ends at, T_end after it, so that D spends the rest of
+    # the run on the paper's plausible samples; None: the last update
+    temperature_steps: int | None = None
     eval_fraction: float = 0.01  # ours: the share of documents held out (0: none)
     eval_batches: int = 10  # ours: micro-batches per evaluation, a few thousand sequences on a GPU
     log_interval: int = 100  # ours: updates between metrics.jsonl lines
@@ -138,8 +141,8 @@ class TrainConfig:
 
 # What a --resume keeps as the checkpoint has it: a run changed half-way is not the run started.
 RESUME_FIELDS = ("size", "objective", "data", "vocab_size", "seq_len", "batch_size", "lr", "steps",
-                 "warmup", "weight_decay", "clip_norm", "temperature_end", "eval_fraction", "seed",
-                 "overrides")
+                 "warmup", "weight_decay", "clip_norm", "temperature_end", "temperature_steps",
+                 "eval_fraction", "seed", "overrides")
 
 
 def recipe_config(**flags) -> TrainConfig:
@@ -211,6 +214,12 @@ def check_train_config(cfg: TrainConfig) -> None:
     if cfg.temperature_end is not None and cfg.objective == "bert":
         raise refuse("--temperature-end", cfg.temperature_end,
                      "left out with --objective bert (BERT's masked LM samples no replacements)")
+    if cfg.temperature_steps is not None and cfg.temperature_steps < 1:
+        raise refuse("--temperature-steps", cfg.temperature_steps,
+                     "an integer >= 1 (the update that reaches --temperature-end)")
+    if cfg.temperature_steps is not None and cfg.temperature_end is None:
+        raise refuse("--temperature-steps", cfg.temperature_steps,
+                     "given with --temperature-end (the temperature it moves to)")
     if not 0 <= cfg.eval_fraction < 1:
         raise refuse("--eval-fraction", cfg.eval_fraction, "a share in [0, 1) (0: no held-out set)")
     if cfg.eval_batches < 1:
@@ -253,28 +262,35 @@ def learning_rate(step: int, cfg: TrainConfig) -> float:
 def temperature_at(step: int, cfg: TrainConfig, config: ElectraConfig) -> float:
     """G's sampling temperature at update `step` (counted from 0, as in learning_rate):
 
-        T(step) = T_0 + (T_end - T_0) * step / (steps - 1)
+        T(step) = T_0 + (T_end - T_0) * min(step / (S - 1), 1),  S = temperature_steps, or steps
 
     T_0 = config.temperature (the model's: the paper's 1, the tiny preset's 2) at the first update,
-    T_end = cfg.temperature_end at the last (steps - 1), linear between; a single update samples at
-    T_0. --stop-at does not shorten it (nor the lr schedule). cfg.temperature_end None: T_0
-    throughout, the paper's constant temperature.
+    T_end = cfg.temperature_end at update S (counted from 1: step S - 1) and after, linear
+    between; S is the run's last update unless cfg.temperature_steps is given; a single update
+    samples at T_0. --stop-at
+    does not shorten it (nor the lr schedule). cfg.temperature_end None: T_0 throughout, the
+    paper's constant temperature.
 
     ours (issue 27): at a high temperature G proposes rare tokens, which D learns to flag from the
     token alone, an early signal; lowered towards 1, G's samples become plausible and D has to read
     their context to find them.
 
-    Example: T_0 2, T_end 1, 5 updates: 2, 1.75, 1.5, 1.25, 1.
+    Example: T_0 2, T_end 1, 5 updates: 2, 1.75, 1.5, 1.25, 1; reaching 1 at update 3 instead:
+    2, 1.5, 1, 1, 1.
 
     >>> cfg = TrainConfig(steps=5, temperature_end=1.0)
     >>> [temperature_at(step, cfg, ElectraConfig(temperature=2.0)) for step in range(5)]
     [2.0, 1.75, 1.5, 1.25, 1.0]
+    >>> cfg = TrainConfig(steps=5, temperature_end=1.0, temperature_steps=3)
+    >>> [temperature_at(step, cfg, ElectraConfig(temperature=2.0)) for step in range(5)]
+    [2.0, 1.5, 1.0, 1.0, 1.0]
     >>> temperature_at(3, TrainConfig(steps=5), ElectraConfig(temperature=2.0))  # no schedule
     2.0
     """
     if cfg.temperature_end is None:
         return config.temperature
-    fraction = step / max(cfg.steps - 1, 1)
+    S = cfg.temperature_steps if cfg.temperature_steps is not None else cfg.steps
+    fraction = min(step / max(S - 1, 1), 1.0)
     return config.temperature + (cfg.temperature_end - config.temperature) * fraction
 
 
@@ -585,6 +601,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     add_flag(p, "temperature_end", type=float,
              help="G's sampling temperature at the last update, reached linearly from the model's "
                   "(--set temperature=...; tiny 2, the paper's 1) (default: constant)")
+    add_flag(p, "temperature_steps", type=int,
+             help="the update that reaches --temperature-end, held after it (default: the last)")
     add_flag(p, "eval_fraction", type=float,
              help=f"share of documents held out (default {c.eval_fraction})")
     add_flag(p, "eval_batches", type=int, default=c.eval_batches,

@@ -182,6 +182,22 @@ def test_temperature_schedule_is_sampled_logged_and_evaluated(corpus, tmp_path, 
     assert "sampling G's temperature 2 -> 1, linear from update 1 to 5" in capsys.readouterr().out
 
 
+def test_temperature_steps_ends_the_move_early_and_holds_t_end(corpus, tmp_path, capsys):
+    """--temperature-steps 3 of 5 updates: 2, 1.5, 1 at update 3, then 1 (train.temperature_at's
+    second worked example), logged per update and announced at the start."""
+    out = tmp_path / "run"
+    train.main(args(corpus, out, "--steps", "5", "--temperature-end", "1", "--temperature-steps",
+                    "3", "--log-interval", "1"))
+    assert [r["temperature"] for r in rows(out)] == [2.0, 1.5, 1.0, 1.0, 1.0]
+    assert "sampling G's temperature 2 -> 1, linear from update 1 to 3" in capsys.readouterr().out
+
+
+def test_temperature_steps_needs_a_temperature_to_reach(corpus, tmp_path):
+    with pytest.raises(SystemExit, match=r"^--temperature-steps 3: must be given with --temperature-end"):
+        train.main(args(corpus, tmp_path / "run", "--temperature-steps", "3"))
+    assert not (tmp_path / "run").exists()
+
+
 def test_resume_keeps_the_temperature_schedule(corpus, tmp_path):
     out = tmp_path / "run"
     train.main(args(corpus, out, "--steps", "5", "--temperature-end", "1", "--stop-at", "2",
@@ -593,6 +609,7 @@ def test_long_lines_are_reported(corpus, tmp_path, capsys):
     ("--clip-norm", "0", "--clip-norm 0.0: must be a positive number"),
     ("--temperature-end", "0", "--temperature-end 0.0: must be a positive number"),
     ("--temperature_end", "nan", "--temperature-end nan: must be a positive number"),
+    ("--temperature-steps", "0", "--temperature-steps 0: must be an integer >= 1"),
     ("--eval-fraction", "1", "--eval-fraction 1.0: must be a share in [0, 1)"),
     ("--seq-len", "4", "--seq-len 4: must be an integer >= 5"),
     ("--vocab-size", "3", "--vocab-size 3: must be an integer >= 6"),
