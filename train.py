@@ -267,9 +267,8 @@ def temperature_at(step: int, cfg: TrainConfig, config: ElectraConfig) -> float:
     T_0 = config.temperature (the model's: the paper's 1, the tiny preset's 2) at the first update,
     T_end = cfg.temperature_end at update S (counted from 1: step S - 1) and after, linear
     between; S is the run's last update unless cfg.temperature_steps is given; a single update
-    samples at T_0. --stop-at
-    does not shorten it (nor the lr schedule). cfg.temperature_end None: T_0 throughout, the
-    paper's constant temperature.
+    samples at T_0. --stop-at does not shorten it (nor the lr schedule). cfg.temperature_end
+    None: T_0 throughout, the paper's constant temperature.
 
     ours (issue 27): at a high temperature G proposes rare tokens, which D learns to flag from the
     token alone, an early signal; lowered towards 1, G's samples become plausible and D has to read
