@@ -40,7 +40,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 import glue
-from electra import ElectraConfig, Encoder, decays, lr_factor
+from electra import ElectraConfig, Encoder, decays, init_weights, lr_factor
 from hf import HubError, Pretrained, is_hub_name, load_init, paper_size
 from plumbing import DownloadError, StopOnSignal, add_flag, atomic_write, mixed_precision
 
@@ -79,6 +79,9 @@ class FinetuneConfig:
     single_order: bool = False  # MRPC/STS-B on one sentence order (official double_unordered: both)
     eval_batch_size: int = 128  # evaluation only: no effect on results, larger is faster
     max_train_examples: int | None = None  # first N rows of train.tsv: quick runs, not the paper
+    # ours, not the paper's: draw the top K encoder layers afresh before fine-tuning
+    # (Zhang et al. 2021, "Revisiting Few-sample BERT Fine-tuning"; issue 27's lever)
+    reinit_layers: int = 0
 
 
 def check_finetune_config(ft: FinetuneConfig) -> None:
@@ -106,6 +109,9 @@ def check_finetune_config(ft: FinetuneConfig) -> None:
     if ft.max_train_examples is not None and ft.max_train_examples < 1:
         raise SystemExit(f"--max-train-examples {ft.max_train_examples}: must be an integer >= 1 "
                          f"(rows of train.tsv)")
+    if ft.reinit_layers < 0:
+        raise SystemExit(f"--reinit-layers {ft.reinit_layers}: must be an integer >= 0 "
+                         f"(top encoder layers drawn afresh; 0 keeps them all)")
 
 
 def recipe_for(model_config: ElectraConfig, ft: FinetuneConfig) -> FinetuneConfig:
@@ -171,6 +177,35 @@ class Classifier(nn.Module):
     def forward(self, input_ids, segment_ids, attention_mask):
         h = self.encoder.hidden_states(input_ids, segment_ids, attention_mask)  # [B, T, H]
         return self.classifier(self.dropout(h[:, 0]))  # [CLS] state [B, H] -> [B, C]
+
+
+def reinit_top_layers(encoder: Encoder, k: int) -> None:
+    """Draw the top `k` blocks of a pre-trained `encoder` afresh, as pre-training starts them
+    (electra.init_weights; LayerNorm back to the identity); the blocks below and the embeddings
+    keep their pre-trained weights.
+
+    Not the paper's: a lever from "Revisiting Few-sample BERT Fine-tuning" (Zhang et al. 2021),
+    whose top layers, specialised to pre-training's task, fine-tune worse than fresh ones. For
+    issue 27: the tiny preset's middle layers read more sentiment than random weights' do, its
+    last layer no more (experiments/probe.py). k = num_layers keeps the embeddings alone.
+
+    >>> from electra import get_config
+    >>> enc = Encoder(get_config("tiny"))
+    >>> low, top = enc.layers[0].fc1.weight.clone(), enc.layers[-1].fc1.weight.clone()
+    >>> _ = enc.layers[-1].ln1.weight.data.zero_()  # as if pre-training had moved it
+    >>> reinit_top_layers(enc, 1)
+    >>> bool((enc.layers[0].fc1.weight == low).all())  # the layers below: kept
+    True
+    >>> bool((enc.layers[-1].fc1.weight == top).any())  # the top layer: drawn afresh
+    False
+    >>> enc.layers[-1].ln1.weight.tolist() == [1.0] * 128  # LayerNorm back to the identity
+    True
+    """
+    for block in encoder.layers[len(encoder.layers) - k:]:
+        init_weights(block, encoder.config.init_std)
+        for mod in block.modules():
+            if isinstance(mod, nn.LayerNorm):
+                mod.reset_parameters()
 
 
 # -----------------------------------------------------------------------------
@@ -361,6 +396,7 @@ def finetune_seed(task: glue.Task, pre: Pretrained, splits: glue.Splits, ft: Fin
     torch.manual_seed(seed)  # the head's init and dropout
     model = Classifier(encoder_config(pre.config, ft), task.num_outputs, ft.head_dropout)
     model.encoder.load_state_dict(pre.encoder_state)
+    reinit_top_layers(model.encoder, ft.reinit_layers)
     model.to(device)
     train = splits.train
     labels = torch.tensor(train.labels, dtype=torch.float32 if task.regression else torch.long)
@@ -795,6 +831,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     add_flag(p, "max_train_examples", type=int,
              help="use only the first N rows of train.tsv (before MRPC/STS-B's swapped copies); "
                   "for quick runs, not the paper")
+    add_flag(p, "reinit_layers", type=int, default=FinetuneConfig.reinit_layers,
+             help="draw the top N encoder layers afresh before fine-tuning (Zhang et al. 2021; "
+                  "not the paper's) (default %(default)s)")
     args = p.parse_args(argv)
     check_run(from_flags(Run, args))
     check_finetune_config(from_flags(FinetuneConfig, args))
@@ -886,6 +925,9 @@ def main(argv=None) -> dict:
         raise SystemExit(f"--max-seq-len {ft.max_seq_len}: must be at most "
                          f"{pre.config.max_position}, the positions {pre.source} has "
                          f"embeddings for")
+    if ft.reinit_layers > pre.config.num_layers:
+        raise SystemExit(f"--reinit-layers {ft.reinit_layers}: must be at most "
+                         f"{pre.config.num_layers}, the layers {pre.source} has")
     ft = recipe_for(pre.config, ft)
     optimizer = "Adam without bias correction (official)"
     if ft.adam_bias_correction:
@@ -896,6 +938,9 @@ def main(argv=None) -> dict:
     print(f"fine-tuning {pre.source} ({pre.config.num_layers} layers, hidden "
           f"{pre.config.hidden_size}) on {run.device}: lr {ft.lr:g}, layer decay {ft.layer_decay}, "
           f"batch {ft.batch_size}, {dropout}, {optimizer}")
+    if ft.reinit_layers:
+        print(f"the top {ft.reinit_layers} of {pre.config.num_layers} layers start from fresh "
+              f"random weights (--reinit-layers)")
     fresh = {"init": pre.source, "init_id": init_identity(run.init, run.revision, pre),
              "device": run.device, "recipe": asdict(ft), "data": {}, "tasks": {}}
     results = resumed_results(fresh, out, run.restart)

@@ -332,6 +332,30 @@ def test_dropout_flag_sets_every_dropout_of_the_fine_tuned_encoder(tmp_path, mon
                  "--epochs", "1", "--out-dir", str(tmp_path / "out"), "--dropout", "0.2"])
 
 
+def test_reinit_layers_draws_the_top_layers_afresh_and_keeps_the_rest(tmp_path, monkeypatch, capsys):
+    start = {}  # the encoder's weights as fine-tuning's first update finds them
+
+    def recorded(model, *args):
+        start.update({k: v.clone() for k, v in model.encoder.state_dict().items()})
+        return optimizer_and_schedule(model, *args)
+
+    optimizer_and_schedule = ft.optimizer_and_schedule
+    monkeypatch.setattr(ft, "optimizer_and_schedule", recorded)
+    _, results = fine_tune_recorded(tmp_path, monkeypatch, "--reinit-layers", "1")
+    assert results["recipe"]["reinit_layers"] == 1
+    assert "the top 1 of 3 layers start from fresh random weights" in capsys.readouterr().out
+    saved = torch.load(tmp_path / "run" / "ckpt.pt", weights_only=False)["model"]
+    for name, value in start.items():
+        pretrained = saved["discriminator." + name]
+        if name.startswith("layers.2.") and name.endswith(("ln1.weight", "ln2.weight")):
+            assert (value == 1).all(), name  # LayerNorm back to the identity
+        elif name.startswith("layers.2.") and "ln" not in name and name.endswith("weight"):
+            assert not torch.equal(value, pretrained), name  # drawn afresh
+            assert 0.015 < value.std() < 0.025, name  # from init_std 0.02, as pre-training starts
+        elif not name.startswith("layers.2."):
+            assert torch.equal(value, pretrained), name  # the embeddings and layers 0-1: kept
+
+
 def test_submission_format(tmp_path):
     glue.write_submission(glue.get_task("stsb"), tmp_path / "STS-B.tsv", ["0", "1", "2"], [5.7, -0.2, 2.5])
     assert (tmp_path / "STS-B.tsv").read_text() == "index\tprediction\n0\t5.000\n1\t0.000\n2\t2.500\n"
@@ -454,6 +478,8 @@ def test_diverged_fine_tuning_stops_and_writes_no_nan(tmp_path, monkeypatch):
     ("--max_seq_len", "2", "--max-seq-len 2: must be an integer >= 3"),
     ("--max-seq-len", "65", "--max-seq-len 65: must be at most 64, the positions"),
     ("--max_train_examples", "0", "--max-train-examples 0: must be an integer >= 1"),
+    ("--reinit-layers", "-1", "--reinit-layers -1: must be an integer >= 0"),
+    ("--reinit-layers", "4", "--reinit-layers 4: must be at most 3, the layers"),
     ("--seeds", "-1", "--seeds -1: must be an integer >= 1"),
     ("--seed", "-1", "--seed -1: must be an integer >= 0"),
 ])
