@@ -29,13 +29,18 @@ does, [CLS] sentence [SEP] with at most finetune.MAX_SEQ_LEN tokens, and for eac
   random vectors'. Issue 27 found that the runs whose states had collapsed most toward one
   direction fine-tuned worst against their twins.
 
+One twin is one draw of random weights, and draws of one config differ by a few points on these
+probes as on fine-tuning: --draws K makes the zero point K draws (seeded as sst2_check.py's, draw
+0 the twin), each measured alone, the table giving their mean and [min-max] and the difference
+from the mean.
+
 The probe is scikit-learn's LogisticRegression (L2 penalty, C = 1) on features standardised with
 the training rows' mean and standard deviation. It is trained on the first --max-train-examples
 rows of train.tsv (default 20,000, as in sst2_check.py) and scored on dev.tsv (872 rows); it is
 deterministic, no seeds. Without --data-dir, GLUE's SST-2 is downloaded once, as by finetune.py.
 
     python experiments/probe.py --init runs/tiny --init runs/bert \\
-        --data-dir ../shared/data/glue/SST-2 --out runs/probe.json
+        --data-dir ../shared/data/glue/SST-2 --draws 3 --out runs/probe.json
 
 Prints one markdown table per run, its twin beside it, and writes the numbers as JSON to --out.
 scikit-learn comes with requirements-dev.txt.
@@ -165,18 +170,21 @@ def probe_accuracy(x_train, y_train, x_dev, y_dev) -> float:
 # A run and its twin
 
 
-def encoders(run: Path) -> tuple[dict[str, Encoder], evaluate.Scored]:
-    """The run's encoder ("pretrained") and its random-weights twin's ("random"), in eval mode, and
-    what evaluate.load_run loaded (the whole Electra, its tokenizer, where it came from)."""
+def encoders(run: Path, draws: int = 1) -> tuple[dict[str, Encoder], evaluate.Scored]:
+    """The run's encoder ("pretrained") and `draws` draws of random weights of its config: its
+    twin ("random", draw 0), then "random 1", ... (sst2_check.random_twin's draws), all in eval
+    mode; and what evaluate.load_run loaded (the whole Electra, its tokenizer, where it came
+    from)."""
     try:
         scored = evaluate.load_run(run)
     except (FileNotFoundError, ValueError) as e:
         raise SystemExit(f"error: {e}") from None
     saved = plumbing.load_checkpoint(run / TRAIN_CHECKPOINT, "--init")
-    twin = sst2_check.random_twin(saved)
-    pair = {"pretrained": scored.model.fine_tuning_encoder().eval(),
-            "random": twin.fine_tuning_encoder().eval()}
-    return pair, scored
+    found = {"pretrained": scored.model.fine_tuning_encoder().eval()}
+    for draw in range(draws):
+        name = "random" if draw == 0 else f"random {draw}"
+        found[name] = sst2_check.random_twin(saved, draw).fine_tuning_encoder().eval()
+    return found, scored
 
 
 def measure(encoder: Encoder, train: glue.Encoded, dev: glue.Encoded, pad_id: int,
@@ -195,18 +203,34 @@ def measure(encoder: Encoder, train: glue.Encoded, dev: glue.Encoded, pad_id: in
             "mean_cos": mean_cosine(h)}
 
 
+def mean_of_draws(draws: list[dict]) -> dict:
+    """The zero point of several draws of random weights: each measure averaged over the draws.
+
+    >>> mean_of_draws([{"mean_pooled": [60.0, 62.0], "cls_last": 58.0, "mean_cos": 0.3},
+    ...                {"mean_pooled": [64.0, 61.0], "cls_last": 60.0, "mean_cos": 0.4}])
+    {'mean_pooled': [62.0, 61.5], 'cls_last': 59.0, 'mean_cos': 0.35}
+    """
+    return {"mean_pooled": np.mean([d["mean_pooled"] for d in draws], axis=0).tolist(),
+            "cls_last": float(np.mean([d["cls_last"] for d in draws])),
+            "mean_cos": float(np.mean([d["mean_cos"] for d in draws]))}
+
+
 def probe_run(run: Path, train_rows: list[glue.Example], dev_rows: list[glue.Example],
               args: argparse.Namespace) -> dict:
-    """Every measure for the run folder `run` and for its twin."""
-    pair, scored = encoders(run)
+    """Every measure for the run folder `run` and for each draw of random weights ("draws"), and
+    the draws' mean ("random": the twin's measures when there is one draw)."""
+    found, scored = encoders(run, args.draws)
     tok = scored.tokenizer
     train = glue.encode_examples(train_rows, tok, finetune.MAX_SEQ_LEN)
     dev = glue.encode_examples(dev_rows, tok, finetune.MAX_SEQ_LEN)
     has_d = scored.model.discriminator is not None
     row = {"init": str(run), "source": scored.source, "objective": scored.model.config.objective,
            "encoder": "discriminator" if has_d else "masked LM"}
-    for name, encoder in pair.items():
-        row[name] = measure(encoder, train, dev, tok.pad_id, args, f"{run} {name}")
+    row["pretrained"] = measure(found.pop("pretrained"), train, dev, tok.pad_id, args,
+                                f"{run} pretrained")
+    row["draws"] = [measure(encoder, train, dev, tok.pad_id, args, f"{run} {name}")
+                    for name, encoder in found.items()]
+    row["random"] = mean_of_draws(row["draws"])
     return row
 
 
@@ -215,7 +239,8 @@ def probe_run(run: Path, train_rows: list[glue.Example], dev_rows: list[glue.Exa
 
 
 def format_table(results: dict) -> str:
-    """One markdown table per run: each measure, pre-trained beside random weights."""
+    """One markdown table per run: each measure, pre-trained beside random weights (with several
+    draws, their mean [min-max])."""
     lines = [f"SST-2 linear probes on frozen states: {results['train_rows']:,} training rows, dev "
              f"accuracy on {results['dev_rows']:,} rows; mean cosine of the last layer's token "
              f"states over {results['cosine_sentences']} dev sentences"]
@@ -225,14 +250,25 @@ def format_table(results: dict) -> str:
         last = len(pre["mean_pooled"]) - 1
         names = ["layer 0 (embeddings), mean-pooled"]
         names += [f"layer {layer}, mean-pooled" for layer in range(1, last + 1)]
-        rows = list(zip(names, pre["mean_pooled"], rnd["mean_pooled"]))
-        rows.append((f"layer {last}, [CLS]", pre["cls_last"], rnd["cls_last"]))
+        draws = r["draws"]
+        # each row's values per draw: the layers' mean-pooled probes, then [CLS], then the cosine
+        per_draw = [d["mean_pooled"] + [d["cls_last"], d["mean_cos"]] for d in draws]
+        values = zip(pre["mean_pooled"] + [pre["cls_last"], pre["mean_cos"]],
+                     rnd["mean_pooled"] + [rnd["cls_last"], rnd["mean_cos"]], zip(*per_draw))
+        names.append(f"layer {last}, [CLS]")
+        names.append(f"mean cosine, layer {last} tokens")
+        random_header = "random weights"
+        if len(draws) > 1:
+            random_header += f", {len(draws)} draws: mean [min-max]"
         lines += ["",
-                  f"| {r['init']} ({r['encoder']}) | pre-trained | random weights | difference |",
+                  f"| {r['init']} ({r['encoder']}) | pre-trained | {random_header} | difference |",
                   "|---|---:|---:|---:|"]
-        lines += [f"| {name} | {a:.2f} | {b:.2f} | {a - b:+.2f} |" for name, a, b in rows]
-        lines.append(f"| mean cosine, layer {last} tokens | {pre['mean_cos']:.3f} | "
-                     f"{rnd['mean_cos']:.3f} | {pre['mean_cos'] - rnd['mean_cos']:+.3f} |")
+        for name, (a, b, each) in zip(names, values):
+            digits = 3 if name.startswith("mean cosine") else 2
+            random = f"{b:.{digits}f}"
+            if len(draws) > 1:
+                random += f" [{min(each):.{digits}f}-{max(each):.{digits}f}]"
+            lines.append(f"| {name} | {a:.{digits}f} | {random} | {a - b:+.{digits}f} |")
     return "\n".join(lines)
 
 
@@ -250,10 +286,13 @@ def parse_args(argv=None) -> argparse.Namespace:
                            "(default %(default)s)")
     plumbing.add_flag(p, "batch_size", type=int, default=BATCH_SIZE,
                       help="sentences per forward pass (default %(default)s)")
+    p.add_argument("--draws", type=int, default=1,
+                   help="draws of random weights as the zero point, seeded with the run's seed + "
+                        "0, 1, ... as sst2_check.py's (draw 0 is the twin) (default %(default)s)")
     p.add_argument("--device", default="cpu", help="default %(default)s")
     p.add_argument("--out", default="runs/probe.json", help="the results (default %(default)s)")
     args = p.parse_args(argv)
-    for flag in ("max_train_examples", "cosine_sentences", "batch_size"):
+    for flag in ("max_train_examples", "cosine_sentences", "batch_size", "draws"):
         if getattr(args, flag) < 1:
             raise SystemExit(f"--{flag.replace('_', '-')} must be at least 1")
     for init in args.init:

@@ -101,7 +101,8 @@ def test_probe_runs_end_to_end_on_a_fake_sst2(tmp_path, capsys):
                             "max_seq_len", "runs"}
     assert (results["train_rows"], results["dev_rows"], results["cosine_sentences"]) == (8, 8, 3)
     (row,) = results["runs"]
-    assert set(row) == {"init", "source", "objective", "encoder", "pretrained", "random"}
+    assert set(row) == {"init", "source", "objective", "encoder", "pretrained", "random", "draws"}
+    assert row["draws"] == [row["random"]]  # one draw: the twin
     assert row["encoder"] == "discriminator" and row["objective"] == "electra"
     pair, _ = probe.encoders(run)
     for name in ("pretrained", "random"):
@@ -127,6 +128,36 @@ def test_probe_runs_end_to_end_on_a_fake_sst2(tmp_path, capsys):
     assert "| layer 0 (embeddings), mean-pooled |" in table
     assert f"| layer {config.num_layers}, [CLS] |" in table
     assert f"| mean cosine, layer {config.num_layers} tokens |" in table
+
+
+def test_draws_of_random_weights_give_a_mean_and_a_range(tmp_path, capsys):
+    tok = tiny_tokenizer()
+    run = tmp_path / "run"
+    save_train_checkpoint(run, tok, tiny_config(tok), seed=1)
+    data = fake_sst2(tmp_path / "SST-2")
+    found, _ = probe.encoders(run, draws=3)
+    assert list(found) == ["pretrained", "random", "random 1", "random 2"]
+    weights = [found[name].embeddings.word.weight for name in ("random", "random 1", "random 2")]
+    assert not torch.equal(weights[0], weights[1]) and not torch.equal(weights[1], weights[2])
+    twin, _ = probe.encoders(run)
+    assert torch.equal(twin["random"].embeddings.word.weight, weights[0])  # draw 0 is the twin
+    results = probe.main(["--init", str(run), "--data-dir", str(data), "--max-train-examples",
+                          "8", "--cosine-sentences", "3", "--batch-size", "3", "--draws", "3",
+                          "--out", str(tmp_path / "probe.json")])
+    (row,) = results["runs"]
+    assert len(row["draws"]) == 3
+    cosines = [d["mean_cos"] for d in row["draws"]]
+    assert len(set(cosines)) == 3  # three different draws, each measured
+    assert row["random"]["mean_cos"] == pytest.approx(sum(cosines) / 3)
+    assert row["random"]["cls_last"] == pytest.approx(sum(d["cls_last"] for d in row["draws"]) / 3)
+    table = capsys.readouterr().out
+    assert "| pre-trained | random weights, 3 draws: mean [min-max] | difference |" in table
+    low, high = min(cosines), max(cosines)
+    pre = row["pretrained"]["mean_cos"]
+    assert (f"| mean cosine, layer 3 tokens | {pre:.3f} | {sum(cosines) / 3:.3f} "
+            f"[{low:.3f}-{high:.3f}] |") in table
+    with pytest.raises(SystemExit, match="--draws must be at least 1"):
+        probe.main(["--init", str(run), "--draws", "0"])
 
 
 def fake_sst2_dev_sentences(folder):
