@@ -186,8 +186,9 @@ def reinit_top_layers(encoder: Encoder, k: int) -> None:
 
     Not the paper's: a lever from "Revisiting Few-sample BERT Fine-tuning" (Zhang et al. 2021),
     whose top layers, specialised to pre-training's task, fine-tune worse than fresh ones. For
-    issue 27: the tiny preset's middle layers read more sentiment than random weights' do, its
-    last layer no more (experiments/probe.py). k = num_layers keeps the embeddings alone.
+    issue 27: a tiny run's frozen middle layers can read more sentiment than random weights' while
+    its last layer reads no more (experiments/probe.py; RESULTS.md, "Transfer"). k = num_layers
+    keeps the embeddings alone.
 
     >>> from electra import get_config
     >>> enc = Encoder(get_config("tiny"))
