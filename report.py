@@ -525,14 +525,14 @@ def preset_costs(recipes: dict) -> str:
     """Every preset's parameters, and train FLOPs of one step at its recipe's batch and sequence
     length (`recipes`: train.RECIPES); then ELECTRA-Small's total over its recipe's steps."""
     lines = ["parameters, and train FLOPs of one step at the paper's batch and sequence length",
-             f"{'size':6} {'D params':>12} {'G params':>12} {'FLOPs/step ours':>16} "
+             f"{'size':9} {'D params':>12} {'G params':>12} {'FLOPs/step ours':>16} "
              f"{'official':>12}"]
     for name in SIZES:
         config = get_config(name)
         batch = recipes[name].batch_size
         seq = recipes[name].seq_len
         model = Electra(config)
-        lines.append(f"{name:6} {count_params(model.discriminator):12,d} "
+        lines.append(f"{name:9} {count_params(model.discriminator):12,d} "
                      f"{count_params(model.generator):12,d} "
                      f"{flops_per_step(config, batch, seq):16.3e} "
                      f"{flops_per_step_official(config, batch, seq):12.3e}")
@@ -570,17 +570,18 @@ def peak_flops(device: torch.device, override_tflops: float | None) -> float | N
 # A GPU-sized run started on a CPU: how long it would take, and the preset made for CPUs
 
 CPU_PRESET = "tiny"  # the preset made to show ELECTRA learning on a laptop CPU (train.RECIPES)
+CPU_PRESETS = (CPU_PRESET, "tiny-hour")  # the presets made for CPUs: no projection for them
 CPU_PRESET_MINUTES = 15  # what the CPU preset's run takes on a 2-core CPU (measured, README)
 # ours: updates timed, after the first (one-off set-up), for the CPU time projection
 PROJECTION_STEPS = 3
 
 
 class CpuProjection:
-    """Times PROJECTION_STEPS updates after the first of a run of another size than CPU_PRESET on a
+    """Times PROJECTION_STEPS updates after the first of a run of a size not in CPU_PRESETS on a
     CPU, then writes cpu_projection's line once."""
 
     def __init__(self, size: str, device: torch.device, first_step: int, end: int, write):
-        self.active = device.type == "cpu" and size != CPU_PRESET
+        self.active = device.type == "cpu" and size not in CPU_PRESETS
         self.size, self.first_step, self.end, self.write = size, first_step, end, write
         self.t_first = None
 

@@ -425,7 +425,7 @@ def test_presets_match_the_paper():
 
 
 def test_unknown_size_gets_a_clear_error():
-    with pytest.raises(ValueError, match="unknown size 'huge': choose one of tiny, small, base, large"):
+    with pytest.raises(ValueError, match="unknown size 'huge': choose one of tiny, tiny-hour, small, base, large"):
         get_config("huge")
     with pytest.raises(ValueError, match="unknown config field"):
         get_config("small", hiden_size=3)

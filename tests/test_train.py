@@ -1,5 +1,6 @@
 """train.py end to end on text the tests write: tiny runs on CPU, a few steps each."""
 import contextlib
+import dataclasses
 import errno
 import fcntl
 import json
@@ -188,6 +189,26 @@ def test_temperature_steps_ends_the_move_early_and_holds_t_end(corpus, tmp_path,
     out = tmp_path / "run"
     train.main(args(corpus, out, "--steps", "5", "--temperature-end", "1", "--temperature-steps",
                     "3", "--log-interval", "1"))
+    assert [r["temperature"] for r in rows(out)] == [2.0, 1.5, 1.0, 1.0, 1.0]
+    assert "sampling G's temperature 2 -> 1, linear from update 1 to 3" in capsys.readouterr().out
+
+
+def test_tiny_hour_preset_moves_the_temperature_and_masks_15_percent(corpus, tmp_path, capsys):
+    """--size tiny-hour: the tiny model at the paper's 15% masked, its recipe's temperature moving
+    from 2 to 1 by update 4,800 of 9,600 and held; a flag still overrides the recipe's value."""
+    cfg = train.recipe_config(size="tiny-hour")
+    assert (cfg.steps, cfg.temperature_end, cfg.temperature_steps) == (9600, 1.0, 4800)
+    hour, tiny = electra.get_config("tiny-hour"), electra.get_config("tiny")
+    assert (hour.mask_prob, tiny.mask_prob, hour.temperature) == (0.15, 0.25, 2.0)
+    assert dataclasses.replace(hour, mask_prob=0.25) == tiny  # the same model otherwise
+    # 2 at update 1, 1 at update 4,800 (step 4,799) and after; half-way at step 4,799 / 2
+    assert [train.temperature_at(s, cfg, hour) for s in (0, 4799 / 2, 4799, 9599)] == [2.0, 1.5, 1.0, 1.0]
+    bert = train.recipe_config(size="tiny-hour", objective="bert")  # BERT samples nothing
+    assert (bert.temperature_end, bert.temperature_steps) == (None, None)
+    out = tmp_path / "run"
+    hour_args = ["tiny-hour" if a == "tiny" else a for a in args(corpus, out)]
+    result = train.main([*hour_args, "--steps", "5", "--temperature-steps", "3", "--log-interval", "1"])
+    assert result["model_config"].mask_prob == 0.15
     assert [r["temperature"] for r in rows(out)] == [2.0, 1.5, 1.0, 1.0, 1.0]
     assert "sampling G's temperature 2 -> 1, linear from update 1 to 3" in capsys.readouterr().out
 
