@@ -78,7 +78,9 @@ def short_run(out_dir, steps: int, objective: str = "electra", data=SAMPLE_TEXT,
 
 
 def load_run(run_dir) -> dict:
-    """A finished train.py run folder: its model (eval mode), tokenizer and metrics rows."""
+    """A finished train.py run folder: its model (eval mode), tokenizer, metrics rows, and G's
+    sampling temperature at its last update (train.temperature_at: the tiny-hour preset's schedule
+    ends at the paper's 1, while its model config keeps the starting 2)."""
     run_dir = Path(run_dir)
     if not (run_dir / "ckpt.pt").is_file():
         raise FileNotFoundError(f"no ckpt.pt in {run_dir}: point at a train.py --out folder, or leave it "
@@ -87,7 +89,10 @@ def load_run(run_dir) -> dict:
     tok = Tokenizer.load(run_dir / "vocab.txt")
     model = Electra(ElectraConfig(**ckpt["model_config"]))
     model.load_state_dict(ckpt["model"])
-    return {"model": model.eval(), "tokenizer": tok, "step": ckpt["step"], "metrics": read_metrics(run_dir)}
+    cfg = train.TrainConfig(**ckpt["train_config"])  # what the run trained with
+    temperature = train.temperature_at(ckpt["step"] - 1, cfg, model.config)
+    return {"model": model.eval(), "tokenizer": tok, "step": ckpt["step"], "metrics": read_metrics(run_dir),
+            "temperature": temperature}
 
 
 def load_released(name, revision: str = "main") -> dict:
@@ -97,7 +102,8 @@ def load_released(name, revision: str = "main") -> dict:
     import hf
 
     model, vocab = hf.load_electra(name, revision=revision)
-    return {"model": model.eval(), "tokenizer": Tokenizer.load(vocab), "step": None, "metrics": []}
+    return {"model": model.eval(), "tokenizer": Tokenizer.load(vocab), "step": None, "metrics": [],
+            "temperature": model.config.temperature}
 
 
 def read_metrics(run_dir) -> list[dict]:

@@ -461,7 +461,8 @@ def test_notebook_helper_loads_a_released_pair(hub, tmp_path, monkeypatch):
 
     save_pair(hub.root)
     run = _helpers.load_released("google/electra-tiny")
-    assert set(run) == {"model", "tokenizer", "step", "metrics"} and not run["model"].training
+    assert set(run) == {"model", "tokenizer", "step", "metrics", "temperature"} and not run["model"].training
+    assert run["temperature"] == run["model"].config.temperature  # a released pair: its own
     assert len(run["tokenizer"]) == TINY.vocab_size and run["model"].generator.config.hidden_size == 32
     assert (tmp_path / "xdg" / "electra-from-scratch" / "hub" / "google" / "electra-tiny-generator" / "main").is_dir()
     x, seg, am = inputs()

@@ -59,3 +59,31 @@ def test_stored_notebook_has_outputs_and_is_small(name):
     errors = [out for cell in code for out in cell.outputs if out.output_type == "error"]
     assert not errors, f"{name}: the stored copy has an error output: {errors[0].get('ename')}"
     assert path.stat().st_size < MAX_STORED_BYTES, f"{name}: {path.stat().st_size} bytes, keep it small"
+
+
+@pytest.mark.parametrize("schedule, expected", [({}, 2.0), ({"temperature_end": 1.0, "temperature_steps": 5}, 1.0)])
+def test_load_run_gives_the_temperature_of_the_last_update(schedule, expected, tmp_path, monkeypatch):
+    """Notebook 01 samples G at the temperature its run ended at: the tiny model's 2 without a
+    schedule; 1 at update 7 of a move from 2 to 1 that ends at update 5 (as tiny-hour's at 4,800)."""
+    import torch
+
+    monkeypatch.syspath_prepend(str(NOTEBOOKS))
+    sys.modules.pop("_helpers", None)
+    import _helpers
+
+    import plumbing
+    import train
+    from electra import Electra, get_config
+    from tokenizer import Tokenizer
+
+    tok = Tokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"])
+    model = Electra(get_config("tiny", vocab_size=len(tok), hidden_size=32, embedding_size=32, num_layers=1,
+                               num_heads=1, intermediate_size=64, pad_id=tok.pad_id, cls_id=tok.cls_id,
+                               sep_id=tok.sep_id, mask_id=tok.mask_id))
+    cfg = train.recipe_config(size="tiny", steps=10, **schedule)
+    state = train.checkpoint(model, torch.optim.AdamW(model.parameters()), 7, cfg, tok.hash(), rng=[])
+    plumbing.write_checkpoint(tmp_path / "ckpt.pt", state)
+    tok.save(tmp_path / "vocab.txt")
+    (tmp_path / "metrics.jsonl").write_text("")
+    run = _helpers.load_run(tmp_path)
+    assert run["step"] == 7 and run["temperature"] == expected
