@@ -107,8 +107,7 @@ SIZES = {
 
 def get_config(size: str, **overrides) -> ElectraConfig:
     """The config for `size` (SIZES: "tiny", "tiny-hour", "small", "base", "large") with
-    `overrides` applied,
-    checked (check_config: a ValueError naming the field)."""
+    `overrides` applied, checked (check_config: a ValueError naming the field)."""
     if size not in SIZES:
         raise ValueError(f"unknown size {size!r}: choose one of {', '.join(SIZES)}")
     names = {f.name for f in fields(ElectraConfig)}
