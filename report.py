@@ -28,13 +28,11 @@ from data import pretraining_batch
 from electra import (
     HEAD_SIZE,
     METRICS,
-    SIZES,
     Electra,
     ElectraConfig,
     count_params,
     disc_auc,
     generator_config,
-    get_config,
 )
 from plumbing import atomic_write
 
@@ -521,14 +519,14 @@ def flops_per_step_official(config: ElectraConfig, batch: int, seq: int,
     return 2.0 * batch * _forward_flops(config, s, output_frac * s, count)
 
 
-def preset_costs(recipes: dict) -> str:
+def preset_costs(recipes: dict, configs: dict) -> str:
     """Every preset's parameters, and train FLOPs of one step at its recipe's batch and sequence
-    length (`recipes`: train.RECIPES); then ELECTRA-Small's total over its recipe's steps."""
+    length (`recipes`: train.RECIPES; `configs`: train.preset_configs, each size's ElectraConfig
+    as its run builds it); then ELECTRA-Small's total over its recipe's steps."""
     lines = ["parameters, and train FLOPs of one step at the paper's batch and sequence length",
              f"{'size':9} {'D params':>12} {'G params':>12} {'FLOPs/step ours':>16} "
              f"{'official':>12}"]
-    for name in SIZES:
-        config = get_config(name)
+    for name, config in configs.items():
         batch = recipes[name].batch_size
         seq = recipes[name].seq_len
         model = Electra(config)
@@ -536,7 +534,7 @@ def preset_costs(recipes: dict) -> str:
                      f"{count_params(model.generator):12,d} "
                      f"{flops_per_step(config, batch, seq):16.3e} "
                      f"{flops_per_step_official(config, batch, seq):12.3e}")
-    small = get_config("small")
+    small = configs["small"]
     r = recipes["small"]
     ours = flops_per_step(small, r.batch_size, r.seq_len) * r.steps
     official = flops_per_step_official(small, r.batch_size, r.seq_len) * r.steps

@@ -193,6 +193,19 @@ def test_temperature_steps_ends_the_move_early_and_holds_t_end(corpus, tmp_path,
     assert "sampling G's temperature 2 -> 1, linear from update 1 to 3" in capsys.readouterr().out
 
 
+def test_presets_table_counts_the_predictions_a_run_of_each_recipe_makes(capsys):
+    """--presets: k's cap follows each recipe's sequence length and mask rate, as a run's
+    model_config sets it (int((mask_prob + 0.005) * seq_len), the official rule), not the
+    ElectraConfig default of 19: tiny 0.255 x 128 = 32.6, Base 0.155 x 512 = 79.4, Large
+    0.255 x 512 = 130.6."""
+    caps = {size: mc.max_predictions for size, mc in train.preset_configs().items()}
+    assert caps == {"tiny": 32, "tiny-hour": 19, "small": 19, "base": 79, "large": 130}
+    table = train.main(["--presets"])["presets"]
+    tiny = report.flops_per_step(train.preset_configs()["tiny"], 32, 128)
+    assert f"{tiny:16.3e}" in table  # the tiny row: 32 predictions, more than tiny-hour's 19
+    assert tiny > report.flops_per_step(train.preset_configs()["tiny-hour"], 32, 128)
+
+
 def test_tiny_hour_preset_moves_the_temperature_and_masks_15_percent(corpus, tmp_path, capsys):
     """--size tiny-hour: the tiny model at the paper's 15% masked, its recipe's temperature moving
     from 2 to 1 by update 4,800 of 9,600 and held; a flag still overrides the recipe's value."""
