@@ -27,6 +27,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # the core files are flat modules at the repo's top level
 
 import data  # noqa: E402
+import plumbing  # noqa: E402
 import report  # noqa: E402
 import train  # noqa: E402
 from electra import Electra, ElectraConfig  # noqa: E402
@@ -42,26 +43,19 @@ def parse_args(argv=None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def load_checkpoint(init: str) -> tuple[dict, Path]:
-    """(the checkpoint, its vocab.txt) of a run folder or of a ckpt.pt inside one."""
+def heldout_auc(init: str, corpus: str, cache_dir: str) -> dict:
+    """D's context AUC and G's accuracy on the held-out split of `corpus`, as a run of the
+    checkpoint's train config on that corpus would be evaluated. `init`: a run folder or the
+    ckpt.pt inside one (its vocab.txt beside it)."""
     path = Path(init)
     ckpt = path / "ckpt.pt" if path.is_dir() else path
     vocab = ckpt.parent / "vocab.txt"
     if not ckpt.is_file() or not vocab.is_file():
         raise SystemExit(f"--init {init}: expected a train.py run folder with ckpt.pt and "
                          f"vocab.txt")
-    return torch.load(ckpt, map_location="cpu", weights_only=True), vocab
-
-
-def heldout_auc(init: str, corpus: str, cache_dir: str) -> dict:
-    """D's context AUC and G's accuracy on the held-out split of `corpus`, as a run of the
-    checkpoint's train config on that corpus would be evaluated."""
-    saved, vocab = load_checkpoint(init)
-    # Older checkpoints carry fields TrainConfig no longer has (data_url): only today's are kept.
-    fields = {f.name for f in dataclasses.fields(train.TrainConfig)}
-    settings = {k: v for k, v in saved["train_config"].items() if k in fields}
-    settings.update(data=corpus, vocab=str(vocab), cache_dir=cache_dir, out_dir=str(vocab.parent))
-    cfg = train.TrainConfig(**settings)
+    saved = plumbing.load_checkpoint(ckpt, "--init")
+    cfg = dataclasses.replace(train.TrainConfig(**saved["train_config"]), data=corpus,
+                              vocab=str(vocab), cache_dir=cache_dir, out_dir=str(ckpt.parent))
     heldout = data.pretraining_data(cfg, 0, 1, saved["vocab_hash"])
     model = Electra(ElectraConfig(**saved["model_config"]))
     model.load_state_dict(saved["model"])
