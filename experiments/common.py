@@ -533,17 +533,17 @@ class Job:
 
 def fine_tuned_steps(runs: list[Run], steps: str, select: list[int] | None = None) -> list[tuple[Run, int]]:
     """The snapshots an experiment fine-tunes: steps "last" (each run's final one), "all" (every
-    snapshot) or "all+init" (every snapshot, and before them step 0 of each run: its random
+    snapshot), "all+init" (every snapshot, and before them step 0 of each run: its random
     initialisation, the zero point of its objective; ELECTRA's and BERT's differ, as their models
-    do).
+    do) or "last+init" (step 0 and the final snapshot of each run).
     `select`: with "all"/"all+init", only these snapshots (1-based, e.g. [1, 3] of 3)."""
-    if steps not in ("last", "all", "all+init"):
-        raise ValueError(f"steps {steps!r}: expected 'last', 'all' or 'all+init'")
+    if steps not in ("last", "all", "all+init", "last+init"):
+        raise ValueError(f"steps {steps!r}: expected 'last', 'all', 'all+init' or 'last+init'")
     out = []
     for run in runs:
         chosen = run.stops if select is None else [s for i, s in enumerate(run.stops, start=1) if i in select]
-        out += [(run, 0)] if steps == "all+init" else []
-        out += [(run, s) for s in (chosen if steps != "last" else run.stops[-1:])]
+        out += [(run, 0)] if steps.endswith("+init") else []
+        out += [(run, s) for s in (chosen if steps.startswith("all") else run.stops[-1:])]
     return out
 
 

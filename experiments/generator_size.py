@@ -8,9 +8,12 @@ left; a generator as large as the discriminator does worse, and also costs about
     python experiments/generator_size.py --data ../shared/data/corpus --flops 5e12 --size tiny \\
         --glue-dir ../shared/data/glue --seeds 3 --ft-examples 500 --fractions 1/8 1/4 1/2 1
 
-Only each run's final snapshot is fine-tuned. Writes --out/results.json, generator_size.md and
-generator_size.png (score vs generator size). Run it again to continue after an interruption; the
-ELECTRA run of electra_vs_bert.py (the size preset's fraction, same --runs-dir) is reused.
+Each run's final snapshot is fine-tuned, and so are its random weights (update 0, the weights the
+run starts from): the zero point pre-training has to beat (issue 27's protocol). A generator of
+another width draws D's random weights in another order, so each fraction has its own zero point.
+Writes --out/results.json, generator_size.md and generator_size.png (score vs generator size). Run
+it again to continue after an interruption; the ELECTRA run of electra_vs_bert.py (the size
+preset's fraction, same --runs-dir) is reused.
 """
 from __future__ import annotations
 
@@ -24,6 +27,8 @@ from experiments import common  # noqa: E402
 NAME = "generator_size"
 FRACTIONS = ("1/8", "1/4", "1/2", "1")  # Figure 3's range, as fractions of the discriminator's hidden size
 TASKS = "sst2,mrpc,stsb"
+GAIN_TASK = "sst2"  # issue 27's check: SST-2's gain over the run's own random weights
+STAT = "mean"  # issue 27's protocol reports the mean over seeds and its spread (the paper: median)
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -43,42 +48,71 @@ def main(argv=None) -> dict:
                             else f"{common.fraction_label(f)}-{size}", generator_fraction=f)
             for size in args.size for f in args.fractions]
 
-    return common.run_experiment(ctx, NAME, runs, "last", markdown, plot, argv)
+    return common.run_experiment(ctx, NAME, runs, "last+init", markdown, plot, argv)
 
 
 def markdown(results: dict, runs, tasks: list[str]) -> str:
-    blimp = any("blimp" in r for r in results["rows"])  # with --blimp-dir
-    lines = [[r["label"], f"{r['generator_hidden']}", r["size"], f"{r['steps']:,}", f"{r['flops']:.2e}"]
-             + [common.cell(r, t) for t in tasks] + [f"{r['score']:.1f}" if "score" in r else "-"]
-             + (common.blimp_cells(r) if blimp else []) for r in results["rows"]]
-    header = (["generator / discriminator", "G hidden", "size", "updates", "pre-train FLOPs"]
-              + [common.task_header(t) for t in tasks] + ["mean"]
-              + (common.blimp_headers() if blimp else []))
+    """The table: per generator size, its random weights (update 0) and then its final snapshot."""
+    rows = results["rows"]
+    blimp = any("blimp" in r for r in rows)  # with --blimp-dir
+    gain = GAIN_TASK in tasks
+    header = (["generator / discriminator", "G hidden", "size", "update", "pre-train FLOPs"]
+              + [common.task_header(t) for t in tasks] + ["mean of tasks"]
+              + (common.blimp_headers() if blimp else []) + ["context AUC"]
+              + ([f"{common.task_header(GAIN_TASK)} gain over random"] if gain else []))
+    lines = []
+    for r in rows:
+        line = [r["label"], f"{r['generator_hidden']}", r["size"]]
+        line += ["0 (random weights)" if r["random"] else f"{r['step']:,}", f"{r['flops']:.2e}"]
+        line += [common.cell(r, t, STAT) for t in tasks]
+        line += [f"{r['score_mean']:.1f}" if "score_mean" in r else "-"]
+        line += common.blimp_cells(r) if blimp else []
+        line += [f"{r['context_auc']:.3f}" if r["context_auc"] is not None else "-"]
+        line += [gain_cell(r, rows)] if gain else []
+        lines.append(line)
     return (f"# Generator size, discriminator fixed (Sec. 3.2, Figure 3 left)\n\n"
-            f"{common.settings_line(results, runs)}\n" + common.markdown_table(header, lines))
+            f"{common.settings_line(results, runs, STAT)}\n" + common.markdown_table(header, lines))
+
+
+def gain_cell(row: dict, rows: list[dict]) -> str:
+    """SST-2's mean over seeds minus that of the same run's random weights: "+1.2"; "-" for the
+    random weights themselves or until both are in."""
+    zero = next((r for r in rows if r["run"] == row["run"] and r["random"]), None)
+    if row["random"] or zero is None:
+        return "-"
+    if GAIN_TASK not in row["tasks"] or GAIN_TASK not in zero["tasks"]:
+        return "-"
+    return f"{row['tasks'][GAIN_TASK][STAT] - zero['tasks'][GAIN_TASK][STAT]:+.1f}"
 
 
 def plot(plt, rows: list[dict], tasks: list[str]):
-    """Dev score vs generator size (log2 axis), one line per task and one for the mean, min-max bars."""
+    """Dev score vs generator size (log2 axis), one line per task (whiskers: lowest to highest
+    seed) and one for the mean of the tasks; each size's random weights as hollow markers on a
+    dotted line in the same colour, the zero point pre-training has to beat."""
     fig, ax = plt.subplots(figsize=(6.5, 4))
     for size in dict.fromkeys(r["size"] for r in rows):
-        mine = [r for r in rows if r["size"] == size]
-        for i, task in enumerate(tasks):
-            have = [r for r in mine if task in r["tasks"]]
-            if have:
-                med, err = common.error_bars(have, task)
-                ax.errorbar([r["generator_fraction"] for r in have], med, yerr=err, fmt="o-", capsize=3,
-                            color=f"C{i}", label=f"{common.task_header(task)} ({size})")
-        have = [r for r in mine if "score" in r]
-        ax.plot([r["generator_fraction"] for r in have], [r["score"] for r in have], "s--", color="k",
-                label=f"mean of medians ({size})")
+        for random in (False, True):
+            mine = [r for r in rows if r["size"] == size and r["random"] == random]
+            style = {"ls": ":", "mfc": "none"} if random else {"ls": "-"}
+            kind = "random weights" if random else "pre-trained"
+            for i, task in enumerate(tasks):
+                have = [r for r in mine if task in r["tasks"]]
+                if have:
+                    mean, err = common.error_bars(have, task, STAT)
+                    x = [r["generator_fraction"] for r in have]
+                    ax.errorbar(x, mean, yerr=err, marker="o", capsize=3, color=f"C{i}",
+                                label=f"{common.task_header(task)} ({size}, {kind})", **style)
+            have = [r for r in mine if "score_mean" in r]
+            x = [r["generator_fraction"] for r in have]
+            ax.plot(x, [r["score_mean"] for r in have], marker="s", color="k",
+                    ls=":" if random else "--", mfc="none" if random else "k",
+                    label=f"mean of tasks ({size}, {kind})")
     ax.set_xscale("log", base=2)
     fractions = sorted({r["generator_fraction"] for r in rows})
     ax.set_xticks(fractions, [common.fraction_label(f) for f in fractions])
     ax.set_xlabel("generator size / discriminator size (hidden)")
-    ax.set_ylabel("dev score (median over seeds)")
     ax.set_title("Generator size at equal pre-training FLOPs")
-    common.score_axes(ax)
+    common.score_axes(ax, STAT)
     fig.tight_layout()
     return fig
 

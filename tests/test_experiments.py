@@ -193,15 +193,25 @@ def test_generator_size_resumes_an_interrupted_run(data, exp1, monkeypatch):
     train.main(run.argv + ["--stop-at", "2"])
     calls = Calls(monkeypatch)
     results = generator_size.main(argv)
-    _check_outputs(data / "out" / "exp3", "generator_size", ["1/8", "1/4"], 2)
-    assert [r["generator_hidden"] for r in results["rows"]] == [2, 4]  # round(16/8), round(16/4)
+    _check_outputs(data / "out" / "exp3", "generator_size", ["1/8", "1/8", "1/4", "1/4"], 4,
+                   score="score_mean")
+    rows = results["rows"]
+    assert [r["generator_hidden"] for r in rows] == [2, 2, 4, 4]  # round(16/8), round(16/4)
+    # Each size's random weights (update 0), its zero point, before its final snapshot.
+    assert [r["random"] for r in rows] == [True, False] * 2
+    assert [r["step"] for r in rows] == [0, rows[1]["steps"], 0, rows[3]["steps"]]
+    md = (data / "out" / "exp3" / "generator_size.md").read_text().splitlines()
+    for zero, last in (rows[0:2], rows[2:4]):
+        gain = last["tasks"]["sst2"]["mean"] - zero["tasks"]["sst2"]["mean"]
+        line = next(x for x in md if x.startswith(f"| {last['label']} |") and "random" not in x)
+        assert line.rstrip(" |").endswith(f"{gain:+.1f}")
     # The 1/8 run continued from its checkpoint (--resume); the 1/4 run is electra_vs_bert's ELECTRA.
     assert len(calls.train) == 2 and all("--resume" in a for a in calls.train)
     assert all(f"generator_fraction={0.125}" in a for a in calls.train)
     steps = [json.loads(line)["step"] for line in (run.dir / "train" / "metrics.jsonl").read_text().splitlines()
              if json.loads(line)["split"] == "train"]
     assert steps == sorted(set(steps)) and steps[-1] == run.steps  # one unbroken run to the end
-    assert len(calls.finetune) == 1
+    assert len(calls.finetune) == 2  # 1/8's random weights and final snapshot; 1/4's are exp1's
     torch.set_num_threads(1)  # conftest's setting (the scripts' --threads also sets it)
 
 
