@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import evaluate  # noqa: E402
 from experiments import common  # noqa: E402
 
 NAME = "generator_size"
@@ -87,9 +88,12 @@ def gain_cell(row: dict, rows: list[dict]) -> str:
 
 def plot(plt, rows: list[dict], tasks: list[str]):
     """Dev score vs generator size (log2 axis), one line per task (whiskers: lowest to highest
-    seed) and one for the mean of the tasks; each size's random weights as hollow markers on a
-    dotted line in the same colour, the zero point pre-training has to beat."""
-    fig, ax = plt.subplots(figsize=(6.5, 4))
+    seed) and, with two tasks or more, one for their mean; each size's random weights as hollow
+    markers on a dotted line in the same colour, the zero point pre-training has to beat. With
+    BLiMP, a second panel: D's summed score and the MLM's PLL, pre-trained and random weights."""
+    blimp = any("blimp" in r for r in rows)
+    fig, axes = plt.subplots(1, 2 if blimp else 1, figsize=(12 if blimp else 6.5, 4), squeeze=False)
+    ax = axes[0, 0]
     for size in dict.fromkeys(r["size"] for r in rows):
         for random in (False, True):
             mine = [r for r in rows if r["size"] == size and r["random"] == random]
@@ -103,16 +107,31 @@ def plot(plt, rows: list[dict], tasks: list[str]):
                     ax.errorbar(x, mean, yerr=err, marker="o", capsize=3, color=f"C{i}",
                                 label=f"{common.task_header(task)} ({size}, {kind})", **style)
             have = [r for r in mine if "score_mean" in r]
-            x = [r["generator_fraction"] for r in have]
-            ax.plot(x, [r["score_mean"] for r in have], marker="s", color="k",
-                    ls=":" if random else "--", mfc="none" if random else "k",
-                    label=f"mean of tasks ({size}, {kind})")
-    ax.set_xscale("log", base=2)
+            if len(tasks) > 1 and have:  # with one task the mean is that task's line
+                x = [r["generator_fraction"] for r in have]
+                ax.plot(x, [r["score_mean"] for r in have], marker="s", color="k",
+                        ls=":" if random else "--", mfc="none" if random else "k",
+                        label=f"mean of tasks ({size}, {kind})")
+            if blimp:
+                have = [r for r in mine if "blimp" in r]
+                x = [r["generator_fraction"] for r in have]
+                for score, colour in (("d_sum", "C3"), ("mlm_pll", "C2")):
+                    title = evaluate.SCORE_TITLES[score]
+                    axes[0, 1].plot(x, [r["blimp"][score] for r in have], marker="o",
+                                    color=colour, label=f"{title} ({size}, {kind})", **style)
     fractions = sorted({r["generator_fraction"] for r in rows})
-    ax.set_xticks(fractions, [common.fraction_label(f) for f in fractions])
-    ax.set_xlabel("generator size / discriminator size (hidden)")
+    for a in axes[0]:
+        a.set_xscale("log", base=2)
+        a.set_xticks(fractions, [common.fraction_label(f) for f in fractions])
+        a.set_xlabel("generator size / discriminator size (hidden)")
     ax.set_title("Generator size at equal pre-training FLOPs")
     common.score_axes(ax, STAT)
+    if blimp:
+        axes[0, 1].axhline(0.5, color="grey", lw=0.8)  # chance
+        axes[0, 1].set_title("BLiMP, zero-shot")
+        axes[0, 1].set_ylabel("accuracy over minimal pairs")
+        axes[0, 1].grid(alpha=0.3)
+        axes[0, 1].legend(fontsize=8)
     fig.tight_layout()
     return fig
 
