@@ -12,7 +12,8 @@ ELECTRA 15% 82.4, BERT 82.2 -- most of the gain comes from learning from all tok
     python experiments/ablations.py --data ../shared/data/corpus --flops 5e12 --size tiny \\
         --glue-dir ../shared/data/glue --seeds 3 --ft-examples 500
 
-Each run gets the same FLOPs budget and only its final snapshot is fine-tuned. Writes --out/results.json,
+Each run gets the same FLOPs budget; its final snapshot is fine-tuned, and so are its random weights
+(update 0), the zero point pre-training has to beat (issue 27's protocol). Writes --out/results.json,
 ablations.md and ablations.png (a point per objective and task, min-max over seeds). Run it again to
 continue after an interruption; runs shared with electra_vs_bert.py (same --runs-dir) are reused.
 """
@@ -33,6 +34,8 @@ OBJECTIVES = (("electra", "ELECTRA"), ("all_tokens_mlm", "All-Tokens MLM"), ("re
 PAPER_GLUE = {"electra": 85.0, "all_tokens_mlm": 84.3, "replace_mlm": 82.4, "electra_15": 82.4,
               "bert": 82.2}  # Table 5, GLUE dev score of Base-sized models
 TASKS = "sst2,mrpc,stsb"
+GAIN_TASK = "sst2"  # issue 27's check: SST-2's gain over the run's own random weights
+STAT = "mean"  # issue 27's protocol reports the mean over seeds and its spread (the paper: median)
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -55,37 +58,58 @@ def main(argv=None) -> dict:
     runs = [common.make_run(ctx, obj, size, labels[obj] if len(args.size) == 1 else f"{labels[obj]}-{size}")
             for size in args.size for obj, _ in OBJECTIVES if obj in chosen]
 
-    return common.run_experiment(ctx, NAME, runs, "last", markdown, plot, argv)
+    return common.run_experiment(ctx, NAME, runs, "last+init", markdown, plot, argv)
 
 
 def markdown(results: dict, runs, tasks: list[str]) -> str:
-    blimp = any("blimp" in r for r in results["rows"])  # with --blimp-dir
-    lines = [[r["label"], f"{r['steps']:,}", f"{r['flops']:.2e}"] + [common.cell(r, t) for t in tasks]
-             + [f"{r['score']:.1f}" if "score" in r else "-", f"{PAPER_GLUE[r['objective']]:.1f}"]
-             + (common.blimp_cells(r) if blimp else []) for r in results["rows"]]
-    header = (["objective", "updates", "pre-train FLOPs"] + [common.task_header(t) for t in tasks]
-              + ["mean", "paper GLUE (Table 5, Base)"] + (common.blimp_headers() if blimp else []))
+    """The table: per objective, its random weights (update 0) and then its final snapshot."""
+    rows = results["rows"]
+    blimp = any("blimp" in r for r in rows)  # with --blimp-dir
+    gain = GAIN_TASK in tasks
+    header = (["objective", "update", "pre-train FLOPs"] + [common.task_header(t) for t in tasks]
+              + ["mean of tasks", "paper GLUE (Table 5, Base)"]
+              + (common.blimp_headers() if blimp else [])
+              + ([f"{common.task_header(GAIN_TASK)} gain over random"] if gain else []))
+    lines = []
+    for r in rows:
+        line = [r["label"], "0 (random weights)" if r["random"] else f"{r['step']:,}"]
+        line += [f"{r['flops']:.2e}"] + [common.cell(r, t, STAT) for t in tasks]
+        line += [f"{r['score_mean']:.1f}" if "score_mean" in r else "-"]
+        line += ["" if r["random"] else f"{PAPER_GLUE[r['objective']]:.1f}"]
+        line += common.blimp_cells(r) if blimp else []
+        line += [common.gain_cell(r, rows, GAIN_TASK, STAT)] if gain else []
+        lines.append(line)
     return (f"# Efficiency ablations (Sec. 3.5) at equal pre-training compute\n\n"
-            f"{common.settings_line(results, runs)}\n" + common.markdown_table(header, lines))
+            f"{common.settings_line(results, runs, STAT)}\n" + common.markdown_table(header, lines))
 
 
 def plot(plt, rows: list[dict], tasks: list[str]):
-    """One group per task (and the mean): a point per objective at its median, whiskers from the lowest
-    to the highest seed. Points rather than bars, so that small gaps and negative correlations show."""
+    """One group per task (and the mean of tasks): a point per objective at its mean over seeds,
+    whiskers from the lowest to the highest seed, its random weights a hollow point beside it.
+    Points rather than bars, so that small gaps and negative correlations show."""
     groups = tasks + ["mean"]
+    labels = list(dict.fromkeys(r["label"] for r in rows))
     fig, ax = plt.subplots(figsize=(2.4 * len(groups) + 3, 4))
-    width = 0.8 / max(1, len(rows))
-    for i, r in enumerate(rows):
-        x = np.arange(len(groups)) + (i - (len(rows) - 1) / 2) * width
-        med = [r["tasks"][t]["median"] if t in r["tasks"] else np.nan for t in tasks] + [r.get("score", np.nan)]
-        lo = [r["tasks"][t]["median"] - r["tasks"][t]["min"] if t in r["tasks"] else 0 for t in tasks] + [0]
-        hi = [r["tasks"][t]["max"] - r["tasks"][t]["median"] if t in r["tasks"] else 0 for t in tasks] + [0]
-        ax.errorbar(x, med, yerr=[lo, hi], fmt="o", capsize=3, label=r["label"], color=f"C{i}")
-    ax.set_xticks(np.arange(len(groups)), [common.task_header(t) for t in tasks] + ["mean of medians"])
+    width = 0.8 / max(1, 2 * len(labels))
+    for i, label in enumerate(labels):
+        for random in (True, False):
+            r = next((r for r in rows if r["label"] == label and r["random"] == random), None)
+            if r is None:
+                continue
+            slot = 2 * i + (0 if random else 1)
+            x = np.arange(len(groups)) + (slot - (2 * len(labels) - 1) / 2) * width
+            have = [r["tasks"].get(t) for t in tasks]
+            mean = [t[STAT] if t else np.nan for t in have] + [r.get("score_mean", np.nan)]
+            lo = [t[STAT] - t["min"] if t else 0 for t in have] + [0]
+            hi = [t["max"] - t[STAT] if t else 0 for t in have] + [0]
+            ax.errorbar(x, mean, yerr=[lo, hi], fmt="o", capsize=3, color=f"C{i}",
+                        mfc="none" if random else f"C{i}",
+                        label=f"{label}, random weights" if random else label)
+    ax.set_xticks(np.arange(len(groups)), [common.task_header(t) for t in tasks] + ["mean of tasks"])
     for edge in np.arange(len(groups) - 1) + 0.5:
         ax.axvline(edge, color="0.8", lw=0.8)
-    ax.set_ylabel("dev score (median over seeds)")
-    ax.set_title("Sec. 3.5 ablations at equal pre-training FLOPs")
+    ax.set_ylabel(f"dev score ({STAT} over seeds)")
+    ax.set_title("Sec. 3.5 ablations at equal FLOPs (hollow: random weights)")
     ax.grid(alpha=0.3, axis="y")
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()

@@ -763,6 +763,17 @@ def cell(row: dict, task: str, stat: str = "median") -> str:
     return f"{t['median']:.1f} ({t['min']:.1f}-{t['max']:.1f})"
 
 
+def gain_cell(row: dict, rows: list[dict], task: str, stat: str) -> str:
+    """`task`'s `stat` over seeds minus that of the same run's random weights (its update 0 in
+    `rows`): "+1.2"; "-" for the random weights themselves or until both are in."""
+    zero = next((r for r in rows if r["run"] == row["run"] and r["random"]), None)
+    if row["random"] or zero is None:
+        return "-"
+    if task not in row["tasks"] or task not in zero["tasks"]:
+        return "-"
+    return f"{row['tasks'][task][stat] - zero['tasks'][task][stat]:+.1f}"
+
+
 def blimp_cells(row: dict) -> list[str]:
     """The row's BLiMP accuracy per score of evaluate.SCORES, "-" where it has none."""
     blimp = row.get("blimp", {})

@@ -80,26 +80,10 @@ def markdown(results: dict, runs, tasks: list[str]) -> str:
         line += [f"{r['score_mean']:.1f}" if "score_mean" in r else "-"]
         line += common.blimp_cells(r) if blimp else []
         line += [f"{r['context_auc']:.3f}" if r["context_auc"] is not None else "-"]
-        line += [gain_cell(r, rows)] if gain else []
+        line += [common.gain_cell(r, rows, GAIN_TASK, STAT)] if gain else []
         lines.append(line)
     return (f"# ELECTRA vs BERT at equal pre-training compute\n\n"
             f"{common.settings_line(results, runs, STAT)}\n" + common.markdown_table(header, lines))
-
-
-def zero_point(row: dict, rows: list[dict]) -> dict | None:
-    """The random-weights row of `row`'s objective (same run, update 0), if it is in `rows`."""
-    return next((r for r in rows if r["run"] == row["run"] and r["random"]), None)
-
-
-def gain_cell(row: dict, rows: list[dict]) -> str:
-    """SST-2's mean over seeds minus that of the objective's random weights: "+1.2"; "-" for the
-    random weights themselves or until both are in."""
-    zero = zero_point(row, rows)
-    if row["random"] or zero is None:
-        return "-"
-    if GAIN_TASK not in row["tasks"] or GAIN_TASK not in zero["tasks"]:
-        return "-"
-    return f"{row['tasks'][GAIN_TASK][STAT] - zero['tasks'][GAIN_TASK][STAT]:+.1f}"
 
 
 def plot(plt, rows: list[dict], tasks: list[str]):

@@ -174,14 +174,23 @@ def test_electra_vs_bert_resume_redoes_nothing(data, exp1, monkeypatch):
 def test_ablations_reuses_shared_runs(data, exp1, monkeypatch):
     calls = Calls(monkeypatch)
     results = ablations.main(_argv(data, "exp2", "--tasks", "sst2"))
-    _check_outputs(data / "out" / "exp2", "ablations",
-                   ["ELECTRA", "All-Tokens MLM", "Replace MLM", "ELECTRA 15%", "BERT"], 5)
+    labels = ["ELECTRA", "All-Tokens MLM", "Replace MLM", "ELECTRA 15%", "BERT"]
+    _check_outputs(data / "out" / "exp2", "ablations", [x for x in labels for _ in (0, 1)], 10,
+                   score="score_mean")
     # ELECTRA and BERT come from electra_vs_bert's runs: only the three ablations are pre-trained.
     trained = {a[a.index("--objective") + 1] for a in calls.train}
     assert trained == {"all_tokens_mlm", "replace_mlm", "electra_15"}
-    assert len(calls.finetune) == 3  # their final snapshots on SST-2; ELECTRA's and BERT's are reused
-    assert all(r["step"] == r["steps"] for r in results["rows"])  # the final snapshot only
-    flops = [r["flops"] for r in results["rows"]]
+    # their random weights and final snapshots on SST-2; ELECTRA's and BERT's are reused
+    assert len(calls.finetune) == 6
+    rows = results["rows"]
+    # each objective's random weights (update 0), its zero point, then its final snapshot only
+    assert [r["step"] for r in rows] == [s for r in rows[1::2] for s in (0, r["steps"])]
+    md = (data / "out" / "exp2" / "ablations.md").read_text().splitlines()
+    for zero, last in zip(rows[0::2], rows[1::2]):
+        gain = last["tasks"]["sst2"]["mean"] - zero["tasks"]["sst2"]["mean"]
+        line = next(x for x in md if x.startswith(f"| {last['label']} |") and "random" not in x)
+        assert line.rstrip(" |").endswith(f"{gain:+.1f}")
+    flops = [r["flops"] for r in rows[1::2]]
     assert max(flops) <= 5e7 and min(flops) > 5e7 * 0.8  # equal compute, within one update
 
 
