@@ -69,7 +69,9 @@ class Recipe:
     warmup: int  # linear warm-up updates
     eval_interval: int = 2000  # updates between held-out evaluations (and curves.png redraws)
     temperature_end: float | None = None  # G's temperature schedule (temperature_at); None: none
-    temperature_steps: int | None = None  # the update that schedule ends at; None: the last
+    # the update that schedule ends at, for the recipe's `steps` (a run of other --steps moves it
+    # in proportion: recipe_config); None: the last
+    temperature_steps: int | None = None
 
 
 RECIPES = {
@@ -167,6 +169,14 @@ def recipe_config(**flags) -> TrainConfig:
     >>> cfg = recipe_config(size="tiny-hour")
     >>> cfg.steps, cfg.temperature_end, cfg.temperature_steps
     (9600, 1.0, 4800)
+
+    A run of other --steps keeps the recipe's temperature schedule in proportion (the move over
+    the first half for tiny-hour), unless --temperature-steps is given:
+
+    >>> recipe_config(size="tiny-hour", steps=1800).temperature_steps
+    900
+    >>> recipe_config(size="tiny-hour", steps=1800, temperature_steps=1200).temperature_steps
+    1200
     """
     given = TrainConfig(**flags)  # its size and objective
     r = RECIPES[given.size]
@@ -182,6 +192,10 @@ def recipe_config(**flags) -> TrainConfig:
     if given.objective != "bert":  # BERT's masked LM samples nothing: no temperature to move
         recipe["temperature_end"] = r.temperature_end
         recipe["temperature_steps"] = r.temperature_steps
+        if r.temperature_steps is not None and "steps" in flags:
+            # ours: the schedule is a share of the run, so a shorter run still reaches T_end
+            share = r.temperature_steps / recipe["steps"]
+            recipe["temperature_steps"] = max(1, round(share * flags["steps"]))
     return TrainConfig(**{**recipe, **flags})
 
 

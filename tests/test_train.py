@@ -216,6 +216,10 @@ def test_tiny_hour_preset_moves_the_temperature_and_masks_15_percent(corpus, tmp
     assert dataclasses.replace(hour, mask_prob=0.25) == tiny  # the same model otherwise
     # 2 at update 1, 1 at update 4,800 (step 4,799) and after; half-way at step 4,799 / 2
     assert [train.temperature_at(s, cfg, hour) for s in (0, 4799 / 2, 4799, 9599)] == [2.0, 1.5, 1.0, 1.0]
+    # --steps 1,800 (the 15-minute budget): the move still takes the first half, ending at 900
+    short = train.recipe_config(size="tiny-hour", steps=1800)
+    assert short.temperature_steps == 900
+    assert [train.temperature_at(s, short, hour) for s in (0, 899, 1799)] == [2.0, 1.0, 1.0]
     bert = train.recipe_config(size="tiny-hour", objective="bert")  # BERT samples nothing
     assert (bert.temperature_end, bert.temperature_steps) == (None, None)
     out = tmp_path / "run"
