@@ -9,8 +9,13 @@
 Paper (Table 5, Base size, GLUE score): ELECTRA 85.0, All-Tokens MLM 84.3, Replace MLM 82.4,
 ELECTRA 15% 82.4, BERT 82.2 -- most of the gain comes from learning from all tokens.
 
-    python experiments/ablations.py --data ../shared/data/corpus --flops 5e12 --size tiny \\
-        --glue-dir ../shared/data/glue --seeds 3 --ft-examples 500
+Issue 27's protocol at the 15-minute budget (not run yet; --runs-dir runs/gen reuses
+generator_size.py's ELECTRA run):
+
+    python experiments/ablations.py --data runs/tapt --vocab runs/hour/vocab.txt --size tiny \\
+        --flops 5.7e13 --checkpoints 1 --glue-dir ../shared/data/glue --tasks sst2 --seeds 3 \\
+        --ft-examples sst2=20000 --ft-epochs sst2=1 --ft-lr 1e-3 --blimp-dir ../shared/data/blimp \\
+        --runs-dir runs/gen --out runs/ablations-out
 
 Each run gets the same FLOPs budget; its final snapshot is fine-tuned, and so are its random weights
 (update 0), the zero point pre-training has to beat (issue 27's protocol). Writes --out/results.json,

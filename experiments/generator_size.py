@@ -5,8 +5,12 @@ of the discriminator's; every run gets the same FLOPs budget, so a bigger genera
 updates. Paper: "models work best with generators 1/4-1/2 the size of the discriminator" (Figure 3,
 left; a generator as large as the discriminator does worse, and also costs about twice the compute).
 
-    python experiments/generator_size.py --data ../shared/data/corpus --flops 5e12 --size tiny \\
-        --glue-dir ../shared/data/glue --seeds 3 --ft-examples 500 --fractions 1/8 1/4 1/2 1
+Issue 27's protocol at the 15-minute budget (experiments/RESULTS.md has what it gave):
+
+    python experiments/generator_size.py --data runs/tapt --vocab runs/hour/vocab.txt --size tiny \\
+        --flops 5.7e13 --checkpoints 1 --fractions 1/8 1/4 1/2 1 --glue-dir ../shared/data/glue \\
+        --tasks sst2 --seeds 3 --ft-examples sst2=20000 --ft-epochs sst2=1 --ft-lr 1e-3 \\
+        --blimp-dir ../shared/data/blimp --runs-dir runs/gen --out runs/gen-out
 
 Each run's final snapshot is fine-tuned, and so are its random weights (update 0, the weights the
 run starts from): the zero point pre-training has to beat (issue 27's protocol). A generator of
