@@ -98,13 +98,14 @@ def plot(plt, rows: list[dict], tasks: list[str]):
     width = 0.8 / max(1, 2 * len(labels))
     for i, label in enumerate(labels):
         for random in (True, False):
-            r = next((r for r in rows if r["label"] == label and r["random"] == random), None)
-            if r is None:
+            mine = [r for r in rows if r["label"] == label and r["random"] == random]
+            if not mine:
                 continue
-            slot = 2 * i + (0 if random else 1)
+            row = mine[0]
+            slot = 2 * i + (0 if random else 1)  # the random weights left of the pre-trained
             x = np.arange(len(groups)) + (slot - (2 * len(labels) - 1) / 2) * width
-            have = [r["tasks"].get(t) for t in tasks]
-            mean = [t[STAT] if t else np.nan for t in have] + [r.get("score_mean", np.nan)]
+            have = [row["tasks"].get(t) for t in tasks]
+            mean = [t[STAT] if t else np.nan for t in have] + [row.get("score_mean", np.nan)]
             lo = [t[STAT] - t["min"] if t else 0 for t in have] + [0]
             hi = [t["max"] - t[STAT] if t else 0 for t in have] + [0]
             ax.errorbar(x, mean, yerr=[lo, hi], fmt="o", capsize=3, color=f"C{i}",
