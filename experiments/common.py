@@ -763,6 +763,26 @@ def cell(row: dict, task: str, stat: str = "median") -> str:
     return f"{t['median']:.1f} ({t['min']:.1f}-{t['max']:.1f})"
 
 
+def protocol_headers(tasks: list[str], blimp: bool, gain_task: str) -> list[str]:
+    """The columns issue 27's protocol reports after a row's own: each task, their mean, BLiMP
+    (with --blimp-dir), D's context AUC and, when `gain_task` is fine-tuned, its gain over the
+    run's random weights. protocol_cells fills them."""
+    gain = [f"{task_header(gain_task)} gain over random"] if gain_task in tasks else []
+    return ([task_header(t) for t in tasks] + ["mean of tasks"]
+            + (blimp_headers() if blimp else []) + ["context AUC"] + gain)
+
+
+def protocol_cells(row: dict, rows: list[dict], tasks: list[str], blimp: bool, gain_task: str,
+                   stat: str) -> list[str]:
+    """`row`'s cells under protocol_headers; `stat` the statistic over seeds ("mean")."""
+    cells = [cell(row, t, stat) for t in tasks]
+    cells += [f"{row['score_mean']:.1f}" if "score_mean" in row else "-"]
+    cells += blimp_cells(row) if blimp else []
+    cells += [f"{row['context_auc']:.3f}" if row["context_auc"] is not None else "-"]
+    cells += [gain_cell(row, rows, gain_task, stat)] if gain_task in tasks else []
+    return cells
+
+
 def gain_cell(row: dict, rows: list[dict], task: str, stat: str) -> str:
     """`task`'s `stat` over seeds minus that of the same run's random weights (its update 0 in
     `rows`): "+1.2"; "-" for the random weights themselves or until both are in."""

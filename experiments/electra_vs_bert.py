@@ -68,19 +68,13 @@ def markdown(results: dict, runs, tasks: list[str]) -> str:
     """The table: a line per snapshot, each objective's random weights (update 0) first."""
     rows = results["rows"]
     blimp = any("blimp" in r for r in rows)
-    gain = GAIN_TASK in tasks
-    header = (["objective", "update", "pre-train FLOPs"] + [common.task_header(t) for t in tasks]
-              + ["mean of tasks"] + (common.blimp_headers() if blimp else []) + ["context AUC"]
-              + ([f"{common.task_header(GAIN_TASK)} gain over random"] if gain else []))
+    header = (["objective", "update", "pre-train FLOPs"]
+              + common.protocol_headers(tasks, blimp, GAIN_TASK))
     lines = []
     for r in rows:
         line = [r["label"], "0 (random weights)" if r["random"] else f"{r['step']:,}",
                 f"{r['flops']:.2e}"]
-        line += [common.cell(r, t, STAT) for t in tasks]
-        line += [f"{r['score_mean']:.1f}" if "score_mean" in r else "-"]
-        line += common.blimp_cells(r) if blimp else []
-        line += [f"{r['context_auc']:.3f}" if r["context_auc"] is not None else "-"]
-        line += [common.gain_cell(r, rows, GAIN_TASK, STAT)] if gain else []
+        line += common.protocol_cells(r, rows, tasks, blimp, GAIN_TASK, STAT)
         lines.append(line)
     return (f"# ELECTRA vs BERT at equal pre-training compute\n\n"
             f"{common.settings_line(results, runs, STAT)}\n" + common.markdown_table(header, lines))
