@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import evaluate  # noqa: E402
 from experiments import common  # noqa: E402
 
 NAME = "ablations"
@@ -70,32 +71,32 @@ def markdown(results: dict, runs, tasks: list[str]) -> str:
     """The table: per objective, its random weights (update 0) and then its final snapshot."""
     rows = results["rows"]
     blimp = any("blimp" in r for r in rows)  # with --blimp-dir
-    gain = GAIN_TASK in tasks
-    header = (["objective", "update", "pre-train FLOPs"] + [common.task_header(t) for t in tasks]
-              + ["mean of tasks", "paper GLUE (Table 5, Base)"]
-              + (common.blimp_headers() if blimp else [])
-              + ([f"{common.task_header(GAIN_TASK)} gain over random"] if gain else []))
+    header = (["objective", "update", "pre-train FLOPs", "paper GLUE (Table 5, Base)"]
+              + common.protocol_headers(tasks, blimp, GAIN_TASK))
     lines = []
     for r in rows:
         line = [r["label"], "0 (random weights)" if r["random"] else f"{r['step']:,}"]
-        line += [f"{r['flops']:.2e}"] + [common.cell(r, t, STAT) for t in tasks]
-        line += [f"{r['score_mean']:.1f}" if "score_mean" in r else "-"]
+        line += [f"{r['flops']:.2e}"]
         line += ["" if r["random"] else f"{PAPER_GLUE[r['objective']]:.1f}"]
-        line += common.blimp_cells(r) if blimp else []
-        line += [common.gain_cell(r, rows, GAIN_TASK, STAT)] if gain else []
+        line += common.protocol_cells(r, rows, tasks, blimp, GAIN_TASK, STAT)
         lines.append(line)
     return (f"# Efficiency ablations (Sec. 3.5) at equal pre-training compute\n\n"
             f"{common.settings_line(results, runs, STAT)}\n" + common.markdown_table(header, lines))
 
 
 def plot(plt, rows: list[dict], tasks: list[str]):
-    """One group per task (and the mean of tasks): a point per objective at its mean over seeds,
-    whiskers from the lowest to the highest seed, its random weights a hollow point beside it.
-    Points rather than bars, so that small gaps and negative correlations show."""
-    groups = tasks + ["mean"]
+    """One group per task (and, with two tasks or more, their mean): a point per objective at its
+    mean over seeds, whiskers from the lowest to the highest seed, its random weights a hollow
+    point beside it. Points rather than bars, so that small gaps and negative correlations show.
+    With BLiMP, a second panel: D's summed score and the MLM's PLL per objective, the same way."""
+    groups = tasks + (["mean"] if len(tasks) > 1 else [])
+    blimp = any("blimp" in r for r in rows)
+    scores = ("d_sum", "mlm_pll")  # D's sum and the MLM's PLL: the two the protocol compares
     labels = list(dict.fromkeys(r["label"] for r in rows))
-    fig, ax = plt.subplots(figsize=(2.4 * len(groups) + 3, 4))
     width = 0.8 / max(1, 2 * len(labels))
+    fig, axes = plt.subplots(1, 2 if blimp else 1, figsize=(2.4 * len(groups) + (8 if blimp else 3), 4),
+                             squeeze=False, width_ratios=[len(groups), 2] if blimp else None)
+    ax, ax_blimp = axes[0, 0], (axes[0, 1] if blimp else None)
     for i, label in enumerate(labels):
         for random in (True, False):
             mine = [r for r in rows if r["label"] == label and r["random"] == random]
@@ -103,21 +104,35 @@ def plot(plt, rows: list[dict], tasks: list[str]):
                 continue
             row = mine[0]
             slot = 2 * i + (0 if random else 1)  # the random weights left of the pre-trained
-            x = np.arange(len(groups)) + (slot - (2 * len(labels) - 1) / 2) * width
+            offset = (slot - (2 * len(labels) - 1) / 2) * width
             have = [row["tasks"].get(t) for t in tasks]
-            mean = [t[STAT] if t else np.nan for t in have] + [row.get("score_mean", np.nan)]
-            lo = [t[STAT] - t["min"] if t else 0 for t in have] + [0]
-            hi = [t["max"] - t[STAT] if t else 0 for t in have] + [0]
-            ax.errorbar(x, mean, yerr=[lo, hi], fmt="o", capsize=3, color=f"C{i}",
-                        mfc="none" if random else f"C{i}",
-                        label=f"{label}, random weights" if random else label)
-    ax.set_xticks(np.arange(len(groups)), [common.task_header(t) for t in tasks] + ["mean of tasks"])
+            mean = [t[STAT] if t else np.nan for t in have]
+            lo = [t[STAT] - t["min"] if t else 0 for t in have]
+            hi = [t["max"] - t[STAT] if t else 0 for t in have]
+            if len(groups) > len(tasks):  # the mean of tasks, without whiskers
+                mean, lo, hi = mean + [row.get("score_mean", np.nan)], lo + [0], hi + [0]
+            style = {"color": f"C{i}", "mfc": "none" if random else f"C{i}"}
+            ax.errorbar(np.arange(len(groups)) + offset, mean, yerr=[lo, hi], fmt="o", capsize=3,
+                        label=f"{label}, random weights" if random else label, **style)
+            if blimp:
+                have = [row.get("blimp", {}).get(s, np.nan) for s in scores]
+                ax_blimp.plot(np.arange(len(scores)) + offset, have, "o", **style)
+    ax.set_xticks(np.arange(len(groups)), [common.task_header(t) for t in tasks]
+                  + (["mean of tasks"] if len(groups) > len(tasks) else []))
     for edge in np.arange(len(groups) - 1) + 0.5:
         ax.axvline(edge, color="0.8", lw=0.8)
     ax.set_ylabel(f"dev score ({STAT} over seeds)")
     ax.set_title("Sec. 3.5 ablations at equal FLOPs (hollow: random weights)")
     ax.grid(alpha=0.3, axis="y")
-    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    if blimp:
+        ax_blimp.set_xticks(np.arange(len(scores)), [evaluate.SCORE_TITLES[s] for s in scores])
+        ax_blimp.axvline(0.5, color="0.8", lw=0.8)
+        ax_blimp.axhline(0.5, color="grey", lw=0.8)  # chance
+        ax_blimp.set_title("BLiMP, zero-shot")
+        ax_blimp.set_ylabel("accuracy over minimal pairs")
+        ax_blimp.grid(alpha=0.3, axis="y")
+    axes[0, -1].legend(*ax.get_legend_handles_labels(), fontsize=8, loc="center left",
+                       bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
     return fig
 

@@ -190,6 +190,16 @@ def test_ablations_reuses_shared_runs(data, exp1, monkeypatch):
         gain = last["tasks"]["sst2"]["mean"] - zero["tasks"]["sst2"]["mean"]
         line = next(x for x in md if x.startswith(f"| {last['label']} |") and "random" not in x)
         assert line.rstrip(" |").endswith(f"{gain:+.1f}")
+    # D's context AUC where the objective has a D, "-" for the MLM-only ones
+    header = [c.strip() for c in next(x for x in md if x.startswith("| objective")).split("|")]
+    col = header.index("context AUC")
+    for r in rows[1::2]:
+        line = next(x for x in md if x.startswith(f"| {r['label']} |") and "random" not in x)
+        shown = line.split("|")[col].strip()
+        if r["objective"] in ("electra", "electra_15"):
+            assert shown == f"{r['context_auc']:.3f}"
+        else:
+            assert shown == "-"
     flops = [r["flops"] for r in rows[1::2]]
     assert max(flops) <= 5e7 and min(flops) > 5e7 * 0.8  # equal compute, within one update
 
