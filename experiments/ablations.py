@@ -9,7 +9,7 @@
 Paper (Table 5, Base size, GLUE score): ELECTRA 85.0, All-Tokens MLM 84.3, Replace MLM 82.4,
 ELECTRA 15% 82.4, BERT 82.2 -- most of the gain comes from learning from all tokens.
 
-Issue 27's protocol at the 15-minute budget (not run yet; --runs-dir runs/gen reuses
+Issue 27's protocol at the 15-minute budget (RESULTS.md; --runs-dir runs/gen reuses
 generator_size.py's ELECTRA run):
 
     python experiments/ablations.py --data runs/tapt --vocab runs/hour/vocab.txt --size tiny \\
@@ -122,7 +122,8 @@ def plot(plt, rows: list[dict], tasks: list[str]):
     for edge in np.arange(len(groups) - 1) + 0.5:
         ax.axvline(edge, color="0.8", lw=0.8)
     ax.set_ylabel(f"dev score ({STAT} over seeds)")
-    ax.set_title("Sec. 3.5 ablations at equal FLOPs (hollow: random weights)")
+    fig.suptitle("Sec. 3.5 ablations at equal pre-training FLOPs (hollow: random weights)")
+    ax.set_title("fine-tuned")
     ax.grid(alpha=0.3, axis="y")
     if blimp:
         ax_blimp.set_xticks(np.arange(len(scores)), [evaluate.SCORE_TITLES[s] for s in scores])
