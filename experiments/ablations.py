@@ -110,7 +110,9 @@ def plot(plt, rows: list[dict], tasks: list[str]):
             lo = [t[STAT] - t["min"] if t else 0 for t in have]
             hi = [t["max"] - t[STAT] if t else 0 for t in have]
             if len(groups) > len(tasks):  # the mean of tasks, without whiskers
-                mean, lo, hi = mean + [row.get("score_mean", np.nan)], lo + [0], hi + [0]
+                mean.append(row.get("score_mean", np.nan))
+                lo.append(0)
+                hi.append(0)
             style = {"color": f"C{i}", "mfc": "none" if random else f"C{i}"}
             ax.errorbar(np.arange(len(groups)) + offset, mean, yerr=[lo, hi], fmt="o", capsize=3,
                         label=f"{label}, random weights" if random else label, **style)

@@ -369,6 +369,39 @@ def test_protocol_plot(fig1):
     assert (out / "electra_vs_bert.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_ablations_plot_blimp_panel():
+    """With one task there is no "mean of tasks" group; with BLiMP a second panel holds each
+    row's D sum and MLM PLL at the x of the score, in the row's colour, hollow for random weights."""
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sst2 = {"mean": 78.0, "min": 77.0, "max": 79.0}
+    rows = [{"label": "ELECTRA", "random": True, "tasks": {"sst2": sst2},
+             "blimp": {"d_sum": 0.46, "d_mean": 0.45, "mlm_pll": 0.50}},
+            {"label": "ELECTRA", "random": False, "tasks": {"sst2": sst2},
+             "blimp": {"d_sum": 0.47, "d_mean": 0.46, "mlm_pll": 0.52}},
+            {"label": "BERT", "random": False, "tasks": {"sst2": sst2},
+             "blimp": {"mlm_pll": 0.53}}]
+    fig = ablations.plot(plt, rows, ["sst2"])
+    ax, ax_blimp = fig.axes[:2]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["SST-2 acc"]
+    assert [t.get_text() for t in ax_blimp.get_xticklabels()] == ["D sum", "MLM PLL"]
+    points = [line for line in ax_blimp.get_lines() if line.get_marker() == "o"]
+    assert len(points) == 3
+    for line, row, colour in zip(points, rows, ("C0", "C0", "C1")):
+        x, y = line.get_xdata(), line.get_ydata()
+        assert [round(v) for v in x] == [0, 1]  # each score at its own tick, offset per row
+        assert y[1] == row["blimp"]["mlm_pll"]
+        if "d_sum" in row["blimp"]:
+            assert y[0] == row["blimp"]["d_sum"]
+        else:
+            assert ablations.np.isnan(y[0])  # BERT has no D
+        assert matplotlib.colors.same_color(line.get_color(), colour)
+        hollow = line.get_markerfacecolor() == "none"
+        assert hollow == row["random"]
+    plt.close(fig)
+
+
 def test_another_vocab_is_another_run(data, exp1, tmp_path):
     vocab = tmp_path / "vocab.txt"
     vocab.write_text(common.Path(exp1[0]["vocab"]).read_text() + "zebra\n")
