@@ -130,10 +130,7 @@ def plot(plt, rows: list[dict], tasks: list[str]):
     if blimp:
         ax_blimp.set_xticks(np.arange(len(scores)), [evaluate.SCORE_TITLES[s] for s in scores])
         ax_blimp.axvline(0.5, color="0.8", lw=0.8)
-        ax_blimp.axhline(0.5, color="grey", lw=0.8)  # chance
-        ax_blimp.set_title("BLiMP, zero-shot")
-        ax_blimp.set_ylabel("accuracy over minimal pairs")
-        ax_blimp.grid(alpha=0.3, axis="y")
+        common.blimp_axes(ax_blimp)
     axes[0, -1].legend(*ax.get_legend_handles_labels(), fontsize=8, loc="center left",
                        bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()

@@ -146,6 +146,14 @@ def for_task(setting: dict[str, int], task: str) -> int | None:
     return setting.get(task, setting.get("all"))
 
 
+def blimp_axes(ax) -> None:
+    """The frame of a BLiMP panel: chance at 0.5, its title, y label and grid."""
+    ax.axhline(0.5, color="grey", lw=0.8)  # chance
+    ax.set_title("BLiMP, zero-shot")
+    ax.set_ylabel("accuracy over minimal pairs")
+    ax.grid(alpha=0.3, axis="y")
+
+
 def score_axes(ax, stat: str = "median") -> None:
     """The y label, grid and legend every results plot shares; `stat`: what the points are."""
     ax.set_ylabel(f"dev score ({stat} over seeds)")

@@ -113,10 +113,7 @@ def plot(plt, rows: list[dict], tasks: list[str]):
     ax.set_title("Generator size at equal pre-training FLOPs")
     common.score_axes(ax, STAT)
     if blimp:
-        axes[0, 1].axhline(0.5, color="grey", lw=0.8)  # chance
-        axes[0, 1].set_title("BLiMP, zero-shot")
-        axes[0, 1].set_ylabel("accuracy over minimal pairs")
-        axes[0, 1].grid(alpha=0.3)
+        common.blimp_axes(axes[0, 1])
         axes[0, 1].legend(fontsize=8)
     fig.tight_layout()
     return fig
