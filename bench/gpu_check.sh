@@ -18,16 +18,19 @@
 #   train     python train.py --size small on the carried corpus for 3 minutes (less if the steps
 #             before ran long); at the limit SIGTERM makes it save a checkpoint and stop
 #   profile   bench/gpu_profile.py: torch.profiler over 20 steps, the top-20 tables
-#   finetune  finetune.py: that run on SST-2, one epoch
+#   finetune  experiments/sst2_check.py: that run fine-tuned on SST-2 (issue 27's protocol:
+#             20,000 rows, 1 epoch, seeds 0 1 2) against its random-weights twin, the zero
+#             point, with finetune.py's recipe for the size (Table 7)
 # --run: only the train step, for RUN_S seconds, resuming the run in $RUN from its checkpoint.
 #
 # What comes back, in $OUT (default gpu_out/; at most 8 files of 16 MiB each): gpu_check.log (every
 # step's output), summary.json (versions, each step's status and seconds, the bench's figures, the
-# run's last rows, SST-2's dev accuracy), metrics.jsonl and curves.png (the run), profile.txt,
-# finetune.json. The checkpoint (G, D and Adam's moments: ~170 MB) cannot come back, and carrying
-# .gpurun/ would replace it: the run continues only while the machine stays warm (on a fresh one
-# --run starts it again, and says so). BRING_BACK=1 with --run also brings the discriminator
-# (HuggingFace layout, ~54 MB) in 15 MiB parts: cat discriminator.tar.part-* | tar x.
+# run's last rows, SST-2's dev accuracy against random weights), metrics.jsonl and curves.png (the
+# run), profile.txt, sst2_check.md (the SST-2 table) and finetune.json (its figures). The checkpoint
+# (G, D and Adam's moments: ~170 MB) cannot come back, and carrying .gpurun/ would replace it: the
+# run continues only while the machine stays warm (on a fresh one --run starts it again, and says
+# so). BRING_BACK=1 with --run also brings the discriminator (HuggingFace layout, ~54 MB) in 15 MiB
+# parts: cat discriminator.tar.part-* | tar x.
 set -uo pipefail  # no -e: a failed step is logged and the next one runs
 cd "$(dirname "$0")/.."
 
@@ -63,7 +66,7 @@ T_VERSIONS=${T_VERSIONS:-30}        # the other steps' limits, in seconds
 T_TESTS=${T_TESTS:-110}
 T_BENCH=${T_BENCH:-180}
 T_PROFILE=${T_PROFILE:-45}
-T_FINETUNE=${T_FINETUNE:-100}
+T_FINETUNE=${T_FINETUNE:-150}  # 6 jobs: 3 seeds, pre-trained and random
 
 compile=()
 if [ "$COMPILE" = 1 ]; then
@@ -75,7 +78,7 @@ if [ "$DRY" = 1 ]; then
     run=(--size tiny --seq-len 32 --batch-size 4 --log-interval 2 --eval-interval 4
          --eval-batches 1)
     profile=(--size tiny --batch 2 --seq 32 --steps 2 --warmup 1 --rows 5)
-    finetune=(--max_train_examples 64 --max_seq_len 32)
+    finetune=(--max-train-examples 64 --seeds 0 --max-seq-len 32)
 else
     device=cuda
     bench=(--size small --batch 128 --seq 128)
@@ -209,11 +212,11 @@ if [ "$MODE" = check ]; then
     step train $((TRAIN_S < left ? TRAIN_S : left)) --graceful "$PYTHON" train.py "${run[@]}"
     step profile "$T_PROFILE" "$PYTHON" bench/gpu_profile.py "${profile[@]}" --device "$device" \
         --out "$WORK/profile.txt"
-    step finetune "$T_FINETUNE" "$PYTHON" finetune.py --task sst2 --init "$RUN" \
-        --data_dir "$SST2" --epochs 1 --out_dir "$WORK/finetune" --device "$device" \
-        "${finetune[@]}"
+    step finetune "$T_FINETUNE" "$PYTHON" experiments/sst2_check.py --init "$RUN" \
+        --data-dir "$SST2" --out "$WORK/sst2" --device "$device" "${finetune[@]}"
     cp "$WORK/profile.txt" "$OUT/profile.txt" 2> /dev/null
-    cp "$WORK/finetune/results.json" "$OUT/finetune.json" 2> /dev/null
+    cp "$WORK/sst2/sst2_check.md" "$OUT/sst2_check.md" 2> /dev/null
+    cp "$WORK/sst2/sst2_check.json" "$OUT/finetune.json" 2> /dev/null
 else
     resume=()
     if [ -f "$RUN/ckpt.pt" ] || [ -f "$RUN/ckpt.prev.pt" ]; then

@@ -4,7 +4,7 @@ the files the steps wrote, and printed, so that the end of a device call's outpu
     python bench/gpu_summary.py WORK RUN OUT_JSON SECONDS
 
 WORK holds steps.tsv (name, exit status, seconds, limit: one line a step) and what the steps wrote
-(versions.json, bench.json, profile.txt, finetune/results.json); RUN is the train step's run
+(versions.json, bench.json, profile.txt, sst2/sst2_check.json); RUN is the train step's run
 folder (metrics.jsonl). A file a step did not write reads as null.
 """
 import json
@@ -40,7 +40,7 @@ def summarize(work: Path, run: Path, seconds: int) -> dict:
     rows = metrics(run)
     train = [r for r in rows if r.get("split") == "train"]
     held = [r for r in rows if r.get("split") == "eval"]
-    finetune = load(work / "finetune" / "results.json") or {}
+    sst2_rows = (load(work / "sst2" / "sst2_check.json") or {"rows": []})["rows"]
     profile = work / "profile.txt"
     return {
         "seconds": seconds,
@@ -54,8 +54,9 @@ def summarize(work: Path, run: Path, seconds: int) -> dict:
             "last": train[-1] if train else None,
             "last_eval": held[-1] if held else None,
         },
-        "finetune": {task: {"median": r["median"], "seconds": [s["seconds"] for s in r["seeds"]]}
-                     for task, r in finetune.get("tasks", {}).items()},
+        # SST-2's dev accuracy (mean over seeds) pre-trained and with random weights, and the gain
+        "finetune": {"sst2": {name: sst2_rows[0][name] for name in ("pretrained", "random", "gain")}}
+        if sst2_rows else {},
         "profile": profile.read_text().splitlines()[0] if profile.is_file() else None,
     }
 
