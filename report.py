@@ -59,7 +59,14 @@ def stats_dict(t: torch.Tensor) -> dict:
 CONTEXT_TEMPERATURE = ElectraConfig.temperature
 
 
+# Evaluations run eagerly: train.py --compile compiles the model in place, and eval mode and the
+# held-out shapes would compile it again, about a minute each on an H100 (measured), for a few
+# batches.
+EAGER = torch.compiler.set_stance("force_eager")
+
+
 @torch.no_grad()
+@EAGER
 def evaluate_heldout(model: torch.nn.Module, examples: np.ndarray, batches, cfg,
                      device: torch.device, autocast, temperature: float | None = None) -> dict:
     """Held-out metrics: the same quantities as training, dropout off, the same masks every time,
@@ -348,6 +355,7 @@ def marked_sentence(tokens: list[str], x: torch.Tensor, x_corrupt: torch.Tensor,
 
 
 @torch.no_grad()
+@EAGER
 def heldout_example(model: torch.nn.Module, examples: np.ndarray, batches, cfg,
                     device: torch.device, temperature: float | None = None
                     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
