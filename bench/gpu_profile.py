@@ -64,14 +64,18 @@ def main(argv=None) -> str:
     head = (f"{args.steps} joint steps of ELECTRA-{args.size}, batch {args.batch}, "
             f"seq {args.seq}, {how}, on {name}: {ms:.1f} ms per step under the profiler (it adds "
             f"overhead; bench/train_step.py times without it)")
-    text = "\n\n".join([
-        head,
-        f"top {args.rows} operators by {sort_by}:",
-        events.table(sort_by=sort_by, row_limit=args.rows),
-        f"top {args.rows} (operator, input shapes) by {sort_by}:",
-        prof.key_averages(group_by_input_shape=True).table(sort_by=sort_by, row_limit=args.rows),
-    ])
-    print(text)
+    # Each table is written as soon as it is made: on an H100 this script ran past gpu_check.sh's
+    # 45 s after profiling and left no table (where the time went is not known yet).
+    text = "\n\n".join([head, f"top {args.rows} operators by {sort_by}:",
+                         events.table(sort_by=sort_by, row_limit=args.rows)])
+    print(text, flush=True)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+    by_shape = prof.key_averages(group_by_input_shape=True)
+    second = "\n\n".join([f"top {args.rows} (operator, input shapes) by {sort_by}:",
+                           by_shape.table(sort_by=sort_by, row_limit=args.rows)])
+    print("\n" + second)
+    text += "\n\n" + second
     if args.out:
         Path(args.out).write_text(text + "\n")
     return text
