@@ -3,6 +3,7 @@ HuggingFace's ElectraForMaskedLM (generator) + ElectraForPreTraining (discrimina
 
     python bench/train_step.py                         # CPU: size tiny, batch 32, seq 128
     python bench/train_step.py --size small --batch 128 --seq 128 --compile   # a GPU
+    python bench/train_step.py --size small --compile --cuda-graphs   # also ours with CUDA graphs
 
 Both sides get the same config, the same weights (copied with hf.to_hf_state_dicts), shared
 embeddings (HF: the generator uses the discriminator's embedding module, as ELECTRA ties them),
@@ -110,11 +111,14 @@ def set_up_step(args):
         torch.backends.cudnn.allow_tf32 = True
     _, autocast = plumbing.mixed_precision(device, "auto")
     if args.compile:
-        model.compile()
+        model.compile(mode=args.mode)
+    graphs = args.compile and args.mode == "reduce-overhead"
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=train.ADAM_BETAS, eps=train.ADAM_EPS, fused=True)
     torch.manual_seed(2)  # timed steps draw from the global RNG, as train.py does (no graph breaks under compile)
 
     def step():
+        if graphs:  # a new iteration: the last replay's outputs may be overwritten
+            torch.compiler.cudagraph_mark_step_begin()
         with autocast:
             loss = loss_of(model(x, s, a))
         loss.backward()
@@ -151,7 +155,8 @@ def run_variant(args) -> dict:
         peak_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before) / 1024
     peak = report.peak_flops(device, args.peak_tflops)
     flops = report.flops_per_step(cfg, args.batch, args.seq)
-    return {"variant": args.variant + (" compiled" if args.compile else ""), "check_loss": check_loss,
+    how = {None: "", "default": " compiled", "reduce-overhead": " CUDA graphs"}[args.mode]
+    return {"variant": args.variant + how, "check_loss": check_loss,
             "steps_per_s": steps_per_s, "tokens_per_s": steps_per_s * args.batch * args.seq, "peak_mib": peak_mib,
             "mfu": flops * steps_per_s / peak if peak else None,
             "device": torch.cuda.get_device_name(device) if cuda else f"cpu, {torch.get_num_threads()} threads"}
@@ -176,12 +181,18 @@ def main(argv=None):
     p.add_argument("--warmup", type=int, default=10 if cuda else 2, help="untimed steps first (and compilation)")
     p.add_argument("--device", default="cuda" if cuda else "cpu")
     p.add_argument("--compile", action="store_true", help="also time both sides under torch.compile")
+    p.add_argument("--cuda-graphs", action="store_true",
+                   help="with --compile, also time ours compiled with CUDA graphs "
+                        "(mode='reduce-overhead'): a small model's step is launch-bound")
     p.add_argument("--hf-attn", default="sdpa", help="HF attention implementation: sdpa or eager")
     p.add_argument("--peak-tflops", type=float, default=None, help="accelerator peak, for MFU")
     p.add_argument("--threads", type=int, default=None, help="CPU threads (torch.set_num_threads)")
     p.add_argument("--json", default=None, metavar="PATH", help="also write the results there (JSON)")
     p.add_argument("--variant", choices=["ours", "hf"], help=argparse.SUPPRESS)  # set for the subprocesses
+    p.add_argument("--mode", default=None, help=argparse.SUPPRESS)  # torch.compile's, for the subprocesses
     args = p.parse_args(argv)
+    if args.variant and args.compile and args.mode is None:
+        args.mode = "default"
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.variant:  # a child: time one variant, print its JSON
@@ -192,16 +203,25 @@ def main(argv=None):
           f"{args.warmup} warm-up + {args.steps} timed steps per variant")
     setting = {"size": args.size, "batch": args.batch, "seq": args.seq, "steps": args.steps,
                "warmup": args.warmup}
+    # (variant, torch.compile's mode or None for eager): HF's compiled step last, as its compiling
+    # is the slowest (past 100 s on an H100)
+    points = [("ours", None), ("hf", None)]
+    if args.compile:
+        points.append(("ours", "default"))
+        if args.cuda_graphs:
+            points.append(("ours", "reduce-overhead"))
+        points.append(("hf", "default"))
     results = []
-    for compiled in ([False, True] if args.compile else [False]):
-        for variant in ("ours", "hf"):
-            cmd = [sys.executable, __file__, *(argv if argv is not None else sys.argv[1:]), "--variant", variant]
-            cmd = [c for c in cmd if c != "--compile"] + (["--compile"] if compiled else [])
-            r = run_point(cmd, variant)
-            r["hours_1m_steps"] = 1e6 / r["steps_per_s"] / 3600  # ELECTRA-Small's 1M steps
-            results.append(r)
-            if args.json:  # after each point: a call cut short keeps the points it finished
-                Path(args.json).write_text(json.dumps({**setting, "results": results}) + "\n")
+    own = [c for c in (argv if argv is not None else sys.argv[1:]) if c not in ("--compile", "--cuda-graphs")]
+    for variant, mode in points:
+        cmd = [sys.executable, __file__, *own, "--variant", variant]
+        if mode is not None:
+            cmd += ["--compile", "--mode", mode]
+        r = run_point(cmd, variant)
+        r["hours_1m_steps"] = 1e6 / r["steps_per_s"] / 3600  # ELECTRA-Small's 1M steps
+        results.append(r)
+        if args.json:  # after each point: a call cut short keeps the points it finished
+            Path(args.json).write_text(json.dumps({**setting, "results": results}) + "\n")
     print(f"device: {results[0]['device']}")
     print(f"{'variant':18} {'steps/s':>9} {'tokens/s':>11} {'peak MiB':>9} {'MFU':>7} {'1M steps':>9} "
           f"{'loss (no dropout)':>18}")
@@ -209,15 +229,20 @@ def main(argv=None):
         mfu = f"{r['mfu']:.1%}" if r["mfu"] is not None else "-"
         print(f"{r['variant']:18} {r['steps_per_s']:9.2f} {r['tokens_per_s']:11,.0f} {r['peak_mib']:9.0f} "
               f"{mfu:>7} {r['hours_1m_steps']:8.1f}h {r['check_loss']:18.5f}")
-    for i in range(0, len(results), 2):
-        ours, hf = results[i], results[i + 1]
+    for ours in results:
+        if not ours["variant"].startswith("ours"):
+            continue
+        # against HF's step eager or compiled, as ours is (CUDA graphs: against HF compiled)
+        compiled = ours["variant"] != "ours"
+        hf = next((r for r in results if r["variant"] == ("hf compiled" if compiled else "hf")), None)
+        if hf is None:
+            continue
         ours["speedup_vs_hf"] = ours["steps_per_s"] / hf["steps_per_s"]
         print(f"{ours['variant']} / {hf['variant']}: {ours['steps_per_s'] / hf['steps_per_s']:.2f}x the steps/s, "
               f"{ours['peak_mib'] / max(hf['peak_mib'], 1e-9):.2f}x the peak memory")
         if abs(ours["check_loss"] - hf["check_loss"]) > 1e-3 * max(1.0, abs(hf["check_loss"])):
             print(f"WARNING: the losses differ ({ours['check_loss']} vs {hf['check_loss']}): not the same step")
-    small = ours if args.size == "small" and args.batch == 128 and args.seq == 128 else None
-    if small is not None:
+    if args.size == "small" and args.batch == 128 and args.seq == 128:
         best = max(r["steps_per_s"] for r in results if r["variant"].startswith("ours"))
         print(f"ELECTRA-Small, 1M steps at {best:.1f} steps/s: {1e6 / best / 3600:.1f} hours "
               f"(the paper: 4 days on a V100)")

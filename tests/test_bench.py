@@ -33,6 +33,31 @@ def test_train_step_bench_times_the_same_step_on_both_sides(capsys):
     assert "ours / hf:" in printed and "cpu, 1 threads" in printed
 
 
+def test_train_step_bench_orders_and_pairs_its_variants(monkeypatch, capsys):
+    """--compile --cuda-graphs: five points, HF's compiled step last (its compiling is the slowest,
+    past 100 s on an H100); each of ours is compared with HF's step eager or compiled as ours is
+    (CUDA graphs: HF compiled). The points' processes are replaced by made-up speeds."""
+    bench = load("train_step")
+    commands = []
+    speeds = {"ours": 2.0, "hf": 1.0, "ours compiled": 4.0, "ours CUDA graphs": 8.0,
+              "hf compiled": 2.0}
+
+    def point(cmd, what):
+        commands.append(cmd)
+        mode = cmd[cmd.index("--mode") + 1] if "--mode" in cmd else None
+        name = what + {None: "", "default": " compiled", "reduce-overhead": " CUDA graphs"}[mode]
+        return {"variant": name, "steps_per_s": speeds[name], "tokens_per_s": 0.0,
+                "peak_mib": 1.0, "mfu": None, "check_loss": 1.0, "device": "cpu"}
+
+    monkeypatch.setattr(bench, "run_point", point)
+    results = bench.main(["--size", "tiny", "--device", "cpu", "--compile", "--cuda-graphs"])
+    assert [r["variant"] for r in results] == list(speeds)
+    assert [r.get("speedup_vs_hf") for r in results] == [2.0, None, 2.0, 4.0, None]
+    assert all("--cuda-graphs" not in c for c in commands)
+    assert [c.count("--compile") for c in commands] == [0, 0, 1, 1, 1]
+    assert "ours CUDA graphs / hf compiled: 4.00x the steps/s" in capsys.readouterr().out
+
+
 def test_tokenizer_bench_runs_and_agrees_with_both_references(tmp_path, capsys):
     """The bench exits with an error when our ids differ from the Python or the Rust reference."""
     words = ["the", "river", "Runs", "quickly", "naïve", "café", "unbelievable", "x-ray", "Don't", "42", "北京"]
