@@ -40,7 +40,7 @@ def main(argv=None) -> str:
     p.add_argument("--out", default=None, help="write the tables there (text)")
     args = p.parse_args(argv)
     args.variant = "ours"
-    args.mode = "default" if args.compile else None
+    args.mode = "default"  # torch.compile's, with --compile
     args.hf_attn = "sdpa"
     device = torch.device(args.device)
     step, _ = train_step.set_up_step(args)

@@ -155,7 +155,7 @@ def run_variant(args) -> dict:
         peak_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before) / 1024
     peak = report.peak_flops(device, args.peak_tflops)
     flops = report.flops_per_step(cfg, args.batch, args.seq)
-    how = {None: "", "default": " compiled", "reduce-overhead": " CUDA graphs"}[args.mode]
+    how = {"default": " compiled", "reduce-overhead": " CUDA graphs"}[args.mode] if args.compile else ""
     return {"variant": args.variant + how, "check_loss": check_loss,
             "steps_per_s": steps_per_s, "tokens_per_s": steps_per_s * args.batch * args.seq, "peak_mib": peak_mib,
             "mfu": flops * steps_per_s / peak if peak else None,
@@ -189,10 +189,8 @@ def main(argv=None):
     p.add_argument("--threads", type=int, default=None, help="CPU threads (torch.set_num_threads)")
     p.add_argument("--json", default=None, metavar="PATH", help="also write the results there (JSON)")
     p.add_argument("--variant", choices=["ours", "hf"], help=argparse.SUPPRESS)  # set for the subprocesses
-    p.add_argument("--mode", default=None, help=argparse.SUPPRESS)  # torch.compile's, for the subprocesses
+    p.add_argument("--mode", default="default", help=argparse.SUPPRESS)  # torch.compile's, for the subprocesses
     args = p.parse_args(argv)
-    if args.variant and args.compile and args.mode is None:
-        args.mode = "default"
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.variant:  # a child: time one variant, print its JSON
