@@ -402,6 +402,9 @@ def startup_report(cfg, run, end: int) -> str:
     mfu = f"; peak {peak / 1e12:g} TFLOP/s per GPU for MFU" if peak else ""
     bf16 = " (bf16 autocast; weights, optimizer and losses fp32)" if run.precision == "bf16" else ""
     config = {k: v for k, v in asdict(cfg).items() if k != "data_url"}
+    compiled = ""
+    if cfg.compile:
+        compiled = ", torch.compile with CUDA graphs" if cfg.cuda_graphs else ", torch.compile"
     lines = [
         f"ELECTRA pre-training: size {cfg.size}, objective {cfg.objective}, on {run.device}"
         f"{processes}, {start}",
@@ -423,7 +426,7 @@ def startup_report(cfg, run, end: int) -> str:
         f"ELECTRA-Small 1.4e18){mfu}",
         f"run      steps {run.step:,} -> {end:,}; out {cfg.out_dir}; log every {cfg.log_interval}, "
         f"eval every {cfg.eval_interval}, checkpoint every {cfg.ckpt_interval}",
-        f"device   {run.device}, {run.precision}{bf16}{', torch.compile' if cfg.compile else ''}",
+        f"device   {run.device}, {run.precision}{bf16}{compiled}",
     ]
     if cfg.temperature_end is not None:  # after "optim": train.temperature_at's schedule
         reached = cfg.temperature_steps if cfg.temperature_steps is not None else cfg.steps

@@ -61,19 +61,27 @@ export TORCHINDUCTOR_CACHE_DIR=${TORCHINDUCTOR_CACHE_DIR:-$PWD/.gpurun/inductor}
 PYTHON=${PYTHON:-python3}
 TRAIN_S=${TRAIN_S:-${defaults[1]}}  # the train step's seconds (less if the deadline is near)
 COMPILE=${COMPILE:-${defaults[2]}}  # 0: no --compile variants in bench and train
+# with COMPILE=1, the train step's run with CUDA graphs (the bench's fastest step on an H100:
+# 81 steps/s, 21 compiled without them); 0 if tests/test_gpu.py's CUDA-graphs run failed
+CUDA_GRAPHS=${CUDA_GRAPHS:-1}
 RUN_S=${RUN_S:-${defaults[3]}}      # --run: seconds of training in the call
 STOP_AT=${STOP_AT:-}                # an update to stop the run at (the dry-run test's bound)
 STEPS=${STEPS:-versions tests bench train profile finetune export}  # which to run, e.g. "bench"
 TOTAL_S=${TOTAL_S:-570}             # the whole script: a device call ends at 600 s
 T_VERSIONS=${T_VERSIONS:-30}        # the other steps' limits, in seconds
 T_TESTS=${T_TESTS:-90}      # measured 64 s on an H100 (2026-11-26)
-T_BENCH=${T_BENCH:-300}     # 180 s cut HF's compiled variant short on an H100
+T_BENCH=${T_BENCH:-300}     # 180 s and 330 s both cut HF's compiled variant short on an H100
 T_PROFILE=${T_PROFILE:-60}  # 45 s cut it short on an H100, after profiling
 T_FINETUNE=${T_FINETUNE:-100}  # 2 jobs (pre-trained, random) of about 40 s on an H100
 
 compile=()
+train_compile=()
 if [ "$COMPILE" = 1 ]; then
     compile=(--compile)
+    train_compile=(--compile)
+    if [ "$CUDA_GRAPHS" = 1 ]; then
+        train_compile+=(--cuda-graphs)
+    fi
 fi
 if [ "$DRY" = 1 ]; then
     device=cpu
@@ -106,7 +114,7 @@ if [ -f "$VOCAB" ]; then
 else
     echo "gpu_check: no $VOCAB: train.py trains the vocabulary (bench/gpu_prepare.sh saves it)"
 fi
-run+=(--data "$CORPUS" --cache-dir "$CACHE" --out "$RUN" --device "$device" "${compile[@]}")
+run+=(--data "$CORPUS" --cache-dir "$CACHE" --out "$RUN" --device "$device" "${train_compile[@]}")
 
 mkdir -p "$OUT" "$WORK" "$(dirname "$RUN")"
 rm -rf "${WORK:?}"/*

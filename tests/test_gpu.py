@@ -337,3 +337,26 @@ def test_exact_resume_on_cuda(corpus, tmp_path):
     assert torch.equal(rng_a["torch"], rng_b["torch"])
     assert len(rng_a["cuda"]) == torch.cuda.device_count() > 0
     assert all(torch.equal(u, v) for u, v in zip(rng_a["cuda"], rng_b["cuda"]))
+
+
+def test_train_py_with_cuda_graphs_equals_eager(corpus, tmp_path):
+    """train.py --compile --cuda-graphs (each update one replay of the compiled step) logs the eager
+    run's losses: ten updates in fp32, masks and samples drawn from torch's generator on both sides
+    (fallback_random), CUDA graphs not skipped. Fused kernels round in another order (TF32 on, as
+    train.py sets it): 1e-3 of the loss; a replay that reused stale inputs or outputs, or other
+    masks, moves the loss by far more."""
+    import torch._inductor.config
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    common = ("--steps", "10", "--precision", "fp32")
+    with torch._inductor.config.patch(fallback_random=True):
+        run(corpus, tmp_path / "eager", *common)
+        run(corpus, tmp_path / "graphs", *common, "--compile", "--cuda-graphs")
+    assert counters["inductor"]["cudagraph_skips"] == 0, "CUDA graphs were skipped"
+    eager, graphs = rows(tmp_path / "eager"), rows(tmp_path / "graphs")
+    assert [r["step"] for r in graphs] == list(range(1, 11))
+    for a, b in zip(eager, graphs):
+        for key in ("loss", "mlm_loss", "disc_loss", "grad_norm"):
+            assert b[key] == pytest.approx(a[key], rel=1e-3), (a["step"], key)
