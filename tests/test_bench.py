@@ -147,3 +147,45 @@ def test_gpu_check_script_runs_its_steps_and_continues_its_run(tmp_path):
     printed, summary = gpu_check(tmp_path, "--run", STOP_AT="3")
     assert "continuing the run in" in printed and summary["train"]["step"] == 3
     assert "resuming at step 2" in (out / "gpu_run.log").read_text()
+
+
+def test_gpu_run_folder_makes_a_run_of_the_discriminator_brought_back(tmp_path, capsys):
+    """bench/gpu_run_folder.py: the discriminator gpu_check.sh --run brings back (HuggingFace's
+    layout) becomes a run folder whose ckpt.pt fine-tunes from D's trained weights, at the step
+    given, and whose random twin (sst2_check) is the run's initial draw, seed 0."""
+    import torch
+
+    import hf
+    import train
+    from electra import Electra
+    from experiments import sst2_check
+    from tokenizer import Tokenizer
+    from tokenizer import train as train_vocab
+
+    lines = ["the film was good .", "a plot is dull .", "the film is moving ."] * 20
+    vocab = tmp_path / "vocab.txt"
+    train_vocab(lines, vocab_size=60, progress=False).save(vocab)
+    cfg = train.resolve_config(train.parse_args(["--size", "tiny", "--vocab", str(vocab)]), None)
+    mc = train.model_config(cfg, Tokenizer.load(vocab))
+    torch.manual_seed(0)
+    initial = Electra(mc)
+    trained = Electra(mc)
+    trained.load_state_dict(initial.state_dict())
+    with torch.no_grad():  # "trained": every weight moved away from its initial draw
+        for p in trained.parameters():
+            p.add_(torch.randn_like(p))
+    run = tmp_path / "run"
+    hf.export_hf(trained, vocab, run)  # run/discriminator/ and run/generator/, as gpu_check's
+    load("gpu_run_folder").main([str(run), "--step", "7", "--size", "tiny"])
+    assert "D at step 7 of --size tiny, seed 0" in capsys.readouterr().out
+
+    saved = torch.load(run / hf.TRAIN_CHECKPOINT, map_location="cpu", weights_only=True)
+    assert saved["step"] == 7 and saved["train_config"]["seed"] == 0
+    pre = hf.load_train_checkpoint(run / hf.TRAIN_CHECKPOINT)
+    want = trained.fine_tuning_encoder().state_dict()
+    assert pre.encoder_state.keys() == want.keys()
+    for name, w in want.items():
+        torch.testing.assert_close(pre.encoder_state[name], w, msg=name)
+    twin = sst2_check.random_twin(saved)
+    for (name, p), q in zip(initial.named_parameters(), twin.parameters()):
+        assert torch.equal(p, q), name
