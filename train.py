@@ -243,6 +243,11 @@ def check_train_config(cfg: TrainConfig) -> None:
         raise refuse("--clip-norm", cfg.clip_norm, "a positive number (the gradient-norm clip)")
     if cfg.cuda_graphs and not cfg.compile:
         raise SystemExit("--cuda-graphs replays torch.compile's graphs: add --compile")
+    if cfg.cuda_graphs and cfg.grad_accum > 1:
+        # the first micro-batch's gradients may be the graph's own output buffers, which the next
+        # replay overwrites; untested on a GPU, so refused rather than risked
+        raise SystemExit(f"--cuda-graphs with --grad-accum {cfg.grad_accum} is not tested on a GPU "
+                         f"yet: drop one of them")
     if cfg.temperature_end is not None and not positive(cfg.temperature_end):
         raise refuse("--temperature-end", cfg.temperature_end,
                      "a positive number (G's sampling temperature at the last update)")
@@ -427,6 +432,9 @@ def set_up(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device) 
     """The run on process `rank` of `world`: its data, and its model and optimizer with weights
     new, --init-from's released ones, or the checkpoint `saved`'s (with the optimizer's state and
     the RNG states, so the run continues exactly)."""
+    if world > 1 and cfg.cuda_graphs:
+        raise SystemExit("--cuda-graphs is not tested with DDP (no multi-GPU machine yet): drop it "
+                         "or run one process")
     data = pretraining_data(cfg, rank, world, saved and saved["vocab_hash"])
     try:
         mc = model_config(cfg, data.tok)
@@ -451,9 +459,6 @@ def set_up(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device) 
     if device.type == "cuda":  # TF32 for any fp32 matmul left outside autocast
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
-    if world > 1 and cfg.cuda_graphs:
-        raise SystemExit("--cuda-graphs is not tested with DDP (no multi-GPU machine yet): drop it "
-                         "or run one process")
     if world > 1:
         device_ids = [device.index] if device.type == "cuda" else None
         model = nn.parallel.DistributedDataParallel(model, device_ids=device_ids)

@@ -328,17 +328,17 @@ def test_gpu_code_path_on_cpu_compile_bf16_and_exact_resume(corpus, tmp_path, ca
 def test_cuda_graphs_compiles_in_reduce_overhead_mode_and_needs_compile(corpus, tmp_path,
                                                                         monkeypatch, capsys):
     """--cuda-graphs compiles the model in torch.compile's "reduce-overhead" mode and marks each
-    micro-batch a new step (CUDA graphs themselves need a GPU: tests/test_gpu.py runs them);
-    without --compile it stops with one line. Electra.compile is replaced by a recorder: the run
-    stays eager, so the test takes a second on a CPU."""
+    update a new step (CUDA graphs themselves need a GPU: tests/test_gpu.py runs them); without
+    --compile, or with gradient accumulation (untested on a GPU), it stops with one line.
+    Electra.compile is replaced by a recorder: the run stays eager, so the test takes a second on
+    a CPU."""
     modes = []
     marks = []
     monkeypatch.setattr(Electra, "compile", lambda self, mode=None: modes.append(mode))
     monkeypatch.setattr(torch.compiler, "cudagraph_mark_step_begin", lambda: marks.append(1))
-    train.main(args(corpus, tmp_path / "a", "--steps", "2", "--grad-accum", "2", "--compile",
-                    "--cuda-graphs"))
+    train.main(args(corpus, tmp_path / "a", "--steps", "3", "--compile", "--cuda-graphs"))
     assert modes == ["reduce-overhead"]
-    assert len(marks) == 4  # 2 updates x 2 micro-batches
+    assert len(marks) == 3
     assert "torch.compile with CUDA graphs" in capsys.readouterr().out
     modes.clear()
     marks.clear()
@@ -347,6 +347,9 @@ def test_cuda_graphs_compiles_in_reduce_overhead_mode_and_needs_compile(corpus, 
     with pytest.raises(SystemExit, match="^--cuda-graphs replays torch.compile's graphs: add "
                                          "--compile$"):
         train.main(args(corpus, tmp_path / "c", "--steps", "2", "--cuda-graphs"))
+    with pytest.raises(SystemExit, match="^--cuda-graphs with --grad-accum 2 is not tested"):
+        train.main(args(corpus, tmp_path / "d", "--steps", "2", "--grad-accum", "2", "--compile",
+                        "--cuda-graphs"))
 
 
 @pytest.mark.parametrize("name, tflops", [("NVIDIA H100 80GB HBM3", 989), ("NVIDIA H100 PCIe", 756),
