@@ -380,11 +380,18 @@ def test_ctrl_c_saves_a_loadable_checkpoint(corpus, tmp_path):
                                                                         "--log-interval", "1")],
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     metrics = out / "metrics.jsonl"
-    deadline = time.time() + 60
+    # 180 s: on a loaded 2-core machine importing torch._dynamo alone took over a minute, and a
+    # Ctrl-C sent before the loop has started tests nothing
+    deadline = time.time() + 180
+    started = False
     while time.time() < deadline and proc.poll() is None:
         if metrics.is_file() and len(metrics.read_text().splitlines()) >= 3:
+            started = True
             break
         time.sleep(0.1)
+    if not started:
+        proc.kill()
+        pytest.fail(f"train.py logged no 3 updates in 180 s: {proc.communicate()[0][-2000:]}")
     proc.send_signal(signal.SIGINT)
     output, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0, output
