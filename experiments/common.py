@@ -776,7 +776,8 @@ def protocol_headers(tasks: list[str], blimp: bool, gain_task: str) -> list[str]
     (with --blimp-dir), D's context AUC and, when `gain_task` is fine-tuned, its gain over the
     run's random weights. protocol_cells fills them."""
     gain = [f"{task_header(gain_task)} gain over random"] if gain_task in tasks else []
-    return ([task_header(t) for t in tasks] + ["mean of tasks"]
+    mean = ["mean of tasks"] if len(tasks) > 1 else []  # one task's mean is that task again
+    return ([task_header(t) for t in tasks] + mean
             + (blimp_headers() if blimp else []) + ["context AUC"] + gain)
 
 
@@ -784,7 +785,8 @@ def protocol_cells(row: dict, rows: list[dict], tasks: list[str], blimp: bool, g
                    stat: str) -> list[str]:
     """`row`'s cells under protocol_headers; `stat` the statistic over seeds ("mean")."""
     cells = [cell(row, t, stat) for t in tasks]
-    cells += [f"{row['score_mean']:.1f}" if "score_mean" in row else "-"]
+    if len(tasks) > 1:
+        cells += [f"{row['score_mean']:.1f}" if "score_mean" in row else "-"]
     cells += blimp_cells(row) if blimp else []
     cells += [f"{row['context_auc']:.3f}" if row["context_auc"] is not None else "-"]
     cells += [gain_cell(row, rows, gain_task, stat)] if gain_task in tasks else []

@@ -193,6 +193,7 @@ def test_ablations_reuses_shared_runs(data, exp1, monkeypatch):
     # D's context AUC where the objective has a D, "-" for the MLM-only ones
     header = [c.strip() for c in next(x for x in md if x.startswith("| objective")).split("|")]
     col = header.index("context AUC")
+    assert "mean of tasks" not in header  # one task: its mean would only repeat its column
     for r in rows[1::2]:
         line = next(x for x in md if x.startswith(f"| {r['label']} |") and "random" not in x)
         shown = line.split("|")[col].strip()
@@ -311,8 +312,8 @@ def test_protocol_zero_points_blimp_and_context_auc(data, fig1):
             assert row["context_auc"] is None
     md = (data / "out" / "fig1" / "electra_vs_bert.md").read_text().splitlines()
     header = next(line for line in md if line.startswith("| objective"))
-    assert header.endswith("| BLiMP D sum | BLiMP D mean | BLiMP MLM PLL | context AUC "
-                           "| SST-2 acc gain over random |")
+    assert header.endswith("| mean of tasks | BLiMP D sum | BLiMP D mean | BLiMP MLM PLL "
+                           "| context AUC | SST-2 acc gain over random |")  # two tasks: a mean
     lines = [line for line in md if line.startswith(("| ELECTRA", "| BERT"))]
     for row, line in zip(rows, lines):
         sst2 = row["tasks"]["sst2"]
