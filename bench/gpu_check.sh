@@ -18,8 +18,9 @@
 #   bench     bench/train_step.py: ELECTRA-Small at batch 128, seq 128, ours and HuggingFace's,
 #             eager and --compile, and ours with CUDA graphs: steps/s, tokens/s, peak memory, MFU,
 #             hours for 1M steps
-#   train     python train.py --size small on the carried corpus for 3 minutes (less if the steps
-#             before ran long); at the limit SIGTERM makes it save a checkpoint and stop
+#   train     python train.py --size small --compile --cuda-graphs on the carried corpus for 3
+#             minutes (less if the steps before ran long); at the limit SIGTERM makes it save a
+#             checkpoint and stop
 #   profile   bench/gpu_profile.py: torch.profiler over 20 steps, the top-20 tables
 #   finetune  experiments/sst2_check.py: that run fine-tuned on SST-2 (issue 27's protocol:
 #             20,000 rows, 1 epoch; seed 0 only) against its random-weights twin, the zero
