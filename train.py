@@ -544,8 +544,10 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device) -
                         sync = run.model.no_sync()  # DDP: no gradient all-reduce before the last
                     else:
                         sync = contextlib.nullcontext()
-                    if cfg.cuda_graphs:  # a new step: the last replay's outputs, read into
-                        torch.compiler.cudagraph_mark_step_begin()  # stats, may be overwritten
+                    # CUDA graphs: a new step, so the last replay's outputs (already read into
+                    # stats) may be overwritten
+                    if cfg.cuda_graphs:
+                        torch.compiler.cudagraph_mark_step_begin()
                     with sync:
                         with run.autocast:
                             # masks and samples are drawn inside, fresh each call
