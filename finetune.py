@@ -25,6 +25,7 @@ Run the same command again after Ctrl-C (or a crash) and it resumes: the (task, 
 results.json holds are kept, the others run; --restart starts over.
 """
 import argparse
+import contextlib
 import hashlib
 import json
 import math
@@ -82,6 +83,11 @@ class FinetuneConfig:
     # ours, not the paper's: draw the top K encoder layers afresh before fine-tuning
     # (Zhang et al. 2021, "Revisiting Few-sample BERT Fine-tuning"; issue 27's lever)
     reinit_layers: int = 0
+    # ours, not the paper's: epochs that train the head alone on the frozen encoder before every
+    # weight is fine-tuned (linear probing then fine-tuning, Kumar et al. 2022, "Fine-Tuning can
+    # Distort Pretrained Features"; issue 27's lever: ELECTRA-Small's frozen probe beat its
+    # fine-tuned score). 0: the paper's recipe, the head and the encoder trained together
+    head_first_epochs: int = 0
 
 
 def check_finetune_config(ft: FinetuneConfig) -> None:
@@ -112,6 +118,9 @@ def check_finetune_config(ft: FinetuneConfig) -> None:
     if ft.reinit_layers < 0:
         raise SystemExit(f"--reinit-layers {ft.reinit_layers}: must be an integer >= 0 "
                          f"(top encoder layers drawn afresh; 0 keeps them all)")
+    if ft.head_first_epochs < 0:
+        raise SystemExit(f"--head-first-epochs {ft.head_first_epochs}: must be an integer >= 0 "
+                         f"(epochs of the head alone on the frozen encoder; 0: none)")
 
 
 def recipe_for(model_config: ElectraConfig, ft: FinetuneConfig) -> FinetuneConfig:
@@ -318,10 +327,14 @@ def optimizer_and_schedule(model: nn.Module, num_layers: int, ft: FinetuneConfig
     groups = param_groups(model, num_layers, ft.lr, ft.layer_decay, ft.weight_decay,
                           official=not ft.layer_decay_fixed)
     opt = build_optimizer(groups, ft)
+    return opt, warmup_then_decay(opt, ft, total_steps)
+
+
+def warmup_then_decay(opt: torch.optim.Optimizer, ft: FinetuneConfig, total_steps: int):
+    """Table 7's schedule: warm-up over ft.warmup_fraction of `total_steps`, then linear decay to
+    zero (electra.lr_factor), each group's lr scaled by it."""
     warmup = round(ft.warmup_fraction * total_steps)
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda step: lr_factor(step, total_steps, warmup))
-    return opt, schedule
+    return torch.optim.lr_scheduler.LambdaLR(opt, lambda step: lr_factor(step, total_steps, warmup))
 
 
 # -----------------------------------------------------------------------------
@@ -377,6 +390,64 @@ def check_stop(runtime: Runtime) -> None:
         raise Stopped
 
 
+@dataclass
+class EpochOf:
+    """One pass over the training rows in a new random order, one update per ft.batch_size rows:
+    what both phases of fit_head_first and finetune_seed's epochs share. Returns the losses."""
+    task: glue.Task
+    train: glue.Encoded
+    labels: torch.Tensor  # [N] the training rows' labels
+    ft: FinetuneConfig
+    order_rng: torch.Generator  # the rows' orders, drawn from the seed
+    runtime: Runtime
+    device: torch.device
+    autocast: contextlib.AbstractContextManager  # bf16 on GPUs that have it, else a no-op
+    what: str  # "sst2 seed 0", for the bar and the error lines
+    pad_id: int  # the tokenizer's [PAD]
+
+    def __call__(self, model: nn.Module, opt, schedule, desc: str, epoch: int) -> list[float]:
+        order = torch.randperm(len(self.train), generator=self.order_rng).tolist()
+        losses = []
+        with tqdm(total=len(self.train), unit="ex", desc=f"{self.what} {desc}",
+                  dynamic_ncols=True, leave=False) as bar:
+            for start in range(0, len(self.train), self.ft.batch_size):
+                check_stop(self.runtime)
+                rows = order[start:start + self.ft.batch_size]
+                batch = self.train.batch(rows, self.pad_id, self.device)
+                with self.autocast:
+                    logits = model(*batch).float()  # [B, C]
+                loss = task_loss(self.task, logits, self.labels[rows].to(self.device))
+                if not torch.isfinite(loss):
+                    raise diverged(self.what, schedule.last_epoch + 1, epoch, self.ft.lr)
+                update(model, opt, schedule, loss, self.ft.grad_clip)
+                losses.append(loss.item())
+                bar.update(len(rows))
+                bar.set_postfix(loss=f"{np.mean(losses[-LOSS_WINDOW:]):.4f}")
+        return losses
+
+
+def fit_head_first(model: Classifier, epoch_of: EpochOf, ft: FinetuneConfig) -> None:
+    """Linear probing before fine-tuning (Kumar et al. 2022; not the paper's): the head alone is
+    trained for ft.head_first_epochs on the frozen encoder, which reads its states as a probe does
+    (eval mode: no dropout, no gradient); then finetune_seed fine-tunes every weight from there,
+    with Table 7's recipe. The head gets Table 7's lr and schedule over this phase, as it gets them
+    in fine-tuning (layer_lr_scales: the head's scale is 1). A head fitted first gives the encoder
+    useful gradients from the first update, where a random head's may first move the pre-trained
+    features away from what they hold."""
+    head = [p for name, p in model.named_parameters() if not name.startswith("encoder.")]
+    steps = ft.head_first_epochs * math.ceil(len(epoch_of.train) / ft.batch_size)
+    opt = build_optimizer([{"params": head}], ft)
+    schedule = warmup_then_decay(opt, ft, steps)
+    model.encoder.requires_grad_(False)
+    for epoch in range(1, ft.head_first_epochs + 1):
+        model.train()
+        model.encoder.eval()
+        losses = epoch_of(model, opt, schedule, f"head alone {epoch}/{ft.head_first_epochs}",
+                          epoch)
+        tqdm.write(f"{epoch_of.what} head alone, epoch {epoch}: loss {np.mean(losses):.4f}")
+    model.encoder.requires_grad_(True)
+
+
 def finetune_seed(task: glue.Task, pre: Pretrained, splits: glue.Splits, ft: FinetuneConfig,
                   seed: int, runtime: Runtime) -> dict:
     """Fine-tune one copy of the pre-trained encoder with `seed`; dev metrics after every epoch.
@@ -403,28 +474,16 @@ def finetune_seed(task: glue.Task, pre: Pretrained, splits: glue.Splits, ft: Fin
     labels = torch.tensor(train.labels, dtype=torch.float32 if task.regression else torch.long)
     epochs = task.epochs if ft.epochs is None else ft.epochs
     steps = epochs * math.ceil(len(train) / ft.batch_size)
-    opt, schedule = optimizer_and_schedule(model, pre.config.num_layers, ft, steps)
     order_rng = torch.Generator().manual_seed(seed)
     what = f"{task.name} seed {seed}"
+    epoch_of = EpochOf(task, train, labels, ft, order_rng, runtime, device, autocast, what, pad_id)
+    if ft.head_first_epochs:
+        fit_head_first(model, epoch_of, ft)
+    opt, schedule = optimizer_and_schedule(model, pre.config.num_layers, ft, steps)
     history = []
     for epoch in range(1, epochs + 1):
         model.train()
-        order = torch.randperm(len(train), generator=order_rng).tolist()
-        losses = []
-        with tqdm(total=len(train), unit="ex", desc=f"{what} epoch {epoch}/{epochs}",
-                  dynamic_ncols=True, leave=False) as bar:
-            for start in range(0, len(train), ft.batch_size):
-                check_stop(runtime)
-                rows = order[start:start + ft.batch_size]
-                with autocast:
-                    logits = model(*train.batch(rows, pad_id, device)).float()  # [B, C]
-                loss = task_loss(task, logits, labels[rows].to(device))
-                if not torch.isfinite(loss):
-                    raise diverged(what, schedule.last_epoch + 1, epoch, ft.lr)
-                update(model, opt, schedule, loss, ft.grad_clip)
-                losses.append(loss.item())
-                bar.update(len(rows))
-                bar.set_postfix(loss=f"{np.mean(losses[-LOSS_WINDOW:]):.4f}")
+        losses = epoch_of(model, opt, schedule, f"epoch {epoch}/{epochs}", epoch)
         metrics = evaluate(model, task, splits.dev, ft.eval_batch_size, pad_id, device)
         history.append({"epoch": epoch, "train_loss": float(np.mean(losses)), **metrics})
         scores = " ".join(f"{k} {v:.2f}" for k, v in metrics.items())
@@ -835,6 +894,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     add_flag(p, "reinit_layers", type=int, default=FinetuneConfig.reinit_layers,
              help="draw the top N encoder layers afresh before fine-tuning (Zhang et al. 2021; "
                   "not the paper's) (default %(default)s)")
+    add_flag(p, "head_first_epochs", type=int, default=FinetuneConfig.head_first_epochs,
+             help="first train the head alone for N epochs on the frozen encoder, then every "
+                  "weight (linear probing then fine-tuning, Kumar et al. 2022; not the paper's) "
+                  "(default %(default)s)")
     args = p.parse_args(argv)
     check_run(from_flags(Run, args))
     check_finetune_config(from_flags(FinetuneConfig, args))
@@ -942,6 +1005,9 @@ def main(argv=None) -> dict:
     if ft.reinit_layers:
         print(f"the top {ft.reinit_layers} of {pre.config.num_layers} layers start from fresh "
               f"random weights (--reinit-layers)")
+    if ft.head_first_epochs:
+        print(f"the head is trained alone on the frozen encoder for {ft.head_first_epochs} "
+              f"epoch(s) first (--head-first-epochs)")
     fresh = {"init": pre.source, "init_id": init_identity(run.init, run.revision, pre),
              "device": run.device, "recipe": asdict(ft), "data": {}, "tasks": {}}
     results = resumed_results(fresh, out, run.restart)

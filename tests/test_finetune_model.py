@@ -356,6 +356,46 @@ def test_reinit_layers_draws_the_top_layers_afresh_and_keeps_the_rest(tmp_path, 
             assert torch.equal(value, pretrained), name  # the embeddings and layers 0-1: kept
 
 
+def test_head_first_epochs_train_the_head_alone_on_the_frozen_encoder_then_every_weight(
+        tmp_path, monkeypatch, capsys):
+    calls = []  # per forward in training mode: (the encoder in training mode, its weights trainable)
+    start = {}  # the weights as the fine-tuning of every weight finds them
+    heads = []  # the head's weights as drawn
+
+    class Watched(ft.Classifier):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            heads.append(self.classifier.weight.detach().clone())
+
+        def forward(self, *args):
+            if self.training:
+                trainable = {p.requires_grad for p in self.encoder.parameters()}
+                calls.append((self.encoder.training, trainable))
+            return super().forward(*args)
+
+    def recorded(model, *args):
+        start.update({k: v.detach().clone() for k, v in model.state_dict().items()})
+        return optimizer_and_schedule(model, *args)
+
+    optimizer_and_schedule = ft.optimizer_and_schedule
+    monkeypatch.setattr(ft, "optimizer_and_schedule", recorded)
+    monkeypatch.setattr(ft, "Classifier", Watched)
+    # 8 rows, batch 4: 2 updates an epoch; 2 epochs of the head alone, then 1 of every weight
+    _, results = fine_tune_recorded(tmp_path, monkeypatch, "--head-first-epochs", "2",
+                                    "--batch-size", "4")
+    assert results["recipe"]["head_first_epochs"] == 2
+    out = capsys.readouterr().out
+    assert "the head is trained alone on the frozen encoder for 2 epoch(s) first" in out
+    # 4 updates of the head alone: the encoder frozen and read in eval mode (no dropout); then 2
+    # of every weight, the encoder in training mode
+    assert calls == [(False, {False})] * 4 + [(True, {True})] * 2
+    saved = torch.load(tmp_path / "run" / "ckpt.pt", weights_only=False)["model"]
+    for name, value in start.items():
+        if name.startswith("encoder."):  # untouched by the head's phase
+            assert torch.equal(value, saved["discriminator." + name[len("encoder."):]]), name
+    assert not torch.equal(start["classifier.weight"], heads[0])  # the head has learned
+
+
 def test_submission_format(tmp_path):
     glue.write_submission(glue.get_task("stsb"), tmp_path / "STS-B.tsv", ["0", "1", "2"], [5.7, -0.2, 2.5])
     assert (tmp_path / "STS-B.tsv").read_text() == "index\tprediction\n0\t5.000\n1\t0.000\n2\t2.500\n"
@@ -480,6 +520,7 @@ def test_diverged_fine_tuning_stops_and_writes_no_nan(tmp_path, monkeypatch):
     ("--max_train_examples", "0", "--max-train-examples 0: must be an integer >= 1"),
     ("--reinit-layers", "-1", "--reinit-layers -1: must be an integer >= 0"),
     ("--reinit-layers", "4", "--reinit-layers 4: must be at most 3, the layers"),
+    ("--head-first-epochs", "-1", "--head-first-epochs -1: must be an integer >= 0"),
     ("--seeds", "-1", "--seeds -1: must be an integer >= 1"),
     ("--seed", "-1", "--seed -1: must be an integer >= 0"),
 ])
