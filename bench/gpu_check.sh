@@ -67,6 +67,7 @@ COMPILE=${COMPILE:-${defaults[2]}}  # 0: no --compile variants in bench and trai
 CUDA_GRAPHS=${CUDA_GRAPHS:-1}
 RUN_S=${RUN_S:-${defaults[3]}}      # --run: seconds of training in the call
 STOP_AT=${STOP_AT:-}                # an update to stop the run at (the dry-run test's bound)
+SEED=${SEED:-0}                     # the run's seed: a second pre-training seed for its spread
 STEPS=${STEPS:-versions tests bench train profile finetune export}  # which to run, e.g. "bench"
 TOTAL_S=${TOTAL_S:-570}             # the whole script: a device call ends at 600 s
 T_VERSIONS=${T_VERSIONS:-30}        # the other steps' limits, in seconds
@@ -101,6 +102,7 @@ fi
 if [ -n "$STOP_AT" ]; then
     run+=(--stop-at "$STOP_AT")
 fi
+run+=(--seed "$SEED")
 
 for need in "$CORPUS" "$SST2/train.tsv" "$SST2/dev.tsv"; do
     if [ ! -e "$need" ]; then
