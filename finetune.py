@@ -740,6 +740,9 @@ def resumed_results(fresh: dict, out: Path, restart: bool) -> dict:
     saved = None if restart else read_results(out)
     if saved is None:
         return fresh
+    # a record written before a recipe field existed ran with that field's default (FinetuneConfig's
+    # defaults keep the earlier behaviour: head_first_epochs 0 trains head and encoder together)
+    saved = {**saved, "recipe": {**as_json(asdict(FinetuneConfig())), **saved["recipe"]}}
     compared = ("init_id", "recipe")
     found = differences({k: saved[k] for k in compared}, as_json({k: fresh[k] for k in compared}))
     if found:
