@@ -55,8 +55,10 @@ def test_sst2_check_fine_tunes_a_run_and_its_random_twin(tmp_path, monkeypatch, 
         assert results["recipe"]["lr"] == 1e-3 and results["recipe"]["epochs"] == 1  # passed on
         assert results["recipe"]["dropout"] == 0.1
         acc = results["tasks"]["sst2"]["seeds"][0]["dev"]["acc"]
-        assert row[name] == {"scores": [acc], "mean": acc, "min": acc, "max": acc, "std": 0.0}
+        assert row[name] == {"scores": [acc], "mean": acc, "min": acc, "max": acc, "std": 0.0,
+                             "median": acc}
     assert row["gain"] == pytest.approx(row["pretrained"]["mean"] - row["random"]["mean"])
+    assert row["median_gain"] == pytest.approx(row["gain"])  # one seed: the median is the mean
     table = (out / "sst2_check.md").read_text()
     assert "6 training rows, 1 epoch(s), seeds 0" in table and f"| {run} | " in table
     assert table.strip() in printed
@@ -133,12 +135,13 @@ def test_draws_pool_several_random_inits_into_the_zero_point(tmp_path, monkeypat
     config = tiny_config(tok)
     run = tmp_path / "run"
     save_train_checkpoint(run, tok, config, seed=5)  # its train_config's seed is 0
-    # scores by hand: the run 80 and 84 (mean 82); draw 0 70 and 72, draw 1 76 and 78
+    # scores by hand: the run 80 and 84 (mean 82); draw 0 70 and 72, draw 1 76 and 50 (a job
+    # fallen to the majority class, as real ones do)
     scores = {"pretrained": [80.0, 84.0]}
     twin0 = sst2_check.twin_folder(tmp_path, run, RECIPE, 0)
     twin1 = sst2_check.twin_folder(tmp_path, run, RECIPE, 1)
     scores[twin0.name] = [70.0, 72.0]
-    scores[twin1.name] = [76.0, 78.0]
+    scores[twin1.name] = [76.0, 50.0]
 
     def fake_job(init, seed, out_dir, args, flags):
         key = "pretrained" if out_dir.name.startswith("pretrained") else out_dir.parent.name
@@ -149,10 +152,12 @@ def test_draws_pool_several_random_inits_into_the_zero_point(tmp_path, monkeypat
             "--max-train-examples", "6"]
     (row,) = sst2_check.main(argv)
     assert row["draw_folders"] == [str(twin0), str(twin1)] and twin0 != twin1
-    assert [d["mean"] for d in row["draws"]] == [71.0, 77.0]
-    # the zero point pools 2 draws x 2 seeds: mean 74, spread 70-78; gain 82 - 74
-    assert row["random"]["mean"] == 74.0 and (row["random"]["min"], row["random"]["max"]) == (70, 78)
-    assert row["gain"] == 8.0
+    assert [d["mean"] for d in row["draws"]] == [71.0, 63.0]
+    # the zero point pools 2 draws x 2 seeds: mean 67, spread 50-76; gain 82 - 67
+    assert row["random"]["mean"] == 67.0 and (row["random"]["min"], row["random"]["max"]) == (50, 76)
+    assert row["gain"] == 15.0
+    # the medians: 82 and (70 + 72) / 2 = 71, so the failed job moves the median gain less
+    assert row["random"]["median"] == 71.0 and row["median_gain"] == 11.0
     # draw d holds the weights of a fresh Electra seeded with the run's seed + d
     for draw, folder in enumerate((twin0, twin1)):
         torch.manual_seed(draw)
@@ -161,7 +166,7 @@ def test_draws_pool_several_random_inits_into_the_zero_point(tmp_path, monkeypat
         assert all(torch.equal(saved[k], v) for k, v in fresh.items())
     table = (tmp_path / "sst2_check.md").read_text()
     assert "2 draws x 2 seeds, pooled" in table
-    assert "| 74.00 [70.00-78.00] 3.65 | 71.00 / 77.00 | +8.00 |" in table
+    assert "| 67.00 [50.00-76.00] 11.60, 71.00 | 71.00 / 63.00 | +15.00 | +11.00 |" in table
 
 
 def test_draw_0_is_the_twin_of_one_draw(tmp_path):
