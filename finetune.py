@@ -734,15 +734,20 @@ def read_results(out: Path) -> dict | None:
     return saved
 
 
+def with_recipe_defaults(recipe: dict) -> dict:
+    """A recipe saved before some FinetuneConfig field existed, with that field's default: the run
+    that saved it ran with the default (FinetuneConfig's defaults keep the earlier behaviour:
+    head_first_epochs 0 trains head and encoder together)."""
+    return {**as_json(asdict(FinetuneConfig())), **recipe}
+
+
 def resumed_results(fresh: dict, out: Path, restart: bool) -> dict:
     """results.json's record, its finished seeds kept, when it was made from the same init with
     the same recipe; `fresh` (no seeds) when there is none or with --restart."""
     saved = None if restart else read_results(out)
     if saved is None:
         return fresh
-    # a record written before a recipe field existed ran with that field's default (FinetuneConfig's
-    # defaults keep the earlier behaviour: head_first_epochs 0 trains head and encoder together)
-    saved = {**saved, "recipe": {**as_json(asdict(FinetuneConfig())), **saved["recipe"]}}
+    saved = {**saved, "recipe": with_recipe_defaults(saved["recipe"])}
     compared = ("init_id", "recipe")
     found = differences({k: saved[k] for k in compared}, as_json({k: fresh[k] for k in compared}))
     if found:

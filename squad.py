@@ -59,6 +59,7 @@ from finetune import (
     recipe_for,
     refuse,
     update,
+    with_recipe_defaults,
 )
 from hf import HubError, Pretrained, load_init
 from plumbing import (
@@ -771,7 +772,8 @@ def resume_epochs(runtime: Runtime, model: SpanModel, opt, schedule,
     except Exception as e:  # truncated by a full disk, or not a checkpoint at all
         raise SystemExit(f"--out-dir {path.parent}: {path.name} cannot be read "
                          f"({type(e).__name__}): pass --restart to start over") from None
-    found = differences(saved["identity"], as_json(runtime.identity))
+    identity = {**saved["identity"], "recipe": with_recipe_defaults(saved["identity"]["recipe"])}
+    found = differences(identity, as_json(runtime.identity))
     if found:
         raise refuse(path, found)
     model.load_state_dict(saved["model"])

@@ -6,6 +6,7 @@ import os
 import signal
 
 import pytest
+import torch
 from test_finetune_model import save_train_checkpoint, tiny_config, tiny_tokenizer
 from test_squad import squad_file
 from test_squad import tokenizer as squad_tokenizer
@@ -236,6 +237,11 @@ def test_sigterm_in_squad_epoch_2_resumes_at_epoch_2(tmp_path, monkeypatch, caps
                                    f"other settings: recipe.lr 0.001 here, 0.0003 before. Run")
     capsys.readouterr()
 
+    # a checkpoint written before --head-first-epochs existed: its recipe lacks the field, and the
+    # run that wrote it ran with the default, so it resumes as it is
+    saved = torch.load(out / squad.CHECKPOINT, weights_only=True)
+    del saved["identity"]["recipe"]["head_first_epochs"]
+    torch.save(saved, out / squad.CHECKPOINT)
     resumed = squad.main(argv(out))
     printed = capsys.readouterr().out
     assert f"resuming {out / squad.CHECKPOINT}: after epoch 1" in printed
