@@ -4,10 +4,12 @@ does.
 Clark et al. 2020 (arXiv 2003.10555), section 3.3 and Table 4, report SQuAD 1.1 and 2.0 dev EM/F1
 next to GLUE. This file is the pipeline in the order a reader meets it:
 
-    evaluation   SQuAD's official evaluation written by hand: normalisation, EM, F1, HasAns/NoAns and the
-                 best no-answer threshold (evaluate-v2.0.py; v1.1 scores are its HasAns subset)
+    evaluation   SQuAD's official evaluation written by hand: normalisation, EM, F1, HasAns/NoAns
+                 and the best no-answer threshold
+                 (evaluate-v2.0.py; v1.1 scores are its HasAns subset)
     data         the official JSON files (download once, or --data-dir), read into examples
-    features     whitespace words with character offsets, WordPiece, doc-stride windows of 512 tokens
+    features     whitespace words with character offsets, WordPiece, doc-stride windows
+                 of 512 tokens
     model        the start/end span head on the discriminator's states
     answers      the n-best span search, the null score for 2.0, predictions.json / null_odds.json
     training     Table 7's recipe in finetune.py's loop (its lr, layer-wise decay and optimizer),
@@ -81,7 +83,8 @@ from tokenizer import Tokenizer, is_punctuation, is_whitespace
 # --------------------------------------------------------------------------------------------------
 
 ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)  # evaluate-v2.0.py remove_articles
-PUNCTUATION = set(string.punctuation)                 # ASCII punctuation only, as the official script
+# ASCII punctuation only, as the official script
+PUNCTUATION = set(string.punctuation)
 
 
 def normalize_answer(s: str) -> str:
@@ -110,7 +113,8 @@ def f1_score(prediction: str, gold: str) -> float:
     Tokens are counted with multiplicity (a bag, as the official Counter &). When either side is
     empty (SQuAD 2.0's no-answer), F1 is 1 if both are empty, else 0.
 
-    >>> f1_score("Denver Broncos won", "the Denver Broncos")  # common 2; P = 2/3, R = 2/2: 2*(2/3)/(5/3)
+    >>> f1_score("Denver Broncos won",
+    ...          "the Denver Broncos")  # common 2; P = 2/3, R = 2/2: 2*(2/3)/(5/3)
     0.8
     """
     pred, gold_tokens = normalize_answer(prediction).split(), normalize_answer(gold).split()
@@ -145,8 +149,8 @@ def raw_scores(dataset: list[dict], predictions: dict[str, str]) -> tuple[dict, 
         for paragraph in article["paragraphs"]:
             for qa in paragraph["qas"]:
                 if qa["id"] not in predictions:
-                    raise ValueError(f"no prediction for question {qa['id']}: predictions must answer every "
-                                     f"question of the dataset (\"\" for no answer)")
+                    raise ValueError(f"no prediction for question {qa['id']}: predictions must "
+                                     f"answer every question of the dataset (\"\" for no answer)")
                 golds, pred = gold_answers(qa), predictions[qa["id"]]
                 exact[qa["id"]] = max(exact_match(pred, g) for g in golds)
                 f1[qa["id"]] = max(f1_score(pred, g) for g in golds)
@@ -155,16 +159,20 @@ def raw_scores(dataset: list[dict], predictions: dict[str, str]) -> tuple[dict, 
 
 def has_answer(dataset: list[dict]) -> dict[str, bool]:
     """Question id -> whether it has a gold answer (the HasAns/NoAns split of SQuAD 2.0)."""
-    return {qa["id"]: gold_answers(qa) != [""] for a in dataset for p in a["paragraphs"] for qa in p["qas"]}
+    return {qa["id"]: gold_answers(qa) != [""]
+            for a in dataset for p in a["paragraphs"] for qa in p["qas"]}
 
 
-def apply_no_answer_threshold(scores: dict, null_odds: dict, answerable: dict, threshold: float) -> dict:
+def apply_no_answer_threshold(scores: dict, null_odds: dict, answerable: dict,
+                              threshold: float) -> dict:
     """Where null_odds > threshold the prediction becomes "no answer": it scores 1 on NoAns
     questions, 0 on HasAns ones (evaluate-v2.0.py apply_no_ans_threshold)."""
-    return {q: float(not answerable[q]) if null_odds[q] > threshold else s for q, s in scores.items()}
+    return {q: float(not answerable[q]) if null_odds[q] > threshold else s
+            for q, s in scores.items()}
 
 
-def best_threshold(predictions: dict, scores: dict, null_odds: dict, answerable: dict) -> tuple[float, float]:
+def best_threshold(predictions: dict, scores: dict, null_odds: dict,
+                   answerable: dict) -> tuple[float, float]:
     """The null-odds threshold that maximises the score, and that score x100 (evaluate-v2.0.py
     find_best_thresh).
 
@@ -181,7 +189,8 @@ def best_threshold(predictions: dict, scores: dict, null_odds: dict, answerable:
     (66.66666666666667, -2.0)
     """
     score = best = sum(not answerable[q] for q in scores)
-    threshold = 0.0  # the official starting value: with no question answered, any threshold below all odds
+    # the official starting value: with no question answered, any threshold below all odds
+    threshold = 0.0
     for q in sorted(null_odds, key=null_odds.get):
         if q not in scores:
             continue
@@ -191,8 +200,8 @@ def best_threshold(predictions: dict, scores: dict, null_odds: dict, answerable:
     return 100.0 * best / len(scores), threshold
 
 
-def evaluate(dataset: list[dict], predictions: dict[str, str], null_odds: dict[str, float] | None = None,
-             null_threshold: float = 1.0) -> dict:
+def evaluate(dataset: list[dict], predictions: dict[str, str],
+             null_odds: dict[str, float] | None = None, null_threshold: float = 1.0) -> dict:
     """The official evaluation's numbers (x100): exact, f1, total, HasAns_*/NoAns_* when present,
     and with null_odds the best_exact/best_f1 and their thresholds.
 
@@ -212,7 +221,8 @@ def evaluate(dataset: list[dict], predictions: dict[str, str], null_odds: dict[s
 
     def totals(qids, prefix=""):
         return {f"{prefix}exact": 100.0 * sum(exact_t[q] for q in qids) / len(qids),
-                f"{prefix}f1": 100.0 * sum(f1_t[q] for q in qids) / len(qids), f"{prefix}total": len(qids)}
+                f"{prefix}f1": 100.0 * sum(f1_t[q] for q in qids) / len(qids),
+                f"{prefix}total": len(qids)}
 
     out = totals(list(exact))
     for prefix, wanted in (("HasAns_", True), ("NoAns_", False)):
@@ -220,7 +230,8 @@ def evaluate(dataset: list[dict], predictions: dict[str, str], null_odds: dict[s
         if qids:
             out.update(totals(qids, prefix))
     if null_odds is not None:
-        out["best_exact"], out["best_exact_thresh"] = best_threshold(predictions, exact, odds, answerable)
+        out["best_exact"], out["best_exact_thresh"] = best_threshold(
+            predictions, exact, odds, answerable)
         out["best_f1"], out["best_f1_thresh"] = best_threshold(predictions, f1, odds, answerable)
     return out
 
@@ -233,7 +244,8 @@ SQUAD_BASE_URL = "https://rajpurkar.github.io/SQuAD-explorer/dataset"  # the off
 # (train file, dev file) per task, and their sizes in bytes, checked after a download from
 # SQUAD_BASE_URL (the sizes the site serves; the same figures as torchtext's SQuAD downloader and
 # wget logs of the files).
-SQUAD_FILES = {"squad1": ("train-v1.1.json", "dev-v1.1.json"), "squad2": ("train-v2.0.json", "dev-v2.0.json")}
+SQUAD_FILES = {"squad1": ("train-v1.1.json", "dev-v1.1.json"),
+               "squad2": ("train-v2.0.json", "dev-v2.0.json")}
 SQUAD_SIZES = {"train-v1.1.json": 30_288_272, "dev-v1.1.json": 4_854_279,
                "train-v2.0.json": 42_123_633, "dev-v2.0.json": 4_370_528}
 DEFAULT_CACHE = Path("cache") / "squad"
@@ -249,12 +261,13 @@ def squad_files(task: str, data_dir=None, cache_dir=DEFAULT_CACHE,
         paths = tuple(Path(data_dir) / n for n in names)
         for path in paths:
             if not path.is_file():
-                raise FileNotFoundError(f"--data-dir {data_dir} has no {path.name}: put the official "
-                                        f"{' and '.join(names)} there, or leave --data-dir out to "
-                                        f"download them")
+                raise FileNotFoundError(f"--data-dir {data_dir} has no {path.name}: put the "
+                                        f"official {' and '.join(names)} there, or leave "
+                                        f"--data-dir out to download them")
         return paths
-    return tuple(download(f"{base_url}/{n}", Path(cache_dir) / n, SQUAD_SIZES[n] if base_url == SQUAD_BASE_URL
-                          else None, desc=f"SQuAD {n}") for n in names)
+    return tuple(download(f"{base_url}/{n}", Path(cache_dir) / n,
+                          SQUAD_SIZES[n] if base_url == SQUAD_BASE_URL else None,
+                          desc=f"SQuAD {n}") for n in names)
 
 
 def read_dataset(path: Path) -> list[dict]:
@@ -262,7 +275,8 @@ def read_dataset(path: Path) -> list[dict]:
     it is not one."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))["data"]
-        for article in data:  # every field the pipeline reads, so a wrong file fails here, not mid-run
+        # every field the pipeline reads, so a wrong file fails here, not mid-run
+        for article in data:
             for paragraph in article["paragraphs"]:
                 if not isinstance(paragraph["context"], str):
                     raise TypeError("a context is not a string")
@@ -270,8 +284,8 @@ def read_dataset(path: Path) -> list[dict]:
                     qa["id"], qa["question"]
     except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as e:
         raise ValueError(f"{path} is not a SQuAD JSON file ({type(e).__name__}: {e}); expected "
-                         f"{{\"data\": [{{\"paragraphs\": [{{\"context\", \"qas\": [{{\"id\", \"question\", "
-                         f"\"answers\"}}]}}]}}]}}") from None
+                         f"{{\"data\": [{{\"paragraphs\": [{{\"context\", \"qas\": [{{\"id\", "
+                         f"\"question\", \"answers\"}}]}}]}}]}}") from None
     return data
 
 
@@ -282,7 +296,8 @@ class Example:
     question: str
     context: str
     pieces: list[tuple[int, int]]   # [start, end) character offsets of each piece of the context
-    answer: tuple[int, int] | None  # first and last piece of the (first) gold answer; None: no answer
+    # first and last piece of the (first) gold answer; None: no answer
+    answer: tuple[int, int] | None
     answer_text: str = ""           # that answer's text, to find its exact tokens inside the pieces
 
 
@@ -314,7 +329,8 @@ def context_pieces(context: str) -> list[tuple[int, int]]:
     return pieces
 
 
-def read_examples(dataset: list[dict], max_examples: int | None = None, training: bool = False) -> list[Example]:
+def read_examples(dataset: list[dict], max_examples: int | None = None,
+                  training: bool = False) -> list[Example]:
     """Examples of every question; the answer is the first gold answer's pieces (training uses it).
 
     training=True drops a question whose answer_start does not point at its answer text in the
@@ -331,7 +347,8 @@ def read_examples(dataset: list[dict], max_examples: int | None = None, training
                 if qa.get("answers") and not qa.get("is_impossible", False):
                     first = qa["answers"][0]
                     a, b = first["answer_start"], first["answer_start"] + len(first["text"])
-                    inside = [i for i, (s, e) in enumerate(pieces) if s < b and e > a]  # pieces it overlaps
+                    # pieces it overlaps
+                    inside = [i for i, (s, e) in enumerate(pieces) if s < b and e > a]
                     if training and (not inside or context[a:b] != first["text"]):
                         continue
                     answer = (inside[0], inside[-1]) if inside else None
@@ -344,7 +361,8 @@ def read_examples(dataset: list[dict], max_examples: int | None = None, training
 
 def subset(dataset: list[dict], qids: set[str]) -> list[dict]:
     """The dataset with only the questions in `qids` (to score a --max-dev-examples prefix)."""
-    return [{"paragraphs": [{**p, "qas": [qa for qa in p["qas"] if qa["id"] in qids]} for p in a["paragraphs"]]}
+    return [{"paragraphs": [{**p, "qas": [qa for qa in p["qas"] if qa["id"] in qids]}
+                            for p in a["paragraphs"]]}
             for a in dataset]
 
 
@@ -370,15 +388,17 @@ class SquadConfig:
     beam: int = 20  # official beam_size: starts (and ends per start) the joint head keeps
     joint_hidden: int = 512  # width of the joint end head's GELU layer (official "qa_hidden", 512)
     answerable_weight: float = 0.5  # weight of the answerability loss beside the span loss
-    answerable_hidden: int = 512  # width of the classifier's GELU layer (official dense(.., 512, gelu))
-    null_threshold: float = -2.75  # 2.0: null odds above it are "no answer" (official qa_na_threshold)
+    # width of the classifier's GELU layer (official dense(.., 512, gelu))
+    answerable_hidden: int = 512
+    # 2.0: null odds above it are "no answer" (official qa_na_threshold)
+    null_threshold: float = -2.75
 
 
 def check_squad_config(cfg: SquadConfig) -> None:
     """One line naming the flag of a value out of its range."""
     if cfg.max_seq_len < 5:
-        raise SystemExit(f"--max-seq-len {cfg.max_seq_len}: must be an integer >= 5 (room for [CLS], "
-                         f"a question token, [SEP], a context token, [SEP])")
+        raise SystemExit(f"--max-seq-len {cfg.max_seq_len}: must be an integer >= 5 (room for "
+                         f"[CLS], a question token, [SEP], a context token, [SEP])")
     if cfg.doc_stride < 1:
         raise SystemExit(f"--doc-stride {cfg.doc_stride}: must be an integer >= 1 (context tokens "
                          f"between window starts)")
@@ -386,14 +406,14 @@ def check_squad_config(cfg: SquadConfig) -> None:
         raise SystemExit(f"--max-query-len {cfg.max_query_len}: must be an integer >= 1 (question "
                          f"tokens kept)")
     if cfg.max_answer_len < 1:
-        raise SystemExit(f"--max-answer-len {cfg.max_answer_len}: must be an integer >= 1 (tokens in "
-                         f"the longest answer)")
+        raise SystemExit(f"--max-answer-len {cfg.max_answer_len}: must be an integer >= 1 (tokens "
+                         f"in the longest answer)")
     if cfg.n_best < 1:
         raise SystemExit(f"--n-best {cfg.n_best}: must be an integer >= 1 (start and end positions "
                          f"searched)")
     if cfg.epochs < 1:
-        raise SystemExit(f"--epochs {cfg.epochs}: must be an integer >= 1 (passes over the training "
-                         f"questions (Table 7: 2))")
+        raise SystemExit(f"--epochs {cfg.epochs}: must be an integer >= 1 (passes over the "
+                         f"training questions (Table 7: 2))")
     if not math.isfinite(cfg.null_threshold):
         raise SystemExit(f"--null-threshold {cfg.null_threshold}: must be a finite number")
 
@@ -409,9 +429,11 @@ class Feature:
     segments: list[int]
     token_piece: dict[int, int]  # position of each context token -> index of its piece
     max_context: dict[int, bool]  # position -> whether this window gives the token its most context
-    start: int = 0               # training target positions; 0 ([CLS]) when the answer is not in the window
+    # training target positions; 0 ([CLS]) when the answer is not in the window
+    start: int = 0
     end: int = 0
-    impossible: bool = False     # the question has no answer (official: the example's is_impossible, not the window's)
+    # the question has no answer (official: the example's is_impossible, not the window's)
+    impossible: bool = False
 
 
 def doc_windows(num_tokens: int, window: int, stride: int) -> list[tuple[int, int]]:
@@ -438,7 +460,8 @@ def is_max_context(windows: list[tuple[int, int]], w: int, position: int) -> boo
     wins).
 
     >>> windows = doc_windows(10, 6, 2)  # tokens 0..5, 2..7, 4..9
-    >>> [is_max_context(windows, w, 4) for w in range(3)]  # token 4: min(4, 1), min(2, 3), min(0, 5)
+    >>> [is_max_context(windows, w, 4)
+    ...  for w in range(3)]  # token 4: min(4, 1), min(2, 3), min(0, 5)
     [False, True, False]
     """
     best, best_score = None, None
@@ -451,7 +474,8 @@ def is_max_context(windows: list[tuple[int, int]], w: int, position: int) -> boo
     return best == w
 
 
-def improve_answer_span(doc_ids: list[int], start: int, end: int, answer_ids: list[int]) -> tuple[int, int]:
+def improve_answer_span(doc_ids: list[int], start: int, end: int,
+                        answer_ids: list[int]) -> tuple[int, int]:
     """The first sub-span of tokens start..end whose ids are the answer text's own (official
     _improve_answer_span); start..end unchanged when there is none. The pieces an answer touches can
     hold more than the answer: "19" inside the piece "1985" (tokens 19 ##85) becomes the token 19
@@ -467,7 +491,8 @@ def improve_answer_span(doc_ids: list[int], start: int, end: int, answer_ids: li
     return start, end
 
 
-def make_features(examples: list[Example], tok: Tokenizer, cfg: SquadConfig, training: bool) -> list[Feature]:
+def make_features(examples: list[Example], tok: Tokenizer, cfg: SquadConfig,
+                  training: bool) -> list[Feature]:
     """Tokenise every example and cut its context into windows (the official
     convert_examples_to_features).
 
@@ -486,7 +511,8 @@ def make_features(examples: list[Example], tok: Tokenizer, cfg: SquadConfig, tra
                 doc_ids += ids
                 doc_piece += [p] * len(ids)
             first_token.append(len(doc_ids))
-            contexts = {ex.context: (doc_ids, doc_piece, first_token)}  # examples come grouped by context
+            # examples come grouped by context
+            contexts = {ex.context: (doc_ids, doc_piece, first_token)}
             flags = {}
         doc_ids, doc_piece, first_token = contexts[ex.context]
         answer = None
@@ -509,7 +535,8 @@ def make_features(examples: list[Example], tok: Tokenizer, cfg: SquadConfig, tra
             segments = [0] * offset + [1] * (length + 1)
             token_piece = {offset + i: doc_piece[start + i] for i in range(length)}
             max_context = {offset + i: best for i, best in enumerate(flags[room][w])}
-            f = Feature(ex_index, ids, segments, token_piece, max_context, impossible=ex.answer is None)
+            f = Feature(ex_index, ids, segments, token_piece, max_context,
+                        impossible=ex.answer is None)
             if answer is not None and start <= answer[0] and answer[1] < start + length:
                 f.start, f.end = answer[0] - start + offset, answer[1] - start + offset
             features.append(f)
@@ -521,7 +548,8 @@ def make_features(examples: list[Example], tok: Tokenizer, cfg: SquadConfig, tra
 # classifier.
 # --------------------------------------------------------------------------------------------------
 
-MASKED_LOGIT = -1e4  # positions outside the context: exp(-1e4) is 0 in fp32 and bf16, and no overflow
+# positions outside the context: exp(-1e4) is 0 in fp32 and bf16, and no overflow
+MASKED_LOGIT = -1e4
 
 
 class SpanLogits(NamedTuple):
@@ -539,12 +567,13 @@ class SpanModel(nn.Module):
     classifier.
 
     Start logits: start_t = w . h_t + b at every position t. End logits, two heads:
-      - joint (official joint_prediction=True): end_t = w' . GELU(W [h_s ; h_t] + c) + b', conditioned on
-        the start s: the gold start in training; at evaluation each of the `beam` best starts, whose
-        log-probabilities are added to the ends' (official qa_tasks.py, dense 512 "qa_hidden").
+      - joint (official joint_prediction=True): end_t = w' . GELU(W [h_s ; h_t] + c) + b',
+        conditioned on the start s: the gold start in training; at evaluation each of the `beam`
+        best starts, whose log-probabilities are added to the ends'
+        (official qa_tasks.py, dense 512 "qa_hidden").
       - BERT's: end_t = w'' . h_t + b'', the same dense layer as the start (joint=False).
-    Logits outside the context and [CLS] are masked as the official answer_mask = input_mask * segment_ids +
-    one_hot(0), so a span never starts in the question.
+    Logits outside the context and [CLS] are masked as the official
+    answer_mask = input_mask * segment_ids + one_hot(0), so a span never starts in the question.
 
     Answerability (official answerable_classifier, answerable_uses_start_logits): the [CLS] state
     and the states averaged under softmax(start logits), concatenated, dense(512, GELU), dense(1):
@@ -554,12 +583,14 @@ class SpanModel(nn.Module):
     the task head's depth).
     """
 
-    def __init__(self, config: ElectraConfig, answerable: bool = False, answerable_hidden: int = 512,
-                 joint: bool = False, beam: int = 20, joint_hidden: int = 512):
+    def __init__(self, config: ElectraConfig, answerable: bool = False,
+                 answerable_hidden: int = 512, joint: bool = False, beam: int = 20,
+                 joint_hidden: int = 512):
         super().__init__()
         self.encoder = Encoder(config)
         self.beam = beam
-        heads = {"span": nn.Linear(config.hidden_size, 1 if joint else 2)}  # start (and BERT's end) logits
+        # start (and BERT's end) logits
+        heads = {"span": nn.Linear(config.hidden_size, 1 if joint else 2)}
         if joint:
             heads["end_hidden"] = nn.Linear(2 * config.hidden_size, joint_hidden)
             heads["end"] = nn.Linear(joint_hidden, 1)
@@ -574,9 +605,10 @@ class SpanModel(nn.Module):
     def _joint_end(self, h, start_states, allowed):
         """End logits given start states [B, K, H] (K starts per window): [B, K, T], masked."""
         B, T, H = h.shape
-        pairs = torch.cat([start_states[:, :, None].expand(-1, -1, T, -1), h[:, None].expand(-1, start_states.shape[1],
-                                                                                          -1, -1)], -1)
-        end = self.classifier["end"](F.gelu(self.classifier["end_hidden"](pairs))).squeeze(-1).float()
+        pairs = torch.cat([start_states[:, :, None].expand(-1, -1, T, -1),
+                           h[:, None].expand(-1, start_states.shape[1], -1, -1)], -1)
+        end = self.classifier["end"](
+            F.gelu(self.classifier["end_hidden"](pairs))).squeeze(-1).float()
         return end.masked_fill(~allowed[:, None], MASKED_LOGIT)
 
     def forward(self, input_ids, segment_ids, attention_mask, start_positions=None) -> SpanLogits:
@@ -585,21 +617,26 @@ class SpanModel(nn.Module):
         h = self.encoder.hidden_states(input_ids, segment_ids, attention_mask)  # [B, T, H]
         logits = self.classifier["span"](h).float()                               # [B, T, 1 or 2]
         allowed = attention_mask.bool() & segment_ids.bool()
-        allowed[:, 0] = True  # [CLS]: the "no answer" span of SQuAD 2.0 (and of a window without the answer)
+        # [CLS]: the "no answer" span of SQuAD 2.0 (and of a window without the answer)
+        allowed[:, 0] = True
         logits = logits.masked_fill(~allowed[..., None], MASKED_LOGIT)
         start, start_top = logits[..., 0], None
         if "end" not in self.classifier:
             end = logits[..., 1]
         elif start_positions is not None:
-            end = self._joint_end(h, h[torch.arange(len(h)), start_positions][:, None], allowed)[:, 0]
+            end = self._joint_end(h, h[torch.arange(len(h)), start_positions][:, None],
+                                  allowed)[:, 0]
         else:
-            start_top = start.topk(min(self.beam, start.shape[1]), dim=-1).indices           # [B, K]
-            end = self._joint_end(h, h.gather(1, start_top[..., None].expand(-1, -1, h.shape[-1])), allowed)
+            start_top = start.topk(min(self.beam, start.shape[1]), dim=-1).indices  # [B, K]
+            end = self._joint_end(h, h.gather(1, start_top[..., None].expand(-1, -1, h.shape[-1])),
+                                  allowed)
         if "answerable" not in self.classifier:
             return SpanLogits(start, end, torch.zeros_like(start[:, 0]), start_top)
         start_feature = torch.einsum("bt,bth->bh", start.softmax(-1), h.float())  # [B, H]
-        hidden = F.gelu(self.classifier["answerable_hidden"](torch.cat([h[:, 0].float(), start_feature], -1)))
-        return SpanLogits(start, end, self.classifier["answerable"](hidden).squeeze(-1).float(), start_top)
+        hidden = F.gelu(self.classifier["answerable_hidden"](
+            torch.cat([h[:, 0].float(), start_feature], -1)))
+        return SpanLogits(start, end, self.classifier["answerable"](hidden).squeeze(-1).float(),
+                          start_top)
 
 
 def span_loss(start_logits, end_logits, starts, ends):
@@ -617,7 +654,8 @@ def answerable_loss(answerable_logit, impossible, weight: float):
 def collate(features: list[Feature], rows, pad_id: int, device):
     """The chosen features as the model's inputs: input_ids, segment_ids, attention_mask [B, T]
     (pad_batch)."""
-    return pad_batch([features[r].ids for r in rows], [features[r].segments for r in rows], pad_id, device)
+    return pad_batch([features[r].ids for r in rows], [features[r].segments for r in rows],
+                     pad_id, device)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -644,8 +682,8 @@ def log_softmax(x: np.ndarray) -> np.ndarray:
     return x - m - np.log(np.exp(x - m).sum(axis=-1, keepdims=True))
 
 
-def candidate_spans(start_logits: np.ndarray, end_logits: np.ndarray, feature: Feature, cfg: SquadConfig,
-                    start_top: np.ndarray | None = None):
+def candidate_spans(start_logits: np.ndarray, end_logits: np.ndarray, feature: Feature,
+                    cfg: SquadConfig, start_top: np.ndarray | None = None):
     """(score, start position, end position) of every valid span among the n_best starts x n_best
     ends: both in the context, start where this window has the token's most context, end >= start,
     at most max_answer_len tokens (official write_predictions' filters).
@@ -656,17 +694,20 @@ def candidate_spans(start_logits: np.ndarray, end_logits: np.ndarray, feature: F
     pairs = []
     if start_top is None:
         ends = top_positions(end_logits, cfg.n_best)
-        pairs = [(s, e, float(start_logits[s] + end_logits[e])) for s in top_positions(start_logits, cfg.n_best)
-                 for e in ends]
+        pairs = [(s, e, float(start_logits[s] + end_logits[e]))
+                 for s in top_positions(start_logits, cfg.n_best) for e in ends]
     else:
         start_lp, end_lp = log_softmax(start_logits), log_softmax(end_logits)
         for k, s in enumerate(start_top[:cfg.n_best]):
-            if s >= len(start_logits):  # the beam was searched over the padded batch: a start in the padding
+            # the beam was searched over the padded batch: a start in the padding
+            if s >= len(start_logits):
                 continue
-            pairs += [(int(s), e, float(start_lp[s] + end_lp[k, e])) for e in top_positions(end_logits[k], cfg.n_best)]
+            pairs += [(int(s), e, float(start_lp[s] + end_lp[k, e]))
+                      for e in top_positions(end_logits[k], cfg.n_best)]
     spans = []
     for s, e, score in pairs:
-        if s not in feature.token_piece or e not in feature.token_piece or not feature.max_context[s]:
+        if s not in feature.token_piece or e not in feature.token_piece or \
+                not feature.max_context[s]:
             continue
         if e < s or e - s + 1 > cfg.max_answer_len:
             continue
@@ -681,7 +722,8 @@ def null_odds_of(null_score: float, best_span_score: float, answerable_classifie
     lowest over the example's windows. Without it, BERT's: the [CLS]-[CLS] span's score (start + end
     logit at position 0, the lowest over the windows) minus the best span's score.
 
-    >>> null_odds_of(1.5, 4.0, answerable_classifier=False), null_odds_of(1.5, 4.0, answerable_classifier=True)
+    >>> (null_odds_of(1.5, 4.0, answerable_classifier=False),
+    ...  null_odds_of(1.5, 4.0, answerable_classifier=True))
     (-2.5, 1.5)
     """
     return null_score if answerable_classifier else null_score - best_span_score
@@ -801,8 +843,8 @@ def finetune(pre: Pretrained, train: list[Feature], ft: FinetuneConfig, cfg: Squ
     pad_id = pre.tokenizer.pad_id
     _, autocast = mixed_precision(device, "auto")
     torch.manual_seed(seed)
-    model = SpanModel(encoder_config(pre.config, ft), cfg.answerable_classifier, cfg.answerable_hidden,
-                      not cfg.independent_ends, cfg.beam, cfg.joint_hidden)
+    model = SpanModel(encoder_config(pre.config, ft), cfg.answerable_classifier,
+                      cfg.answerable_hidden, not cfg.independent_ends, cfg.beam, cfg.joint_hidden)
     model.encoder.load_state_dict(pre.encoder_state)
     model.to(device)
     steps = cfg.epochs * math.ceil(len(train) / ft.batch_size)

@@ -11,7 +11,8 @@ own version (electra.mask_positions, ...): the checks compare against it.
 import torch
 
 
-def mask_positions(x: torch.Tensor, attention_mask: torch.Tensor, config, rng: torch.Generator | None = None):
+def mask_positions(x: torch.Tensor, attention_mask: torch.Tensor, config,
+                   rng: torch.Generator | None = None):
     """Exercise 1. Choose the positions to mask: m_i ~ unif{1, n} for i = 1..k       (paper, Sec. 2)
 
     Read: the paper's Section 2 (the masking step of Figure 2), and the official
@@ -36,18 +37,21 @@ def mask_positions(x: torch.Tensor, attention_mask: torch.Tensor, config, rng: t
     raise SystemExit("exercise 1: write mask_positions in your copy of exercises/template.py")
 
 
-def disc_loss(logits: torch.Tensor, is_original: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-    """Exercise 2. The discriminator's loss                                            (paper, eq. 2)
+def disc_loss(logits: torch.Tensor, is_original: torch.Tensor,
+              attention_mask: torch.Tensor) -> torch.Tensor:
+    """Exercise 2. The discriminator's loss                                           (paper, eq. 2)
 
-        L_Disc = E[ sum_t -1(x_corrupt_t = x_t) log D(x_corrupt, t) - 1(x_corrupt_t != x_t) log(1 - D(x_corrupt, t)) ]
+        L_Disc = E[ sum_t -1(x_corrupt_t = x_t) log D(x_corrupt, t)
+                          - 1(x_corrupt_t != x_t) log(1 - D(x_corrupt, t)) ]
 
-    Read: the paper's Section 2 (eq. 2 and the sentence after it), and notebooks/02_losses_by_hand.ipynb.
+    Read: the paper's Section 2 (eq. 2 and the sentence after it), and
+    notebooks/02_losses_by_hand.ipynb.
 
     logits: [B, T] with D = sigmoid(logits) the probability that the token is *original* (the
-    paper's D; the official code and HuggingFace score "replaced" instead); is_original: [B, T] bool;
-    attention_mask: [B, T]. Return the mean over every real token of the batch ([CLS] and [SEP]
-    included, padding excluded) as a scalar tensor that gradients flow through. It must stay finite
-    for confident logits such as +-200: compute log D and log(1 - D) from the logits directly
+    paper's D; the official code and HuggingFace score "replaced" instead); is_original: [B, T]
+    bool; attention_mask: [B, T]. Return the mean over every real token of the batch ([CLS] and
+    [SEP] included, padding excluded) as a scalar tensor that gradients flow through. It must stay
+    finite for confident logits such as +-200: compute log D and log(1 - D) from the logits directly
     (log(1 - sigmoid(z)) = log sigmoid(-z)), never as the log of a sigmoid that has rounded to 0.
 
     Example: logits [[0, ln 3, ln 3, 9]], is_original [[True, True, False, True]],
@@ -85,7 +89,8 @@ def layer_lr_scales(num_layers: int, decay: float, official: bool = True) -> lis
     describes it (official=False), top = num_layers + 1, the head's depth. The official code
     (model/optimization.py, _get_layer_lrs) puts the head at depth num_layers + 2 instead, so every
     encoder layer gets one more factor of decay; official=True reproduces that, since it made the
-    paper's numbers. Return num_layers + 2 floats: [embeddings, layer 0, ..., layer num_layers-1, head].
+    paper's numbers. Return num_layers + 2 floats:
+    [embeddings, layer 0, ..., layer num_layers-1, head].
 
     Example: layer_lr_scales(2, 0.5) = [0.0625, 0.125, 0.25, 1.0];
              layer_lr_scales(2, 0.5, official=False) = [0.125, 0.25, 0.5, 1.0].
