@@ -41,13 +41,16 @@ def _encoder_keys(enc: Encoder, prefix: str) -> list[tuple[str, str | tuple[str,
     pairs = [("embeddings.word.weight", e + "word_embeddings.weight"),
              ("embeddings.position.weight", e + "position_embeddings.weight"),
              ("embeddings.segment.weight", e + "token_type_embeddings.weight"),
-             ("embeddings.ln.weight", e + "LayerNorm.weight"), ("embeddings.ln.bias", e + "LayerNorm.bias")]
+             ("embeddings.ln.weight", e + "LayerNorm.weight"),
+             ("embeddings.ln.bias", e + "LayerNorm.bias")]
     if enc.embeddings_project is not None:
-        pairs += [(f"embeddings_project.{p}", f"{prefix}embeddings_project.{p}") for p in ("weight", "bias")]
+        pairs += [(f"embeddings_project.{p}", f"{prefix}embeddings_project.{p}")
+                  for p in ("weight", "bias")]
     for i in range(len(enc.layers)):
         ours, hf = f"layers.{i}.", f"{prefix}encoder.layer.{i}."
         for p in ("weight", "bias"):
-            pairs += [(ours + "attn.qkv." + p, tuple(f"{hf}attention.self.{n}.{p}" for n in ("query", "key", "value"))),
+            pairs += [(ours + "attn.qkv." + p,
+                       tuple(f"{hf}attention.self.{n}.{p}" for n in ("query", "key", "value"))),
                       (ours + "attn.out." + p, hf + "attention.output.dense." + p),
                       (ours + "ln1." + p, hf + "attention.output.LayerNorm." + p),
                       (ours + "fc1." + p, hf + "intermediate.dense." + p),
@@ -60,9 +63,11 @@ D_HEAD = [("head.weight", "discriminator_predictions.dense.weight"),
           ("head.bias", "discriminator_predictions.dense.bias"),
           ("head_out.weight", "discriminator_predictions.dense_prediction.weight"),
           ("head_out.bias", "discriminator_predictions.dense_prediction.bias")]
-G_HEAD = [("head.weight", "generator_predictions.dense.weight"), ("head.bias", "generator_predictions.dense.bias"),
+G_HEAD = [("head.weight", "generator_predictions.dense.weight"),
+          ("head.bias", "generator_predictions.dense.bias"),
           ("head_ln.weight", "generator_predictions.LayerNorm.weight"),
-          ("head_ln.bias", "generator_predictions.LayerNorm.bias"), ("output_bias", "generator_lm_head.bias")]
+          ("head_ln.bias", "generator_predictions.LayerNorm.bias"),
+          ("output_bias", "generator_lm_head.bias")]
 FLIPPED = ("head_out.weight", "head_out.bias")  # D's last layer, negated both ways
 
 
@@ -71,7 +76,8 @@ def _names(hf) -> tuple[str, ...]:
 
 
 def _listed(what: str, items: list[str], sep: str) -> list[str]:
-    return [f"  {what}: " + sep.join(items[:8]) + (" ..." if len(items) > 8 else "")] if items else []
+    return ([f"  {what}: " + sep.join(items[:8]) + (" ..." if len(items) > 8 else "")]
+            if items else [])
 
 
 def _load(module: nn.Module, pairs, sd: dict, what: str) -> None:
@@ -83,7 +89,8 @@ def _load(module: nn.Module, pairs, sd: dict, what: str) -> None:
         if any(n not in sd for n in names):
             missing += [n for n in names if n not in sd]
             continue
-        t = torch.cat([sd[n] for n in names])  # query, key, value: 3 x [H, ...] -> [3H, ...]
+        # query, key, value: 3 x [H, ...] -> [3H, ...]
+        t = torch.cat([sd[n] for n in names])
         t = -t if ours in FLIPPED else t
         if t.shape != own[ours].shape:
             mismatched.append(f"{names[0]}{' (+key, value)' if len(names) > 1 else ''}: checkpoint "
@@ -94,8 +101,8 @@ def _load(module: nn.Module, pairs, sd: dict, what: str) -> None:
         raise ValueError("\n".join([f"the {what} state dict does not fit the config:",
                                     *_listed(f"missing keys ({len(missing)})", missing, ", "),
                                     *_listed("shape mismatches", mismatched, "; "),
-                                    "  check that the config (size, vocab_size, embedding_size, layers) "
-                                    "matches the checkpoint"]))
+                                    "  check that the config (size, vocab_size, embedding_size, "
+                                    "layers) matches the checkpoint"]))
     with torch.no_grad():
         for ours, t in new.items():
             own[ours].copy_(t)
@@ -107,7 +114,8 @@ def _export(module: nn.Module, pairs) -> dict:
     for ours, hf in pairs:
         t = -own[ours] if ours in FLIPPED else own[ours]
         names = _names(hf)
-        for name, part in zip(names, t.detach().chunk(len(names))):  # [3H, ...] -> query, key, value
+        # [3H, ...] -> query, key, value
+        for name, part in zip(names, t.detach().chunk(len(names))):
             out[name] = part.contiguous().clone()
     return out
 
@@ -121,15 +129,16 @@ def load_hf_encoder(encoder: Encoder, state_dict: dict, prefix: str | None = Non
     missing or mismatched keys.
     """
     if prefix is None:
-        prefix = next((p for p in ("electra.", "bert.", "") if f"{p}embeddings.word_embeddings.weight" in state_dict),
-                      None)
+        prefix = next((p for p in ("electra.", "bert.", "")
+                       if f"{p}embeddings.word_embeddings.weight" in state_dict), None)
         if prefix is None:
-            raise ValueError("no embeddings.word_embeddings.weight (under electra., bert. or no prefix) in its "
-                             "weights: not an ELECTRA/BERT encoder")
+            raise ValueError("no embeddings.word_embeddings.weight (under electra., bert. or no "
+                             "prefix) in its weights: not an ELECTRA/BERT encoder")
     _load(encoder, _encoder_keys(encoder, prefix), state_dict, "encoder")
 
 
-def from_hf_state_dicts(config: ElectraConfig, disc_sd: dict, gen_sd: dict | None = None) -> Electra:
+def from_hf_state_dicts(config: ElectraConfig, disc_sd: dict,
+                        gen_sd: dict | None = None) -> Electra:
     """Build an Electra from HuggingFace ElectraForPreTraining (D) and ElectraForMaskedLM (G) state
     dicts.
 
@@ -141,7 +150,8 @@ def from_hf_state_dicts(config: ElectraConfig, disc_sd: dict, gen_sd: dict | Non
     D, G = model.discriminator, model.generator
     _load(D, _encoder_keys(D, "electra.") + D_HEAD, disc_sd, "discriminator")
     if gen_sd is not None:
-        pairs = [p for p in _encoder_keys(G, "electra.") if not p[0].startswith("embeddings.")] + G_HEAD
+        pairs = [p for p in _encoder_keys(G, "electra.")
+                 if not p[0].startswith("embeddings.")] + G_HEAD
         _load(G, pairs, gen_sd, "generator")
     return model
 
@@ -149,8 +159,10 @@ def from_hf_state_dicts(config: ElectraConfig, disc_sd: dict, gen_sd: dict | Non
 def to_hf_state_dicts(model: Electra) -> tuple[dict, dict]:
     """(disc_sd, gen_sd) in HuggingFace's ElectraForPreTraining / ElectraForMaskedLM layout."""
     D, G = model.discriminator, model.generator
-    disc, gen = _export(D, _encoder_keys(D, "electra.") + D_HEAD), _export(G, _encoder_keys(G, "electra.") + G_HEAD)
-    gen["generator_lm_head.weight"] = gen["electra.embeddings.word_embeddings.weight"].clone()  # tied to them
+    disc = _export(D, _encoder_keys(D, "electra.") + D_HEAD)
+    gen = _export(G, _encoder_keys(G, "electra.") + G_HEAD)
+    # the LM head is tied to the word embeddings: the same weights
+    gen["generator_lm_head.weight"] = gen["electra.embeddings.word_embeddings.weight"].clone()
     return disc, gen
 
 
@@ -160,11 +172,16 @@ def to_hf_state_dicts(model: Electra) -> tuple[dict, dict]:
 
 # (ElectraConfig field, config.json key, the value when config.json lacks it; None: it must be
 # there)
-CONFIG_KEYS = [("vocab_size", "vocab_size", None), ("hidden_size", "hidden_size", None),
-               ("num_layers", "num_hidden_layers", None), ("num_heads", "num_attention_heads", None),
-               ("intermediate_size", "intermediate_size", None), ("max_position", "max_position_embeddings", 512),
-               ("type_vocab_size", "type_vocab_size", 2), ("dropout", "hidden_dropout_prob", 0.1),
-               ("attention_dropout", "attention_probs_dropout_prob", 0.1), ("layer_norm_eps", "layer_norm_eps", 1e-12),
+CONFIG_KEYS = [("vocab_size", "vocab_size", None),
+               ("hidden_size", "hidden_size", None),
+               ("num_layers", "num_hidden_layers", None),
+               ("num_heads", "num_attention_heads", None),
+               ("intermediate_size", "intermediate_size", None),
+               ("max_position", "max_position_embeddings", 512),
+               ("type_vocab_size", "type_vocab_size", 2),
+               ("dropout", "hidden_dropout_prob", 0.1),
+               ("attention_dropout", "attention_probs_dropout_prob", 0.1),
+               ("layer_norm_eps", "layer_norm_eps", 1e-12),
                ("init_std", "initializer_range", 0.02)]
 
 
@@ -180,8 +197,10 @@ def config_from_hf(d: dict) -> ElectraConfig:
     """Our config from a HuggingFace ELECTRA or BERT config.json dict (BERT: embedding = hidden)."""
     act = d.get("hidden_act", "gelu")
     if act != "gelu":
-        raise ValueError(f"hidden_act {act!r} is not supported: this implementation uses exact GELU")
-    fields = {name: d[key] if default is None else d.get(key, default) for name, key, default in CONFIG_KEYS}
+        raise ValueError(f"hidden_act {act!r} is not supported: this implementation uses "
+                         f"exact GELU")
+    fields = {name: d[key] if default is None else d.get(key, default)
+              for name, key, default in CONFIG_KEYS}
     return ElectraConfig(**fields, embedding_size=d.get("embedding_size", d["hidden_size"]),
                          pad_id=d.get("pad_token_id", 0) or 0)
 
@@ -190,7 +209,8 @@ def config_from_hf(d: dict) -> ElectraConfig:
 # Folders on disk: config.json + vocab.txt (+ tokenizer_config.json) + model.safetensors /
 # pytorch_model.bin
 
-WEIGHTS = ("model.safetensors", "pytorch_model.bin")  # HF's names, the one a folder has first is read
+# HF's names, the one a folder has first is read
+WEIGHTS = ("model.safetensors", "pytorch_model.bin")
 
 
 def read_json(path: Path) -> dict:
@@ -210,8 +230,9 @@ def read_config(folder: Path, model_types=("electra", "bert")) -> tuple[str, Ele
     `model_types`."""
     path = Path(folder) / "config.json"
     if not path.is_file():
-        raise FileNotFoundError(f"{folder} is a folder without config.json: not a HuggingFace ELECTRA/BERT "
-                                f"checkpoint (config.json + model weights + vocab.txt)")
+        raise FileNotFoundError(f"{folder} is a folder without config.json: not a HuggingFace "
+                                f"ELECTRA/BERT checkpoint (config.json + model weights + "
+                                f"vocab.txt)")
     d = read_json(path)
     if d.get("model_type") not in model_types:
         raise ValueError(f"{path}: model_type {d.get('model_type')!r} is not supported; use an "
@@ -219,7 +240,8 @@ def read_config(folder: Path, model_types=("electra", "bert")) -> tuple[str, Ele
     try:
         return d["model_type"], config_from_hf(d)
     except KeyError as e:
-        raise ValueError(f"{path} lacks {e.args[0]!r}: not a complete ELECTRA/BERT config.json") from None
+        raise ValueError(f"{path} lacks {e.args[0]!r}: not a complete ELECTRA/BERT "
+                         f"config.json") from None
 
 
 def read_weights(folder: Path) -> dict:
@@ -233,26 +255,30 @@ def read_weights(folder: Path) -> dict:
             return load_file(str(weights))
         return torch.load(weights, map_location="cpu", weights_only=True)
     except Exception as e:  # truncated or corrupt: SafetensorError, pickle and zip errors
-        raise ValueError(f"{weights} is not readable ({type(e).__name__}: {e}): download it again") from None
+        raise ValueError(f"{weights} is not readable ({type(e).__name__}: {e}): download it "
+                         f"again") from None
 
 
 def vocab_beside(init: Path, vocab=None) -> Path:
     """`vocab` (--vocab) if given, else the vocab.txt in the folder `init` is or is in."""
     init = Path(init)
-    path = Path(vocab) if vocab is not None else (init if init.is_dir() else init.parent) / "vocab.txt"
+    path = (Path(vocab) if vocab is not None
+            else (init if init.is_dir() else init.parent) / "vocab.txt")
     if not path.is_file():
-        raise FileNotFoundError(f"no vocab.txt for {init}: expected {path}. Put the vocab.txt the model was "
-                                f"pre-trained with beside it, or pass --vocab PATH")
+        raise FileNotFoundError(f"no vocab.txt for {init}: expected {path}. Put the vocab.txt the "
+                                f"model was pre-trained with beside it, or pass --vocab PATH")
     return path
 
 
 def check_vocab(tok: Tokenizer, config: ElectraConfig, vocab_path: Path, init: Path) -> None:
     if len(tok) != config.vocab_size:
         raise ValueError(f"{vocab_path} has {len(tok):,} tokens but the model at {init} has "
-                         f"{config.vocab_size:,} token embeddings: use the vocab.txt it was pre-trained with (--vocab)")
+                         f"{config.vocab_size:,} token embeddings: use the vocab.txt it was "
+                         f"pre-trained with (--vocab)")
 
 
-def folder_tokenizer(folder: Path, config: ElectraConfig, vocab=None) -> tuple[Tokenizer, ElectraConfig]:
+def folder_tokenizer(folder: Path, config: ElectraConfig,
+                     vocab=None) -> tuple[Tokenizer, ElectraConfig]:
     """The folder's vocab.txt (or `vocab`), cased if its tokenizer_config.json says do_lower_case
     false, checked against the config, and the config with the vocab's special ids."""
     vocab_path = vocab_beside(folder, vocab)
@@ -260,7 +286,8 @@ def folder_tokenizer(folder: Path, config: ElectraConfig, vocab=None) -> tuple[T
     lowercase = bool(read_json(settings).get("do_lower_case", True)) if settings.is_file() else True
     tok = Tokenizer.load(vocab_path, lowercase=lowercase)
     check_vocab(tok, config, vocab_path, folder)
-    return tok, dc_replace(config, pad_id=tok.pad_id, cls_id=tok.cls_id, sep_id=tok.sep_id, mask_id=tok.mask_id)
+    return tok, dc_replace(config, pad_id=tok.pad_id, cls_id=tok.cls_id, sep_id=tok.sep_id,
+                           mask_id=tok.mask_id)
 
 
 @dataclass
@@ -285,7 +312,8 @@ def load_hf_folder(folder: Path, vocab=None) -> Pretrained:
         load_hf_encoder(encoder, sd)
     except ValueError as e:
         raise ValueError(f"{folder}: {e}") from None
-    return Pretrained(config, encoder.state_dict(), tok, f"HuggingFace {model_type} folder {folder}")
+    return Pretrained(config, encoder.state_dict(), tok,
+                      f"HuggingFace {model_type} folder {folder}")
 
 
 # What fine-tuning starts from (--init): a train.py run, or one of the folders above
@@ -298,19 +326,23 @@ def load_train_checkpoint(path: Path, vocab=None) -> Pretrained:
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # a truncated file, or not a torch checkpoint at all
-        raise ValueError(f"{path} is not a readable train.py checkpoint ({type(e).__name__}: {e})") from None
+        raise ValueError(f"{path} is not a readable train.py checkpoint "
+                         f"({type(e).__name__}: {e})") from None
     if not isinstance(ckpt, dict) or "model_config" not in ckpt or "model" not in ckpt:
-        raise ValueError(f"{path} is not a train.py checkpoint (no 'model_config' and 'model' entries)")
+        raise ValueError(f"{path} is not a train.py checkpoint (no 'model_config' and 'model' "
+                         f"entries)")
     try:
         config = ElectraConfig(**ckpt["model_config"])
     except TypeError as e:
-        raise ValueError(f"{path}: its model_config does not fit electra.ElectraConfig ({e})") from None
+        raise ValueError(f"{path}: its model_config does not fit electra.ElectraConfig "
+                         f"({e})") from None
     vocab_path = vocab_beside(path, vocab)
     tok = Tokenizer.load(vocab_path)
     check_vocab(tok, config, vocab_path, path)
     if ckpt.get("vocab_hash") not in (None, tok.hash()):
-        raise ValueError(f"{vocab_path} is not the vocab {path} was pre-trained with (its sha256 differs from "
-                         f"the checkpoint's vocab_hash): pass the right one with --vocab")
+        raise ValueError(f"{vocab_path} is not the vocab {path} was pre-trained with (its sha256 "
+                         f"differs from the checkpoint's vocab_hash): pass the right one with "
+                         f"--vocab")
     model = Electra(config)
     try:
         model.load_state_dict(ckpt["model"])
@@ -327,13 +359,14 @@ def load_pretrained(init, vocab=None) -> Pretrained:
     """--init: a train.py checkpoint or run folder (holding ckpt.pt), or an HF ELECTRA/BERT
     folder."""
     init = Path(init)
-    if init.is_dir() and (init / TRAIN_CHECKPOINT).is_file() and not (init / "config.json").is_file():
+    if init.is_dir() and (init / TRAIN_CHECKPOINT).is_file() and \
+            not (init / "config.json").is_file():
         init = init / TRAIN_CHECKPOINT
     elif init.is_dir():
         return load_hf_folder(init, vocab)
     elif not init.is_file():
-        raise FileNotFoundError(f"--init {init} does not exist: pass a train.py checkpoint (or its run folder) "
-                                f"or a HuggingFace ELECTRA/BERT folder")
+        raise FileNotFoundError(f"--init {init} does not exist: pass a train.py checkpoint (or its "
+                                f"run folder) or a HuggingFace ELECTRA/BERT folder")
     return load_train_checkpoint(init, vocab)
 
 
@@ -341,14 +374,17 @@ def export_hf(model: Electra, vocab_path: Path, out: Path) -> list[Path]:
     """Write out/discriminator/ (ElectraForPreTraining) and out/generator/ (ElectraForMaskedLM),
     each with config.json, vocab.txt and model.safetensors (HF's default format)."""
     if model.discriminator is None:
-        raise SystemExit(f"--export-hf: objective {model.config.objective!r} has no ELECTRA discriminator "
-                         f"to export; export works for --objective electra (and electra_15)")
+        raise SystemExit(f"--export-hf: objective {model.config.objective!r} has no ELECTRA "
+                         f"discriminator to export; export works for --objective electra (and "
+                         f"electra_15)")
     written = []
     for name, sd in zip(("discriminator", "generator"), to_hf_state_dicts(model)):
         d = Path(out) / name
         sd = {k: v.cpu() for k, v in sd.items()}
-        atomic_write(d / WEIGHTS[0], lambda p, sd=sd: save_file(sd, str(p), metadata={"format": "pt"}))
-        atomic_write(d / "config.json", json.dumps(hf_config_dict(model.config, name == "generator"), indent=2) + "\n")
+        atomic_write(d / WEIGHTS[0],
+                     lambda p, sd=sd: save_file(sd, str(p), metadata={"format": "pt"}))
+        atomic_write(d / "config.json",
+                     json.dumps(hf_config_dict(model.config, name == "generator"), indent=2) + "\n")
         atomic_write(d / "vocab.txt", lambda p: shutil.copyfile(vocab_path, p))
         written += [d / "config.json", d / WEIGHTS[0], d / "vocab.txt"]
     return written
@@ -360,7 +396,8 @@ def export_hf(model: Electra, vocab_path: Path, out: Path) -> list[Path]:
 PAIR_SUFFIXES = ("-discriminator", "-generator")  # Google's names: google/electra-{size}-{role}
 # A generator's shape, read from its config.json, must be the one electra.generator_config derives
 # from the discriminator's; these are the fields compared.
-GENERATOR_FIELDS = ("hidden_size", "intermediate_size", "num_heads", "num_layers", "embedding_size", "vocab_size")
+GENERATOR_FIELDS = ("hidden_size", "intermediate_size", "num_heads", "num_layers",
+                    "embedding_size", "vocab_size")
 # ElectraConfig fields that make a released model's shape; train.py --init-from passes them as
 # --set.
 SHAPE_FIELDS = tuple(name for name, _, _ in CONFIG_KEYS if name != "vocab_size") + (
@@ -396,11 +433,13 @@ def released_folders(disc, generator=None, revision: str = "main", cache_dir=Non
         return folder / "discriminator", folder / "generator"
     if not folder.exists():
         raise FileNotFoundError(f"{disc} is neither a local folder nor a hub name (org/model)")
-    raise FileNotFoundError(f"no generator for {disc}: a full ELECTRA needs one; pass --generator NAME_OR_FOLDER "
-                            f"(e.g. google/electra-small-generator, or a folder with config.json and weights)")
+    raise FileNotFoundError(f"no generator for {disc}: a full ELECTRA needs one; pass --generator "
+                            f"NAME_OR_FOLDER (e.g. google/electra-small-generator, or a folder "
+                            f"with config.json and weights)")
 
 
-def electra_config_from_folders(disc_folder: Path, gen_folder: Path) -> tuple[ElectraConfig, Tokenizer]:
+def electra_config_from_folders(disc_folder: Path,
+                                gen_folder: Path) -> tuple[ElectraConfig, Tokenizer]:
     """(ElectraConfig, tokenizer) of a released pair: D's config.json, with the generator's size
     expressed as electra.py's generator_fraction and generator_layers (Google's ELECTRA-Small
     generator is as wide as its discriminator, fraction 1; Base's is 256 wide, 1/3), checked against
@@ -412,8 +451,9 @@ def electra_config_from_folders(disc_folder: Path, gen_folder: Path) -> tuple[El
     diff = [f"{f} {getattr(g, f)} (derived: {getattr(derived, f)})" for f in GENERATOR_FIELDS
             if getattr(g, f) != getattr(derived, f)]
     if diff:
-        raise ValueError(f"{gen_folder}: this generator's shape is not one electra.generator_config derives from "
-                         f"{disc_folder}'s (heads = hidden // 64, FFN = 4 x hidden, the embeddings shared): "
+        raise ValueError(f"{gen_folder}: this generator's shape is not one "
+                         f"electra.generator_config derives from {disc_folder}'s "
+                         f"(heads = hidden // 64, FFN = 4 x hidden, the embeddings shared): "
                          + ", ".join(diff))
     tok, config = folder_tokenizer(disc_folder, config)
     return config, tok
@@ -432,7 +472,8 @@ def load_electra(disc, generator=None, revision: str = "main", cache_dir=None, e
     return model, vocab_beside(disc_folder)
 
 
-PAPER_SIZES = ("small", "base", "large")  # the sizes the paper trains (Table 6) and fine-tunes (Table 7)
+# the sizes the paper trains (Table 6) and fine-tunes (Table 7)
+PAPER_SIZES = ("small", "base", "large")
 
 
 def paper_size(config: ElectraConfig) -> str:
@@ -457,9 +498,10 @@ def released_start(disc, generator=None, revision: str = "main",
     disc_folder, gen_folder = released_folders(disc, generator, revision, cache_dir)
     config, tok = electra_config_from_folders(disc_folder, gen_folder)
     if not tok.lowercase:
-        raise ValueError(f"{disc_folder} is a cased model (do_lower_case false); train.py's tokenizer lowercases, "
-                         f"so it cannot continue pre-training it")
-    return paper_size(config), {f: getattr(config, f) for f in SHAPE_FIELDS}, vocab_beside(disc_folder)
+        raise ValueError(f"{disc_folder} is a cased model (do_lower_case false); train.py's "
+                         f"tokenizer lowercases, so it cannot continue pre-training it")
+    return (paper_size(config), {f: getattr(config, f) for f in SHAPE_FIELDS},
+            vocab_beside(disc_folder))
 
 
 # -----------------------------------------------------------------------------
@@ -471,7 +513,8 @@ def released_start(disc, generator=None, revision: str = "main",
 # and X-Linked-Etag (the file's sha256): each file is asked for with HEAD first, then fetched by
 # plumbing.download, which checks its size and sha256.
 
-HUB_ENDPOINT = "https://huggingface.co"  # HF_ENDPOINT overrides it (a mirror, or a local test server)
+# HF_ENDPOINT overrides it (a mirror, or a local test server)
+HUB_ENDPOINT = "https://huggingface.co"
 HUB_REQUIRED = ("config.json", "vocab.txt")  # fetched before the weights: a wrong name fails fast
 HUB_OPTIONAL = ("tokenizer_config.json",)  # do_lower_case for cased models; absent in many repos
 HUB_MAX_REDIRECTS = 10  # relative redirects followed (a renamed repository); more means a loop
@@ -491,14 +534,16 @@ def is_hub_name(name) -> bool:
     (True, False)
     """
     s = str(name)
-    return bool(HUB_NAME.match(s)) and not s.endswith((".pt", ".bin", ".safetensors")) and not Path(s).exists()
+    return (bool(HUB_NAME.match(s)) and not s.endswith((".pt", ".bin", ".safetensors"))
+            and not Path(s).exists())
 
 
 def hub_cache_dir(cache_dir=None) -> Path:
     """--hub-cache-dir, else $XDG_CACHE_HOME/electra-from-scratch/hub (~/.cache/... by default)."""
     if cache_dir is not None:
         return Path(cache_dir).expanduser()
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "electra-from-scratch" / "hub"
+    return (Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+            / "electra-from-scratch" / "hub")
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -513,7 +558,8 @@ _head_opener = urllib.request.build_opener(_NoRedirect)
 
 
 def _hub_failed(name: str, revision: str, file: str, reason: str) -> HubError:
-    return HubError(f"could not fetch {file} of {name} (revision {revision}) from the hub: {reason}")
+    return HubError(f"could not fetch {file} of {name} (revision {revision}) from the hub: "
+                    f"{reason}")
 
 
 def _fetch(name: str, file: str, revision: str, endpoint: str, folder: Path) -> Path | None:
@@ -523,7 +569,8 @@ def _fetch(name: str, file: str, revision: str, endpoint: str, folder: Path) -> 
     checked by plumbing.download. Raises HubError for a repository that is gated, private or
     missing, a server that cannot be reached, and a truncated or corrupted transfer."""
     url = f"{endpoint}/{name}/resolve/{urllib.parse.quote(revision, safe='')}/{file}"
-    token = os.environ.get("HF_TOKEN")  # gated or private repositories; sent to the hub only, never the CDN
+    # gated or private repositories; sent to the hub only, never the CDN
+    token = os.environ.get("HF_TOKEN")
     auth = {"Authorization": f"Bearer {token}"} if token else {}
     for _ in range(HUB_MAX_REDIRECTS):
         try:
@@ -531,43 +578,53 @@ def _fetch(name: str, file: str, revision: str, endpoint: str, folder: Path) -> 
                                    timeout=DOWNLOAD_TIMEOUT_S) as response:
                 headers, location = response.headers, None
         except urllib.error.HTTPError as e:
-            headers, location = e.headers, e.headers.get("Location") if 300 <= e.code < 400 else None
+            headers, location = (e.headers,
+                                 e.headers.get("Location") if 300 <= e.code < 400 else None)
             if location is None:
-                kind = e.headers.get("X-Error-Code", "")  # the hub's own word: RepoNotFound, GatedRepo, ...
+                # the hub's own word: RepoNotFound, GatedRepo, ...
+                kind = e.headers.get("X-Error-Code", "")
                 if e.code == 404 and kind not in ("RepoNotFound", "RevisionNotFound") and \
                         (kind == "EntryNotFound" or file not in HUB_REQUIRED):
                     return None  # the repository is there; this file is not
                 if e.code in (401, 403, 404):
-                    raise _hub_failed(name, revision, file, f"HTTP {e.code}: no repository {name} with revision "
-                                      f"{revision} at {endpoint} (nor a local path of that name), or it is gated "
-                                      f"or private. Check the name and --revision; for a gated model accept its "
-                                      f"terms on the hub and set HF_TOKEN; or download its files yourself and pass "
-                                      f"the folder") from None
+                    raise _hub_failed(name, revision, file,
+                                      f"HTTP {e.code}: no repository {name} with revision "
+                                      f"{revision} at {endpoint} (nor a local path of that name), "
+                                      f"or it is gated or private. Check the name and --revision; "
+                                      f"for a gated model accept its terms on the hub and set "
+                                      f"HF_TOKEN; or download its files yourself and pass the "
+                                      f"folder") from None
                 raise _hub_failed(name, revision, file, f"HTTP {e.code} {e.reason}") from None
         except (urllib.error.URLError, OSError) as e:
-            raise _hub_failed(name, revision, file, f"{endpoint} cannot be reached ({getattr(e, 'reason', None) or e}); "
-                              f"check the network (or HF_ENDPOINT), or download the files yourself and pass "
-                              f"the folder") from None
-        etag = (headers.get("X-Linked-Etag") or headers.get("ETag") or "").removeprefix("W/").strip('"').lower()
-        size = headers.get("X-Linked-Size") or (headers.get("Content-Length") if location is None else None)
+            raise _hub_failed(name, revision, file,
+                              f"{endpoint} cannot be reached ({getattr(e, 'reason', None) or e}); "
+                              f"check the network (or HF_ENDPOINT), or download the files "
+                              f"yourself and pass the folder") from None
+        etag = ((headers.get("X-Linked-Etag") or headers.get("ETag") or "")
+                .removeprefix("W/").strip('"').lower())
+        size = (headers.get("X-Linked-Size")
+                or (headers.get("Content-Length") if location is None else None))
         if location is None:
             break
         next_url = urllib.parse.urljoin(url, location)
-        if urllib.parse.urlsplit(next_url).netloc != urllib.parse.urlsplit(url).netloc or headers.get("X-Linked-Etag"):
+        if urllib.parse.urlsplit(next_url).netloc != urllib.parse.urlsplit(url).netloc or \
+                headers.get("X-Linked-Etag"):
             url, auth = next_url, {}  # the CDN: no hub token there
             break
         url = next_url
     else:
         raise _hub_failed(name, revision, file, f"more than {HUB_MAX_REDIRECTS} redirects")
     try:
-        return download(url, folder / file, expected_size=int(size) if size else None, desc=f"{name} {file}",
-                        sha256=etag if SHA256_HEX.match(etag) else None, headers=auth)
+        return download(url, folder / file, expected_size=int(size) if size else None,
+                        desc=f"{name} {file}", sha256=etag if SHA256_HEX.match(etag) else None,
+                        headers=auth)
     except DownloadError as e:  # its reason only: download's advice is for --data
         raise _hub_failed(name, revision, file, e.reason or str(e)) from None
 
 
 def _complete(folder: Path) -> bool:
-    return all((folder / f).is_file() for f in HUB_REQUIRED) and any((folder / f).is_file() for f in WEIGHTS)
+    return (all((folder / f).is_file() for f in HUB_REQUIRED)
+            and any((folder / f).is_file() for f in WEIGHTS))
 
 
 def hub_files(name: str, revision: str = "main", cache_dir=None, endpoint=None) -> Path:
@@ -582,24 +639,27 @@ def hub_files(name: str, revision: str = "main", cache_dir=None, endpoint=None) 
     PosixPath('/home/me/.cache/electra-from-scratch/hub/google/electra-small-discriminator/main')
     """
     if not HUB_NAME.match(name):
-        raise HubError(f"{name!r} is not a hub name (org/model, e.g. google/electra-small-discriminator)")
+        raise HubError(f"{name!r} is not a hub name (org/model, e.g. "
+                       f"google/electra-small-discriminator)")
     folder = hub_cache_dir(cache_dir) / name / urllib.parse.quote(revision, safe="")
     if _complete(folder):
         return folder
     endpoint = (endpoint or os.environ.get("HF_ENDPOINT") or HUB_ENDPOINT).rstrip("/")
     try:
-        if folder.exists() and not _complete(folder):  # emptied by hand (complete: another process's, keep it)
+        # emptied by hand (complete: another process's, keep it)
+        if folder.exists() and not _complete(folder):
             shutil.rmtree(folder)
         folder.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=folder.name + ".", suffix=".part", dir=folder.parent))
     except OSError as e:
-        raise HubError(f"cannot write the hub cache {folder.parent} ({e.strerror or e}); choose a folder you can "
-                       f"write to with --hub-cache-dir") from None
+        raise HubError(f"cannot write the hub cache {folder.parent} ({e.strerror or e}); choose a "
+                       f"folder you can write to with --hub-cache-dir") from None
     try:
         for file in HUB_REQUIRED:
             if _fetch(name, file, revision, endpoint, tmp) is None:
-                raise _hub_failed(name, revision, file, "the repository has no such file: not an ELECTRA/BERT "
-                                                        "checkpoint in HuggingFace's layout")
+                raise _hub_failed(name, revision, file,
+                                  "the repository has no such file: not an ELECTRA/BERT "
+                                  "checkpoint in HuggingFace's layout")
         if not any(_fetch(name, w, revision, endpoint, tmp) for w in WEIGHTS):
             raise _hub_failed(name, revision, " or ".join(WEIGHTS), "the repository has neither")
         for file in HUB_OPTIONAL:
@@ -608,7 +668,8 @@ def hub_files(name: str, revision: str = "main", cache_dir=None, endpoint=None) 
             os.replace(tmp, folder)
         except OSError as e:  # another process completed the same entry first: keep theirs
             if not _complete(folder):
-                raise HubError(f"could not move {name} into the hub cache at {folder} ({e.strerror or e})") from None
+                raise HubError(f"could not move {name} into the hub cache at {folder} "
+                               f"({e.strerror or e})") from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return folder

@@ -55,9 +55,9 @@ class DownloadError(RuntimeError):
 def _download_failed(what: str, url: str, dest: Path, reason: str) -> DownloadError:
     return DownloadError(
         f"could not download {what} from {url}: {reason}.\n"
-        f"If you are offline or the server is unreachable, fetch the file another way and put it at "
-        f"{dest}, or pass a local path instead (e.g. `python train.py --data PATH` with a .txt file "
-        f"or a folder of them).", reason)
+        f"If you are offline or the server is unreachable, fetch the file another way and put it "
+        f"at {dest}, or pass a local path instead (e.g. `python train.py --data PATH` with a .txt "
+        f"file or a folder of them).", reason)
 
 
 def download(url: str, dest: Path, expected_size: int | None = None, desc: str | None = None,
@@ -87,7 +87,8 @@ def download(url: str, dest: Path, expected_size: int | None = None, desc: str |
         digest = hashlib.sha256() if sha256 is not None else None
         with urllib.request.urlopen(request, timeout=timeout) as response, open(part, "wb") as f:
             header = response.headers.get("Content-Length")
-            total = expected_size if expected_size is not None else (int(header) if header else None)
+            total = (expected_size if expected_size is not None
+                     else (int(header) if header else None))
             got = 0
             with tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc=what,
                       dynamic_ncols=True) as bar:
@@ -98,10 +99,12 @@ def download(url: str, dest: Path, expected_size: int | None = None, desc: str |
                     got += len(chunk)
                     bar.update(len(chunk))
         if total is not None and got != total:
-            raise _download_failed(what, url, dest, f"got {got:,} bytes, expected {total:,} (truncated or wrong file)")
+            raise _download_failed(what, url, dest, f"got {got:,} bytes, expected {total:,} "
+                                                    f"(truncated or wrong file)")
         if digest is not None and digest.hexdigest() != sha256.lower():
-            raise _download_failed(what, url, dest, f"its sha256 is {digest.hexdigest()[:12]}..., expected "
-                                                    f"{sha256.lower()[:12]}... (corrupted in transit or wrong file)")
+            raise _download_failed(what, url, dest,
+                                   f"its sha256 is {digest.hexdigest()[:12]}..., expected "
+                                   f"{sha256.lower()[:12]}... (corrupted in transit or wrong file)")
         os.replace(part, dest)
     except DownloadError:
         part.unlink(missing_ok=True)
@@ -126,7 +129,8 @@ def extract_zip(zip_path: Path, dest_dir: Path) -> Path:
     returns at once. A corrupt archive raises DownloadError and leaves no `dest_dir`.
     Returns `dest_dir`.
 
-    >>> extract_zip(Path("cache/wikitext-2-raw-v1.zip"), Path("cache/wikitext-2-raw-v1"))  # doctest: +SKIP
+    >>> extract_zip(Path("cache/wikitext-2-raw-v1.zip"),
+    ...             Path("cache/wikitext-2-raw-v1"))  # doctest: +SKIP
     PosixPath('cache/wikitext-2-raw-v1')
     """
     zip_path, dest_dir = Path(zip_path), Path(dest_dir)
@@ -140,7 +144,8 @@ def extract_zip(zip_path: Path, dest_dir: Path) -> Path:
             bad = z.testzip()  # reads every member and checks its CRC-32; first bad name or None
             if bad is not None:
                 raise DownloadError(f"{zip_path} is corrupt: CRC check failed for {bad!r}{corrupt}")
-            tmp = Path(tempfile.mkdtemp(prefix=dest_dir.name + ".", suffix=".tmp", dir=dest_dir.parent))
+            tmp = Path(tempfile.mkdtemp(prefix=dest_dir.name + ".", suffix=".tmp",
+                                        dir=dest_dir.parent))
             try:
                 z.extractall(tmp)  # extractall strips absolute paths and ".." from member names
                 os.replace(tmp, dest_dir)
@@ -148,17 +153,20 @@ def extract_zip(zip_path: Path, dest_dir: Path) -> Path:
                 shutil.rmtree(tmp, ignore_errors=True)
                 raise
     except FileNotFoundError as e:
-        raise FileNotFoundError(f"{zip_path} does not exist; download it first or pass --data PATH") from e
+        raise FileNotFoundError(f"{zip_path} does not exist; download it first or pass "
+                                f"--data PATH") from e
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, zlib.error) as e:
-        raise DownloadError(f"{zip_path} is not a valid zip archive or is corrupt ({e}){corrupt}") from e
+        raise DownloadError(f"{zip_path} is not a valid zip archive or is corrupt "
+                            f"({e}){corrupt}") from e
     return dest_dir
 
 
 # -----------------------------------------------------------------------------
 # Text files a user gives: decoded whatever their encoding, binaries refused by name.
 
-# Not text: a NUL byte (as git and grep decide), or more than this share of control characters other than
-# whitespace in the first BINARY_SNIFF_CHARS (text, even Latin-1 read as such, has almost none; noise ~25%).
+# Not text: a NUL byte (as git and grep decide), or more than this share of control characters
+# other than whitespace in the first BINARY_SNIFF_CHARS (text, even Latin-1 read as such, has
+# almost none; noise ~25%).
 BINARY_CONTROL_FRACTION, BINARY_SNIFF_CHARS = 0.1, 1 << 20
 _NON_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # control characters but \t \n \r
 
@@ -174,26 +182,28 @@ def decode_text(data: bytes, name: str | os.PathLike) -> str:
     'café\\nnext\\nlast'
     """
     if b"\x00" in data:
-        raise ValueError(f"{name} is not a text file (it has NUL bytes): pass .txt files of plain text")
+        raise ValueError(f"{name} is not a text file (it has NUL bytes): pass .txt files of "
+                         f"plain text")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        print(f"warning: {name} is not UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start}); read as Latin-1",
-              file=sys.stderr)
+        print(f"warning: {name} is not UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start}); "
+              f"read as Latin-1", file=sys.stderr)
         text = data.decode("latin-1")
     sample = text[:BINARY_SNIFF_CHARS]
     controls = len(_NON_TEXT.findall(sample))
     if controls > BINARY_CONTROL_FRACTION * len(sample):
-        raise ValueError(f"{name} is not a text file ({controls / len(sample):.0%} of its characters are control "
-                         f"characters): pass .txt files of plain text")
+        raise ValueError(f"{name} is not a text file ({controls / len(sample):.0%} of its "
+                         f"characters are control characters): pass .txt files of plain text")
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 # -----------------------------------------------------------------------------
 # Atomic writes: a reader (or a crash) never sees half a file.
 
-# A write that fails with less free space than this is a full disk (a write error under torch.save has
-# no errno): any preset's checkpoint is larger (tiny's embedding table alone is 8192 x 128 x 4 B = 4 MiB).
+# A write that fails with less free space than this is a full disk (a write error under torch.save
+# has no errno): any preset's checkpoint is larger (tiny's embedding table alone is
+# 8192 x 128 x 4 B = 4 MiB).
 DISK_FULL_BYTES = 1 << 20
 
 
@@ -217,7 +227,8 @@ def atomic_write(path: Path, data, keep_previous: Path | None = None) -> None:
             prev_tmp = keep_previous.with_name(keep_previous.name + ".tmp")
             prev_tmp.unlink(missing_ok=True)
             try:
-                os.link(path, prev_tmp)  # a second name for the old file: no copy, and path never goes missing
+                # a second name for the old file: no copy, and path never goes missing
+                os.link(path, prev_tmp)
             except OSError:  # a file system without hard links
                 shutil.copyfile(path, prev_tmp)
             os.replace(prev_tmp, keep_previous)
@@ -227,13 +238,15 @@ def atomic_write(path: Path, data, keep_previous: Path | None = None) -> None:
         tmp.unlink(missing_ok=True)
         if not isinstance(e, (OSError, RuntimeError)):  # Ctrl-C, a bug: not a write error
             raise
-        full = getattr(e, "errno", None) == errno.ENOSPC or (free is not None and free < DISK_FULL_BYTES)
+        full = (getattr(e, "errno", None) == errno.ENOSPC
+                or (free is not None and free < DISK_FULL_BYTES))
         if not full and not isinstance(e, OSError):
             raise
-        raise SystemExit(f"{'disk full: ' if full else ''}could not write {path} ({type(e).__name__}: "
-                         f"{str(e).splitlines()[0] if str(e) else e}); {free or 0:,} bytes free on its disk. "
-                         f"{tmp.name} was removed and the files already there are intact: free some space "
-                         f"(or use another --out) and run again") from e
+        raise SystemExit(f"{'disk full: ' if full else ''}could not write {path} "
+                         f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else e}); "
+                         f"{free or 0:,} bytes free on its disk. {tmp.name} was removed and the "
+                         f"files already there are intact: free some space (or use another --out) "
+                         f"and run again") from e
 
 
 # -----------------------------------------------------------------------------
@@ -246,8 +259,8 @@ def previous_checkpoint(path: Path) -> Path:
 
 
 def write_checkpoint(path: Path, state: dict) -> None:
-    """torch.save `state` to a temporary file renamed to `path` (never half a file), first keeping the
-    checkpoint it replaces as previous_checkpoint(path)."""
+    """torch.save `state` to a temporary file renamed to `path` (never half a file), first keeping
+    the checkpoint it replaces as previous_checkpoint(path)."""
     atomic_write(path, lambda p: torch.save(state, p), keep_previous=previous_checkpoint(path))
 
 
@@ -268,8 +281,9 @@ def _no_checkpoint(path: Path, flag: str) -> SystemExit:
 
 def load_checkpoint(path: Path, flag: str = "--resume", set_aside: bool = False) -> dict:
     """The checkpoint at `path`, or, when it is missing or unreadable, the previous one that
-    write_checkpoint kept (saying so). Neither: one line naming both. set_aside (--resume): rename an
-    unreadable `path` to path.unreadable, so the next save does not keep it as the previous one."""
+    write_checkpoint kept (saying so). Neither: one line naming both. set_aside (--resume): rename
+    an unreadable `path` to path.unreadable, so the next save does not keep it as the previous
+    one."""
     saved, why = _read_checkpoint(path)
     if saved is not None:
         return saved
@@ -278,14 +292,15 @@ def load_checkpoint(path: Path, flag: str = "--resume", set_aside: bool = False)
     if fallback is None:
         if why == why_prev == "missing":
             raise _no_checkpoint(path, flag)
-        raise SystemExit(f"{flag}: no readable checkpoint: {path} is {why}; the previous one {prev} is {why_prev}")
+        raise SystemExit(f"{flag}: no readable checkpoint: {path} is {why}; the previous one "
+                         f"{prev} is {why_prev}")
     note = ""
     if set_aside and path.is_file():
         aside = path.with_name(path.name + ".unreadable")
         os.replace(path, aside)
         note = f" ({path.name} moved to {aside.name})"
-    print(f"{flag}: {path} is {why}; falling back to the previous checkpoint {prev} (step {fallback['step']:,})"
-          f"{note}")
+    print(f"{flag}: {path} is {why}; falling back to the previous checkpoint {prev} "
+          f"(step {fallback['step']:,}){note}")
     return fallback
 
 
@@ -317,7 +332,8 @@ def setup_distributed(device_arg: str) -> tuple[int, int, int, torch.device]:
     if device_arg == "auto":
         device_arg = "cuda" if torch.cuda.is_available() else "cpu"
     if device_arg.startswith("cuda") and not torch.cuda.is_available():
-        raise SystemExit(f"--device {device_arg}: no CUDA GPU is visible to PyTorch; use --device cpu")
+        raise SystemExit(f"--device {device_arg}: no CUDA GPU is visible to PyTorch; use "
+                         f"--device cpu")
     device = torch.device(device_arg)
     if device.type == "cuda":
         device = torch.device("cuda", local_rank if world > 1 else (device.index or 0))
@@ -349,15 +365,18 @@ def mixed_precision(device: torch.device, precision: str):
 
 
 def pad_batch(ids: list[list[int]], segments: list[list[int]], pad_id: int, device):
-    """A batch's token rows padded to the longest of them: input_ids, segment_ids, attention_mask [B, T].
-    Shared by GLUE and SQuAD.
+    """A batch's token rows padded to the longest of them: input_ids, segment_ids, attention_mask
+    [B, T]. Shared by GLUE and SQuAD.
 
-    Padding to the batch's longest row, not to max_seq_len as the official code does, gives the same
-    outputs (padding is masked out of attention) and is several times faster on short GLUE sentences.
+    Padding to the batch's longest row, not to max_seq_len as the official code does, gives the
+    same outputs (padding is masked out of attention) and is several times faster on short GLUE
+    sentences.
     """
-    input_ids = pad_sequence([torch.tensor(r) for r in ids], batch_first=True, padding_value=pad_id)  # [B, T]
+    input_ids = pad_sequence([torch.tensor(r) for r in ids], batch_first=True,
+                             padding_value=pad_id)  # [B, T]
     segment_ids = pad_sequence([torch.tensor(s) for s in segments], batch_first=True)
-    attention_mask = (torch.arange(input_ids.shape[1]) < torch.tensor([len(r) for r in ids])[:, None]).long()
+    attention_mask = (torch.arange(input_ids.shape[1])
+                      < torch.tensor([len(r) for r in ids])[:, None]).long()
     return input_ids.to(device), segment_ids.to(device), attention_mask.to(device)
 
 
@@ -388,9 +407,9 @@ def all_rng_states(world: int) -> list[dict]:
 
 
 def agree_to_stop(requested: bool, log_step: bool, world: int, device: torch.device) -> bool:
-    """Whether to stop after this update (Ctrl-C or SIGTERM on any rank). The ranks must agree on the
-    step they stop at; they compare at log steps, a sync point anyway (asking at every step would make
-    each step wait for the GPU)."""
+    """Whether to stop after this update (Ctrl-C or SIGTERM on any rank). The ranks must agree on
+    the step they stop at; they compare at log steps, a sync point anyway (asking at every step
+    would make each step wait for the GPU)."""
     if world == 1:
         return requested
     if not log_step:
@@ -417,7 +436,8 @@ class StopOnSignal:
                    f"(press Ctrl-C again to quit at once)")
 
     def __enter__(self):
-        self._previous = {s: signal.signal(s, self._handle) for s in (signal.SIGINT, signal.SIGTERM)}
+        self._previous = {s: signal.signal(s, self._handle)
+                          for s in (signal.SIGINT, signal.SIGTERM)}
         return self
 
     def __exit__(self, *exc):
@@ -428,7 +448,8 @@ class StopOnSignal:
 # -----------------------------------------------------------------------------
 # The run folder (--out): one run at a time, a new run never overwrites one, --resume finds its own
 
-LOCK_FILE = "train.lock"  # in --out; flock-ed by the run using it (the kernel releases it if it dies)
+# in --out; flock-ed by the run using it (the kernel releases it if it dies)
+LOCK_FILE = "train.lock"
 
 
 @contextlib.contextmanager
@@ -449,25 +470,27 @@ def open_run_folder(ckpt_path: Path, resume: bool, rank: int):
     if not resume and found:
         raise SystemExit(f"{out_dir} holds a run ({', '.join(map(str, found))}): continue it with "
                          f"--resume (which falls back to {prev.name} if {ckpt_path.name} is "
-                         f"unreadable), or start a new run with another --out (nothing was overwritten)")
+                         f"unreadable), or start a new run with another --out (nothing was "
+                         f"overwritten)")
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=out_dir, prefix=".write-test-"):
             pass
     except OSError as e:
-        raise SystemExit(f"--out {out_dir}: cannot write there ({e.strerror or e}); choose a folder "
-                         f"you can write to with --out DIR") from e
+        raise SystemExit(f"--out {out_dir}: cannot write there ({e.strerror or e}); choose a "
+                         f"folder you can write to with --out DIR") from e
     if rank != 0:
         yield load_checkpoint(ckpt_path) if resume else None
         return
     with open(out_dir / LOCK_FILE, "a+") as f:
         try:
             _lock(f)
-        except (BlockingIOError, PermissionError):  # PermissionError: msvcrt's answer when it is held
+        # PermissionError: msvcrt's answer when it is held
+        except (BlockingIOError, PermissionError):
             f.seek(0)
             holder = f.read().strip() or "another process"
-            raise SystemExit(f"--out {out_dir} is in use by another train.py run ({holder}): wait for "
-                             f"it to finish, or choose another --out") from None
+            raise SystemExit(f"--out {out_dir} is in use by another train.py run ({holder}): "
+                             f"wait for it to finish, or choose another --out") from None
         f.seek(0)
         f.truncate()
         f.write(f"pid {os.getpid()}\n")
@@ -479,7 +502,8 @@ def open_run_folder(ckpt_path: Path, resume: bool, rank: int):
 
 
 def _lock(f, release: bool = False) -> None:
-    """Take (non-blocking) or release an exclusive lock on open file f; the OS drops it if we die."""
+    """Take (non-blocking) or release an exclusive lock on open file f; the OS drops it if we
+    die."""
     if fcntl is not None:
         fcntl.flock(f, fcntl.LOCK_UN if release else fcntl.LOCK_EX | fcntl.LOCK_NB)
     else:
@@ -509,7 +533,8 @@ def add_flag(parser: argparse.ArgumentParser, name: str, **kwargs) -> None:
         parser.add_argument("--" + name, dest=name, help=argparse.SUPPRESS, **alias)
 
 
-def parse_overrides(items: list[str], config_cls, flag: str, fixed: tuple = (), fixed_by: str = "") -> dict:
+def parse_overrides(items: list[str], config_cls, flag: str, fixed: tuple = (),
+                    fixed_by: str = "") -> dict:
     """FIELD=VALUE strings as {field: value}, each value typed by the field of `config_cls`; the
     `fixed` fields are set by `fixed_by`, not by `flag`. A bad item ends in one line.
 
@@ -520,17 +545,20 @@ def parse_overrides(items: list[str], config_cls, flag: str, fixed: tuple = (), 
     ...     vocab_size: int = 30522
     >>> parse_overrides(["num_layers=2", "dropout=0"], C, "--set")
     {'num_layers': 2, 'dropout': 0.0}
-    >>> parse_overrides(["vocab_size=8"], C, "--set", fixed=("vocab_size",), fixed_by="the vocabulary")
+    >>> parse_overrides(["vocab_size=8"], C, "--set", fixed=("vocab_size",),
+    ...                 fixed_by="the vocabulary")
     Traceback (most recent call last):
     SystemExit: --set vocab_size=8: vocab_size comes from the vocabulary, not from --set
     """
-    kinds = {f.name: f.type if isinstance(f.type, str) else f.type.__name__ for f in dataclasses.fields(config_cls)}
+    kinds = {f.name: f.type if isinstance(f.type, str) else f.type.__name__
+             for f in dataclasses.fields(config_cls)}
     casts = {"int": int, "float": float, "bool": lambda v: v.lower() in ("1", "true", "yes")}
     out = {}
     for item in items:
         key, is_set, value = item.partition("=")
         if not is_set or key not in kinds:
-            raise SystemExit(f"{flag} {item}: expected FIELD=VALUE with FIELD one of {sorted(kinds)}")
+            raise SystemExit(f"{flag} {item}: expected FIELD=VALUE with FIELD one of "
+                             f"{sorted(kinds)}")
         if key in fixed:
             raise SystemExit(f"{flag} {item}: {key} comes from {fixed_by}, not from {flag}")
         try:
