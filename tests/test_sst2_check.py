@@ -130,34 +130,40 @@ def test_minutes_trained_reads_the_loop_time_at_the_checkpoint_update(tmp_path):
     assert sst2_check.minutes_trained(run) == 2.0  # 120 s at update 7; update 9 came later
 
 
-def test_draws_pool_several_random_inits_into_the_zero_point(tmp_path, monkeypatch):
+def check_with_scores(tmp_path, monkeypatch, draw_scores: list[list[float]]):
+    """sst2_check.main on a saved run (weights of seed 5, train seed 0) with two fine-tuning seeds
+    and one draw of random weights per entry of draw_scores, each job's accuracy given by hand:
+    the run scores 80 and 84 (mean and median 82). Returns the row, the config and the draws'
+    folders."""
     tok = tiny_tokenizer()
     config = tiny_config(tok)
     run = tmp_path / "run"
     save_train_checkpoint(run, tok, config, seed=5)  # its train_config's seed is 0
-    # scores by hand: the run 80 and 84 (mean 82); draw 0 70 and 72, draw 1 76 and 50 (a job
-    # fallen to the majority class, as real ones do)
     scores = {"pretrained": [80.0, 84.0]}
-    twin0 = sst2_check.twin_folder(tmp_path, run, RECIPE, 0)
-    twin1 = sst2_check.twin_folder(tmp_path, run, RECIPE, 1)
-    scores[twin0.name] = [70.0, 72.0]
-    scores[twin1.name] = [76.0, 50.0]
+    twins = [sst2_check.twin_folder(tmp_path, run, RECIPE, d) for d in range(len(draw_scores))]
+    for twin, draw in zip(twins, draw_scores):
+        scores[twin.name] = draw
 
     def fake_job(init, seed, out_dir, args, flags):
         key = "pretrained" if out_dir.name.startswith("pretrained") else out_dir.parent.name
         return scores[key][seed]
 
     monkeypatch.setattr(sst2_check, "finetune_job", fake_job)
-    argv = ["--init", str(run), "--seeds", "0", "1", "--draws", "2", "--out", str(tmp_path),
-            "--max-train-examples", "6"]
+    argv = ["--init", str(run), "--seeds", "0", "1", "--draws", str(len(draw_scores)),
+            "--out", str(tmp_path), "--max-train-examples", "6"]
     (row,) = sst2_check.main(argv)
+    return row, config, twins
+
+
+def test_draws_pool_several_random_inits_into_the_zero_point(tmp_path, monkeypatch):
+    # scores by hand: the run 80 and 84 (mean 82); draw 0 70 and 72, draw 1 76 and 78
+    row, config, (twin0, twin1) = check_with_scores(tmp_path, monkeypatch,
+                                                    [[70.0, 72.0], [76.0, 78.0]])
     assert row["draw_folders"] == [str(twin0), str(twin1)] and twin0 != twin1
-    assert [d["mean"] for d in row["draws"]] == [71.0, 63.0]
-    # the zero point pools 2 draws x 2 seeds: mean 67, spread 50-76; gain 82 - 67
-    assert row["random"]["mean"] == 67.0 and (row["random"]["min"], row["random"]["max"]) == (50, 76)
-    assert row["gain"] == 15.0
-    # the medians: 82 and (70 + 72) / 2 = 71, so the failed job moves the median gain less
-    assert row["random"]["median"] == 71.0 and row["median_gain"] == 11.0
+    assert [d["mean"] for d in row["draws"]] == [71.0, 77.0]
+    # the zero point pools 2 draws x 2 seeds: mean 74, spread 70-78; gain 82 - 74
+    assert row["random"]["mean"] == 74.0 and (row["random"]["min"], row["random"]["max"]) == (70, 78)
+    assert row["gain"] == 8.0
     # draw d holds the weights of a fresh Electra seeded with the run's seed + d
     for draw, folder in enumerate((twin0, twin1)):
         torch.manual_seed(draw)
@@ -166,6 +172,17 @@ def test_draws_pool_several_random_inits_into_the_zero_point(tmp_path, monkeypat
         assert all(torch.equal(saved[k], v) for k, v in fresh.items())
     table = (tmp_path / "sst2_check.md").read_text()
     assert "2 draws x 2 seeds, pooled" in table
+    assert "| 74.00 [70.00-78.00] 3.65, 74.00 | 71.00 / 77.00 | +8.00 | +8.00 |" in table
+
+
+def test_one_failed_random_job_moves_the_median_gain_less_than_the_gain(tmp_path, monkeypatch):
+    # draw 1's second job fell to the majority class: 76 and 50 instead of 76 and 78
+    row, _, _ = check_with_scores(tmp_path, monkeypatch, [[70.0, 72.0], [76.0, 50.0]])
+    # means: 82 against (70 + 72 + 76 + 50) / 4 = 67, gain 15 (8 without the failure)
+    assert row["random"]["mean"] == 67.0 and row["gain"] == 15.0
+    # medians: 82 against (70 + 72) / 2 = 71, gain 11
+    assert row["random"]["median"] == 71.0 and row["median_gain"] == 11.0
+    table = (tmp_path / "sst2_check.md").read_text()
     assert "| 67.00 [50.00-76.00] 11.60, 71.00 | 71.00 / 63.00 | +15.00 | +11.00 |" in table
 
 
