@@ -33,7 +33,8 @@ the ElectraConfig, the draw's seed, the vocab and the flags>, holding the draw (
 vocab.txt) and its jobs (seed0/, ...), so the snapshots of one run share their draws, each
 fine-tuned once; then sst2_check.json and sst2_check.md, the table. A job whose results.json is
 there is not run again: a second invocation, or one with another --init, seed or draw added,
-reuses every job done.
+reuses every job done. The table keeps the rows of earlier invocations into the same --out for
+other inits, when their flags, seeds and draws were the same.
 """
 from __future__ import annotations
 
@@ -267,15 +268,34 @@ def main(argv=None) -> list[dict]:
                      "pretrained": pretrained, "random": random, "draws": draws,
                      "gain": pretrained["mean"] - random["mean"],
                      "median_gain": pretrained["median"] - random["median"]})
-    table = format_table(rows, args)
+    header = {**recipe, "seeds": args.seeds, "draws": args.draws}
+    table_rows = earlier_rows(out / "sst2_check.json", header, args.init) + rows
+    table = format_table(table_rows, args)
     plumbing.atomic_write(out / "sst2_check.json",
-                          json.dumps({**recipe, "seeds": args.seeds, "draws": args.draws,
-                                      "rows": rows}, indent=2))
+                          json.dumps({**header, "rows": table_rows}, indent=2))
     plumbing.atomic_write(out / "sst2_check.md", table + "\n")
     if args.plot is not None:
-        plot_against_minutes(rows, Path(args.plot))
+        plot_against_minutes(table_rows, Path(args.plot))
     print(table)
     return rows
+
+
+def earlier_rows(path: Path, header: dict, inits: list[str]) -> list[dict]:
+    """The rows an earlier invocation wrote to `path` for inits not given this time, so that
+    checking one more run in the same --out adds its row to the table instead of replacing the
+    table. Kept only if that invocation had the same recipe, seeds and draws: one table holds one
+    protocol (the other protocol's jobs stay in their folders, and a rerun with its flags reuses
+    them)."""
+    if not path.is_file():
+        return []
+    earlier = json.loads(path.read_text())
+    kept = [row for row in earlier.get("rows", []) if row["init"] not in inits]
+    if kept and any(earlier.get(key) != value for key, value in header.items()):
+        print(f"{path}: its {len(kept)} earlier row(s) had other fine-tuning flags, seeds or "
+              f"draws, so the table now holds this invocation's rows only (rerun theirs with "
+              f"their flags to see them again; every job is reused)")
+        return []
+    return kept
 
 
 if __name__ == "__main__":

@@ -195,3 +195,30 @@ def test_draw_0_is_the_twin_of_one_draw(tmp_path):
         tmp_path, run, RECIPE, 0)
     with pytest.raises(SystemExit, match="--draws 0: give 1 or more"):
         sst2_check.parse_args(["--init", str(run), "--draws", "0"])
+
+
+def test_a_second_invocation_adds_its_row_to_the_table_of_the_first(tmp_path, monkeypatch, capsys):
+    # the first invocation: the run of check_with_scores, 80 and 84 against one draw, 70 and 72
+    first, _, _ = check_with_scores(tmp_path, monkeypatch, [[70.0, 72.0]])
+    other = tmp_path / "other"
+    other.mkdir()
+    for name in ("ckpt.pt", "vocab.txt"):
+        (other / name).write_bytes((tmp_path / "run" / name).read_bytes())
+    argv = ["--init", str(other), "--seeds", "0", "1", "--out", str(tmp_path),
+            "--max-train-examples", "6"]
+    (second,) = sst2_check.main(argv)  # the fake jobs: the same scores, so gain 82 - 71 = 11
+    assert second["init"] == str(other) and second["gain"] == 11.0
+    saved = json.loads((tmp_path / "sst2_check.json").read_text())
+    assert [row["init"] for row in saved["rows"]] == [first["init"], str(other)]
+    table = (tmp_path / "sst2_check.md").read_text()
+    assert f"| {first['init']} |" in table and f"| {other} |" in table
+    # the same init again replaces its own row, not adds a second
+    sst2_check.main(argv)
+    saved = json.loads((tmp_path / "sst2_check.json").read_text())
+    assert [row["init"] for row in saved["rows"]] == [first["init"], str(other)]
+    # another protocol (here, other seeds) starts a table of its own, and says so
+    capsys.readouterr()
+    sst2_check.main(argv[:2] + ["--seeds", "0"] + argv[5:])
+    saved = json.loads((tmp_path / "sst2_check.json").read_text())
+    assert [row["init"] for row in saved["rows"]] == [str(other)]
+    assert "1 earlier row(s) had other fine-tuning flags, seeds or draws" in capsys.readouterr().out
