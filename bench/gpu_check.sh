@@ -34,7 +34,9 @@
 # (G, D and Adam's moments: ~170 MB) cannot come back, and carrying .gpurun/ would replace it: the
 # run continues only while the machine stays warm (on a fresh one --run starts it again, and says
 # so). BRING_BACK=1 with --run also brings the discriminator (HuggingFace layout, ~54 MB) in 15 MiB
-# parts: cat discriminator.tar.part-* | tar x.
+# parts: cat discriminator.tar.part-* | tar x. BRING_BACK=generator brings G instead (~18 MB), for
+# G's BLiMP: the device returns at most 64 MiB a call, too little for both, so G comes in a second
+# --run call with RUN_S=0 (the run untouched, only the export), while the machine is warm.
 set -uo pipefail  # no -e: a failed step is logged and the next one runs
 cd "$(dirname "$0")/.."
 
@@ -240,10 +242,14 @@ else
         echo "gpu_check --run: no checkpoint in $RUN (a fresh machine?): the run starts at step 0"
     fi
     step train "$RUN_S" --graceful "$PYTHON" train.py "${run[@]}" "${resume[@]}"
-    if [ "${BRING_BACK:-0}" = 1 ]; then
+    bring=${BRING_BACK:-0}
+    if [ "$bring" = 1 ]; then
+        bring=discriminator
+    fi
+    if [ "$bring" = discriminator ] || [ "$bring" = generator ]; then
         step export 60 "$PYTHON" train.py --out "$RUN" --export-hf "$WORK/hf"
-        if [ -d "$WORK/hf/discriminator" ]; then
-            tar -C "$WORK/hf" -cf - discriminator | split -b 15M - "$OUT/discriminator.tar.part-"
+        if [ -d "$WORK/hf/$bring" ]; then
+            tar -C "$WORK/hf" -cf - "$bring" | split -b 15M - "$OUT/$bring.tar.part-"
         fi
     fi
 fi

@@ -148,6 +148,20 @@ def test_gpu_check_script_runs_its_steps_and_continues_its_run(tmp_path):
     assert "continuing the run in" in printed and summary["train"]["step"] == 3
     assert "resuming at step 2" in (out / "gpu_run.log").read_text()
 
+    # RUN_S=0 with BRING_BACK=generator: the run untouched, only G exported, in parts that unpack
+    printed, summary = gpu_check(tmp_path, "--run", RUN_S="0", BRING_BACK="generator")
+    assert summary["steps"]["train"]["exit"] == "skipped" and summary["train"]["step"] == 3
+    assert summary["steps"]["export"]["exit"] == "0"
+    parts = sorted(out.glob("generator.tar.part-*"))
+    assert parts and not list(out.glob("discriminator.tar.part-*"))
+    unpacked = tmp_path / "unpacked"
+    unpacked.mkdir()
+    tar = subprocess.run(["tar", "x", "-C", str(unpacked)], input=b"".join(
+        p.read_bytes() for p in parts), capture_output=True)
+    assert tar.returncode == 0, tar.stderr
+    assert {p.name for p in (unpacked / "generator").iterdir()} >= {"config.json",
+                                                                    "model.safetensors"}
+
 
 def test_gpu_run_folder_makes_a_run_of_the_discriminator_brought_back(tmp_path, capsys):
     """bench/gpu_run_folder.py: the discriminator gpu_check.sh --run brings back (HuggingFace's
