@@ -3,6 +3,7 @@ random-weights twin fine-tuned by finetune.py (a subprocess), the table, and the
 import dataclasses
 import doctest
 import json
+import shutil
 import subprocess
 
 import pytest
@@ -200,10 +201,7 @@ def test_draw_0_is_the_twin_of_one_draw(tmp_path):
 def test_a_second_invocation_adds_its_row_to_the_table_of_the_first(tmp_path, monkeypatch, capsys):
     # the first invocation: the run of check_with_scores, 80 and 84 against one draw, 70 and 72
     first, _, _ = check_with_scores(tmp_path, monkeypatch, [[70.0, 72.0]])
-    other = tmp_path / "other"
-    other.mkdir()
-    for name in ("ckpt.pt", "vocab.txt"):
-        (other / name).write_bytes((tmp_path / "run" / name).read_bytes())
+    other = shutil.copytree(tmp_path / "run", tmp_path / "other")  # a second run, the same weights
     argv = ["--init", str(other), "--seeds", "0", "1", "--out", str(tmp_path),
             "--max-train-examples", "6"]
     (second,) = sst2_check.main(argv)  # the fake jobs: the same scores, so gain 82 - 71 = 11
