@@ -1,0 +1,169 @@
+"""SST-2 gain over random weights against pre-training compute: every run of the project's
+presets under issue 27's protocol in one picture (experiments/RESULTS.md, "Transfer").
+
+Each point is one pre-training run (one seed). Its y is the gain sst2_check.py wrote into its
+table (experiments/results/transfer/*.md), read from there, not retyped:
+
+    gain = mean_s acc(run, s) - mean_{d,s} acc(draw d, s)
+
+over fine-tuning seeds s and draws d of random weights of the same config and vocab. Its bar spans
+the run's fine-tuning seeds (their min and max, less the same random mean), and the grey band at
+each group's FLOPs spans the random jobs (min and max less their mean): the spread a gain must
+clear. Its x is the run's pre-training FLOPs, updates x report.flops_per_step of its config at its
+recipe's batch and sequence length. The dashed line is the target, +2.
+
+    python experiments/gain_vs_flops.py   # experiments/results/transfer/gain_vs_flops.png
+
+The groups are the presets as RESULTS.md reports them, each with the fine-tuning recipe RESULTS.md
+reads it with (the protocol: 20,000 SST-2 rows, 1 epoch, seeds 0 1 2):
+
+- tiny, 15 minutes on 2 CPU cores: candidates 19 (1,800 updates) and 20 (2,700 updates, the whole
+  15 minutes), the corpus of tapt_corpus.py with its 4,096-piece vocab, lr 1e-3, head first;
+- tiny-hour, 60 minutes on 2 CPU cores: candidate 16 and its seeds 1 and 2, lr 1e-3;
+- ELECTRA-Small on one H100, 8 to 10 minutes: the books and WikiText-2 (seed 0 at 4,136 and 29,651
+  updates, seed 1 at 24,669), and the books, WikiText-2 and SST-2's unlabelled training sentences
+  (seed 1, 18,719 updates); Table 7's Small recipe.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))  # the core files are flat modules at the repo's top level
+
+import train  # noqa: E402
+from electra import get_config  # noqa: E402
+from report import flops_per_step  # noqa: E402
+
+TABLES = ROOT / "experiments" / "results" / "transfer"
+# sst2_check's cell "mean [min-max] sd" (", median" after it in later tables)
+CELL = re.compile(r"^\s*([\d.]+) \[([\d.]+)-([\d.]+)\]")
+TARGET = 2.0  # issue 27: SST-2 >= random weights + 2 points
+
+
+@dataclass
+class Run:
+    """One pre-training run: where its sst2_check row is, and what its compute was."""
+
+    group: str  # the legend's label: the preset and its budget
+    table: str  # sst2_check's markdown table under TABLES
+    init: str  # the row's first cell (sst2_check's --init)
+    size: str  # its preset (electra.SIZES, train.RECIPES)
+    vocab_size: int  # its vocab (the FLOPs of G's output layer)
+    updates: int  # the updates made
+
+
+CPU_15 = "tiny, 15 min on 2 CPU cores (tapt corpus, vocab 4,096)"
+CPU_60 = "tiny-hour, 60 min on 2 CPU cores (tapt corpus, vocab 8,192)"
+GPU_BOOKS = "ELECTRA-Small, one H100 (books + WikiText-2)"
+GPU_TAPT = "ELECTRA-Small, one H100 (+ SST-2's unlabelled sentences)"
+RUNS = [
+    Run(CPU_15, "v4096-lpft-sst2.md", "runs/v4096", "tiny", 4096, 1800),
+    Run(CPU_15, "v4096-lpft-sst2.md", "runs/v4096s1", "tiny", 4096, 1800),
+    Run(CPU_15, "v4096-lpft-sst2.md", "runs/v4096s2", "tiny", 4096, 1800),
+    Run(CPU_15, "v4096-2700-lpft-sst2.md", "runs/v4096-2700", "tiny", 4096, 2700),
+    Run(CPU_15, "v4096-2700-lpft-sst2.md", "runs/v4096-2700s1", "tiny", 4096, 2700),
+    Run(CPU_15, "v4096-2700-lpft-sst2.md", "runs/v4096-2700s2", "tiny", 4096, 2700),
+    Run(CPU_60, "tiny-hour-9600-sst2.md", "runs/hour", "tiny-hour", 8192, 9600),
+    Run(CPU_60, "hours1-sst2.md", "runs/hours1", "tiny-hour", 8192, 9600),
+    Run(CPU_60, "hours2-sst2.md", "runs/hours2", "tiny-hour", 8192, 9600),
+    Run(GPU_BOOKS, "gpu_small-sst2.md", "runs/gpu_small", "small", 30522, 4136),
+    Run(GPU_BOOKS, "gpu_small2-sst2.md", "runs/gpu_small2", "small", 30522, 29651),
+    Run(GPU_BOOKS, "gpu_small3-sst2.md", "runs/gpu_small3", "small", 30522, 24669),
+    Run(GPU_TAPT, "gpu_small_tapt-sst2.md", "runs/gpu_small_tapt", "small", 30522, 18719),
+]
+
+
+def read_row(table: Path, init: str) -> dict:
+    """The row of `init` in sst2_check's markdown `table`: the pre-trained jobs' mean, min and max,
+    the random jobs' mean, min and max, and the gain as printed.
+
+    >>> import tempfile
+    >>> md = Path(tempfile.mkdtemp()) / "t.md"
+    >>> _ = md.write_text("| init | pre-trained | random weights | gain |\\n|---|---|---|---:|\\n"
+    ...                   "| runs/a | 77.10 [76.83-77.29] 0.24, 77.18 | 77.22 [73.28-78.44] 1.54 "
+    ...                   "| -0.11 |\\n")
+    >>> read_row(md, "runs/a")["gain"], read_row(md, "runs/a")["random"]
+    (-0.11, (77.22, 73.28, 78.44))
+    """
+    for line in table.read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if cells[0] != init:
+            continue
+        pretrained, random = (CELL.match(c) for c in cells[1:3])
+        if pretrained is None or random is None:
+            raise SystemExit(f"{table}: the row of {init} is not an sst2_check row: {line}")
+        gain = next(float(c) for c in cells[3:] if re.fullmatch(r"[+-][\d.]+", c))
+        return {"pretrained": tuple(float(g) for g in pretrained.groups()),
+                "random": tuple(float(g) for g in random.groups()),
+                "gain": gain}
+    raise SystemExit(f"{table} has no row for {init}")
+
+
+def run_flops(run: Run) -> float:
+    """Pre-training FLOPs of `run`: its updates x flops_per_step of its preset with its vocab, at
+    its recipe's batch and sequence length, with k capped as train.model_config caps it."""
+    recipe = train.RECIPES[run.size]
+    config = get_config(run.size, vocab_size=run.vocab_size)
+    k_cap = train.max_predictions(config.mask_prob, recipe.seq_len)
+    config = replace(config, max_predictions=k_cap)
+    return run.updates * flops_per_step(config, recipe.batch_size, recipe.seq_len)
+
+
+def plot(runs: list[Run], png: Path, tables: Path = TABLES) -> list[dict]:
+    """The figure, written to `png`; returns each run's point (its FLOPs and row)."""
+    from matplotlib.figure import Figure
+
+    points = [{"run": r, "flops": run_flops(r), **read_row(tables / r.table, r.init)} for r in runs]
+    fig = Figure(figsize=(8, 4.8))
+    ax = fig.add_subplot()
+    groups = list(dict.fromkeys(r.group for r in runs))
+    for colour, group in zip(("C0", "C1", "C7", "C3"), groups):
+        mine = [p for p in points if p["run"].group == group]
+        x = np.array([p["flops"] for p in mine])
+        gain = np.array([p["gain"] for p in mine])
+        # each run's fine-tuning seeds, less the same random mean as its gain
+        low = np.array([p["pretrained"][1] - p["random"][0] for p in mine])
+        high = np.array([p["pretrained"][2] - p["random"][0] for p in mine])
+        ax.errorbar(x, gain, yerr=[gain - low, high - gain], fmt="o", color=colour, capsize=3,
+                    label=group)
+        for p in mine:  # the random jobs' spread at this run's FLOPs: what a gain must clear
+            mean, lo, hi = p["random"]
+            ax.plot([p["flops"]] * 2, [lo - mean, hi - mean], color="grey", lw=6, alpha=0.25,
+                    solid_capstyle="butt")
+    ax.axhline(0.0, color="black", lw=0.8)
+    ax.axhline(TARGET, color="C2", ls="--", lw=1, label=f"target: random weights + {TARGET:g}")
+    ax.set_xscale("log")
+    ax.set_xlabel("pre-training FLOPs (report.flops_per_step)")
+    ax.set_ylabel("SST-2 gain over random weights (points)")
+    ax.set_title("SST-2 after fine-tuning, against random weights of the same config\n"
+                 "dots: mean over 3 fine-tuning seeds; bars: their min-max; grey: random jobs")
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    png.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(png, dpi=120)
+    return points
+
+
+def main(argv=None) -> list[dict]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default=str(TABLES / "gain_vs_flops.png"),
+                        help="the PNG to write (default: %(default)s)")
+    args = parser.parse_args(argv)
+    points = plot(RUNS, Path(args.out))
+    for p in points:
+        r = p["run"]
+        print(f"{r.init:24} {r.updates:>7,} updates {p['flops']:.2e} FLOPs  gain {p['gain']:+.2f}")
+    print(f"wrote {args.out}")
+    return points
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+"""experiments/gain_vs_flops.py: the rows it reads, the FLOPs it computes, the figure it draws."""
+import doctest
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "experiments"))
+
+import gain_vs_flops as g  # noqa: E402
+
+# sst2_check's two table formats: without the median (before 2026-11-26) and with it
+TABLE = """SST-2 dev accuracy, 20,000 training rows, 1 epoch(s), seeds 0 1 2: mean [min-max] std
+
+| init | pre-trained | random weights, same config and vocab | mean of each draw | gain |
+|---|---|---|---|---:|
+| runs/old | 76.38 [74.54-77.64] 1.63 | 77.85 [76.38-79.47] 1.07 | 78.48 / 77.03 / 78.06 | -1.48 |
+"""
+TABLE_WITH_MEDIANS = """| init | pre-trained | random weights | mean of each draw | gain | median gain |
+|---|---|---|---|---:|---:|
+| runs/new | 70.60 [69.38-71.33] 1.07, 71.10 | 66.58 [64.22-69.04] 1.39, 66.63 | 65.29 / 66.63 | +4.03 | +4.47 |
+"""
+
+
+def test_docstring_example():
+    assert doctest.testmod(g, optionflags=doctest.ELLIPSIS).failed == 0
+
+
+def test_a_row_of_either_format_is_read_as_printed(tmp_path):
+    (tmp_path / "old.md").write_text(TABLE)
+    (tmp_path / "new.md").write_text(TABLE_WITH_MEDIANS)
+    old = g.read_row(tmp_path / "old.md", "runs/old")
+    assert old == {"pretrained": (76.38, 74.54, 77.64), "random": (77.85, 76.38, 79.47),
+                   "gain": -1.48}
+    new = g.read_row(tmp_path / "new.md", "runs/new")
+    # the gain of the means, not the median gain beside it
+    assert new == {"pretrained": (70.60, 69.38, 71.33), "random": (66.58, 64.22, 69.04),
+                   "gain": 4.03}
+
+
+def test_a_missing_row_is_one_line_that_names_the_table(tmp_path):
+    (tmp_path / "old.md").write_text(TABLE)
+    with pytest.raises(SystemExit, match="old.md has no row for runs/other"):
+        g.read_row(tmp_path / "old.md", "runs/other")
+
+
+def test_the_flops_are_those_the_runs_printed():
+    # train.py's start-up line: "compute  2.83e+10 FLOPs per update (fwd+bwd), 7.64e+13 for
+    # 2,700 updates" (candidate 20); RESULTS.md: 4,136 Small updates are 4.76e15 FLOPs
+    tiny = g.Run("tiny", "t.md", "runs/t", "tiny", 4096, 2700)
+    small = g.Run("small", "s.md", "runs/s", "small", 30522, 4136)
+    assert g.run_flops(tiny) == pytest.approx(7.64e13, rel=1e-3)
+    assert g.run_flops(small) == pytest.approx(4.76e15, rel=1e-3)
+
+
+def test_every_point_of_the_figure_is_a_committed_row_whose_gain_is_its_means_difference():
+    for run in g.RUNS:
+        row = g.read_row(g.TABLES / run.table, run.init)
+        # the tables print two decimals, so the difference of the rounded means is within 0.01
+        assert row["gain"] == pytest.approx(row["pretrained"][0] - row["random"][0], abs=0.011)
+        lo, hi = row["pretrained"][1:]
+        assert lo <= row["pretrained"][0] <= hi
+
+
+def test_the_figure_is_written_with_one_point_per_run(tmp_path):
+    (tmp_path / "old.md").write_text(TABLE)
+    (tmp_path / "new.md").write_text(TABLE_WITH_MEDIANS)
+    runs = [g.Run("cpu", "old.md", "runs/old", "tiny", 4096, 1800),
+            g.Run("gpu", "new.md", "runs/new", "small", 30522, 18719)]
+    png = tmp_path / "fig" / "gain.png"
+    points = g.plot(runs, png, tables=tmp_path)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert [p["gain"] for p in points] == [-1.48, 4.03]
+    assert points[0]["flops"] < points[1]["flops"]
