@@ -94,7 +94,8 @@ def test_a_scheduled_temperature_is_the_training_auc_pass():
     at_1_5, _ = pass_by_hand(model, examples, layout, cfg.seed, 1.5)
     at_1, _ = pass_by_hand(model, examples, layout, cfg.seed, 1.0)
     at_2, _ = pass_by_hand(model, examples, layout, cfg.seed, None)
-    assert got["disc_auc"] == pytest.approx(at_1_5, abs=1e-6) and got["context_auc"] == pytest.approx(at_1, abs=1e-6)
+    assert (got["disc_auc"] == pytest.approx(at_1_5, abs=1e-6)
+            and got["context_auc"] == pytest.approx(at_1, abs=1e-6))
     assert abs(at_1_5 - at_2) > 1e-3  # the model's own temperature would have given another AUC
     got = report.evaluate_heldout(model, examples, layout, cfg, torch.device("cpu"),
                                   contextlib.nullcontext(), temperature=1.0)
