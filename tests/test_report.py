@@ -147,3 +147,12 @@ def test_marked_sentence_is_cut_to_sample_tokens():
     x = torch.full((n,), 2)
     text = report.marked_sentence(SENTENCE["tokens"], x, x, torch.ones(n), tty=False)
     assert text.splitlines()[1] == "  " + " ".join(["the"] * report.SAMPLE_TOKENS) + " ..."
+
+
+def test_the_cpu_presets_are_presets_of_both_the_model_and_the_recipe():
+    # A renamed preset would silently turn its CPU time projection back on: the names must exist.
+    from electra import SIZES
+
+    for size in report.CPU_PRESETS:
+        assert size in SIZES and size in train.RECIPES
+    assert report.CPU_PRESET_MINUTES == 15  # the README's 15-minute command
