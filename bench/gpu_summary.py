@@ -55,8 +55,9 @@ def summarize(work: Path, run: Path, seconds: int) -> dict:
             "last_eval": held[-1] if held else None,
         },
         # SST-2's dev accuracy (mean over seeds) pre-trained and with random weights, and the gain
-        "finetune": {"sst2": {name: sst2_rows[0][name] for name in ("pretrained", "random", "gain")}}
-        if sst2_rows else {},
+        "finetune": ({"sst2": {name: sst2_rows[0][name]
+                               for name in ("pretrained", "random", "gain")}}
+                     if sst2_rows else {}),
         "profile": profile.read_text().splitlines()[0] if profile.is_file() else None,
     }
 

@@ -18,7 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-os.environ.setdefault("RAYON_NUM_THREADS", "1")  # one core for the Rust tokenizer too: a fair per-core number
+# one core for the Rust tokenizer too: a fair per-core number
+os.environ.setdefault("RAYON_NUM_THREADS", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -30,7 +31,8 @@ import tokenizer  # noqa: E402
 
 
 def best_time(fn, repeat):
-    """Fastest of `repeat` runs of fn() (seconds) and its last result: the least disturbed by other jobs."""
+    """Fastest of `repeat` runs of fn() (seconds) and its last result: the least disturbed by
+    other jobs."""
     best, out = float("inf"), None
     for _ in range(repeat):
         start = time.perf_counter()
@@ -40,13 +42,20 @@ def best_time(fn, repeat):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--data", required=True, help="a .txt file or a folder of .txt/.raw files (e.g. ../shared/data/corpus)")
-    p.add_argument("--vocab", help="a vocab.txt to encode with (default: the one HF's trainer learns here)")
-    p.add_argument("--vocab-size", type=int, default=tokenizer.CONFIG.vocab_size, help="trainer vocab size (BERT: 30522)")
-    p.add_argument("--mb", type=float, default=2.0, help="megabytes of text to encode (the Python reference is slow)")
-    p.add_argument("--repeat", type=int, default=3, help="timed runs per tokenizer; the fastest is reported")
-    p.add_argument("--cased", action="store_true", help="cased vocab (no lowercasing or accent stripping)")
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data", required=True,
+                   help="a .txt file or a folder of .txt/.raw files (e.g. ../shared/data/corpus)")
+    p.add_argument("--vocab",
+                   help="a vocab.txt to encode with (default: the one HF's trainer learns here)")
+    p.add_argument("--vocab-size", type=int, default=tokenizer.CONFIG.vocab_size,
+                   help="trainer vocab size (BERT: 30522)")
+    p.add_argument("--mb", type=float, default=2.0,
+                   help="megabytes of text to encode (the Python reference is slow)")
+    p.add_argument("--repeat", type=int, default=3,
+                   help="timed runs per tokenizer; the fastest is reported")
+    p.add_argument("--cased", action="store_true",
+                   help="cased vocab (no lowercasing or accent stripping)")
     p.add_argument("--skip-train", action="store_true", help="skip the trainer timings")
     args = p.parse_args(argv)
     lowercase = not args.cased
@@ -57,12 +66,14 @@ def main(argv=None):
     total_mb = sum(len(t.encode("utf-8")) for t in texts) / 1e6
     print(f"corpus {args.data}: {len(texts)} files, {total_mb:.1f} MB")
 
-    with tempfile.TemporaryDirectory(prefix="bench-tokenizer-") as workdir:  # HF's trained vocab.txt
+    # HF's trained vocab.txt
+    with tempfile.TemporaryDirectory(prefix="bench-tokenizer-") as workdir:
         compare(args, texts, total_mb, lowercase, Path(workdir))
 
 
 def compare(args, texts: list[str], total_mb: float, lowercase: bool, workdir: Path) -> None:
-    """Trainer times (unless --skip-train), then encoding speed and agreement of the three tokenizers."""
+    """Trainer times (unless --skip-train), then encoding speed and agreement of the three
+    tokenizers."""
     if not args.skip_train:
         print(f"\ntrainer, vocab_size={args.vocab_size}, {total_mb:.1f} MB, one process each")
         start = time.perf_counter()
@@ -70,10 +81,13 @@ def compare(args, texts: list[str], total_mb: float, lowercase: bool, workdir: P
         hf.train_from_iterator(texts, vocab_size=args.vocab_size, show_progress=False)
         hf_s = time.perf_counter() - start
         start = time.perf_counter()
-        ours_trained = tokenizer.train(texts, vocab_size=args.vocab_size, lowercase=lowercase, progress=False)
+        ours_trained = tokenizer.train(texts, vocab_size=args.vocab_size, lowercase=lowercase,
+                                       progress=False)
         ours_s = time.perf_counter() - start
-        print(f"  {'ours: tokenizer.train (likelihood merges, Python)':<52} {ours_s:7.1f} s  {len(ours_trained):6d} tokens")
-        print(f"  {'HF tokenizers BertWordPieceTokenizer.train (BPE, Rust)':<52} {hf_s:7.1f} s  {hf.get_vocab_size():6d} tokens")
+        print(f"  {'ours: tokenizer.train (likelihood merges, Python)':<52} {ours_s:7.1f} s  "
+              f"{len(ours_trained):6d} tokens")
+        print(f"  {'HF tokenizers BertWordPieceTokenizer.train (BPE, Rust)':<52} {hf_s:7.1f} s  "
+              f"{hf.get_vocab_size():6d} tokens")
     if args.vocab:
         vocab = Path(args.vocab)
     else:
@@ -104,7 +118,8 @@ def compare(args, texts: list[str], total_mb: float, lowercase: bool, workdir: P
     def rust():
         return [e.ids for e in rust_ref.encode_batch(lines, add_special_tokens=False)]
 
-    print(f"\nencoding {len(lines)} lines, {mb:.2f} MB, one core, best of {args.repeat}; vocab {vocab}")
+    print(f"\nencoding {len(lines)} lines, {mb:.2f} MB, one core, best of {args.repeat}; "
+          f"vocab {vocab}")
     ours_s, ours_ids = best_time(ours, args.repeat)
     python_s, python_ids = best_time(python, max(1, args.repeat - 2))  # ~20x slower: fewer runs
     rust_s, rust_ids = best_time(rust, args.repeat)
@@ -115,7 +130,8 @@ def compare(args, texts: list[str], total_mb: float, lowercase: bool, workdir: P
     print(f"  {'tokenizer':<48} {'MB/s':>7} {'vs Python':>10}  ids differ from ours")
     rows = [
         ("ours (tokenizer.py, Python)", ours_s, "-"),
-        ("transformers BertTokenizerLegacy (Python)", python_s, f"{python_bad} of {len(lines)} lines"),
+        ("transformers BertTokenizerLegacy (Python)", python_s,
+         f"{python_bad} of {len(lines)} lines"),
         ("tokenizers BertWordPieceTokenizer (Rust)", rust_s,
          f"{rust_bad} of {len(lines) - len(sigma)} lines (without capital sigma)"),
     ]

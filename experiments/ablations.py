@@ -1,4 +1,5 @@
-"""Experiment 2: where ELECTRA's gain comes from (paper Sec. 3.5, Table 5), at equal pre-training compute.
+"""Experiment 2: where ELECTRA's gain comes from (paper Sec. 3.5, Table 5), at equal pre-training
+compute.
 
     ELECTRA         replaced token detection on every input token
     ELECTRA 15%     the same, but L_Disc only on the 15% of positions that were masked
@@ -17,10 +18,11 @@ generator_size.py's ELECTRA run):
         --ft-examples sst2=20000 --ft-epochs sst2=1 --ft-lr 1e-3 --blimp-dir ../shared/data/blimp \\
         --runs-dir runs/gen --out runs/ablations-out
 
-Each run gets the same FLOPs budget; its final snapshot is fine-tuned, and so are its random weights
-(update 0), the zero point pre-training has to beat (issue 27's protocol). Writes --out/results.json,
-ablations.md and ablations.png (a point per objective and task, min-max over seeds). Run it again to
-continue after an interruption; runs shared with electra_vs_bert.py (same --runs-dir) are reused.
+Each run gets the same FLOPs budget; its final snapshot is fine-tuned, and so are its random
+weights (update 0), the zero point pre-training has to beat (issue 27's protocol). Writes
+--out/results.json, ablations.md and ablations.png (a point per objective and task, min-max over
+seeds). Run it again to continue after an interruption; runs shared with electra_vs_bert.py (same
+--runs-dir) are reused.
 """
 from __future__ import annotations
 
@@ -35,8 +37,9 @@ import evaluate  # noqa: E402
 from experiments import common  # noqa: E402
 
 NAME = "ablations"
-OBJECTIVES = (("electra", "ELECTRA"), ("all_tokens_mlm", "All-Tokens MLM"), ("replace_mlm", "Replace MLM"),
-              ("electra_15", "ELECTRA 15%"), ("bert", "BERT"))  # Table 5's order
+OBJECTIVES = (("electra", "ELECTRA"), ("all_tokens_mlm", "All-Tokens MLM"),
+              ("replace_mlm", "Replace MLM"), ("electra_15", "ELECTRA 15%"),
+              ("bert", "BERT"))  # Table 5's order
 PAPER_GLUE = {"electra": 85.0, "all_tokens_mlm": 84.3, "replace_mlm": 82.4, "electra_15": 82.4,
               "bert": 82.2}  # Table 5, GLUE dev score of Base-sized models
 TASKS = "sst2,mrpc,stsb"
@@ -61,7 +64,8 @@ def main(argv=None) -> dict:
     if unknown or not chosen:
         raise SystemExit(f"--objectives {args.objectives}: choose from {', '.join(labels)}")
     ctx = common.setup(args)
-    runs = [common.make_run(ctx, obj, size, labels[obj] if len(args.size) == 1 else f"{labels[obj]}-{size}")
+    runs = [common.make_run(ctx, obj, size,
+                            labels[obj] if len(args.size) == 1 else f"{labels[obj]}-{size}")
             for size in args.size for obj, _ in OBJECTIVES if obj in chosen]
 
     return common.run_experiment(ctx, NAME, runs, "last+init", markdown, plot, argv)
@@ -94,7 +98,8 @@ def plot(plt, rows: list[dict], tasks: list[str]):
     scores = ("d_sum", "mlm_pll")  # D's sum and the MLM's PLL: the two the protocol compares
     labels = list(dict.fromkeys(r["label"] for r in rows))
     width = 0.8 / max(1, 2 * len(labels))
-    fig, axes = plt.subplots(1, 2 if blimp else 1, figsize=(2.4 * len(groups) + (8 if blimp else 3), 4),
+    fig, axes = plt.subplots(1, 2 if blimp else 1,
+                             figsize=(2.4 * len(groups) + (8 if blimp else 3), 4),
                              squeeze=False, width_ratios=[len(groups), 2] if blimp else None)
     ax, ax_blimp = axes[0, 0], (axes[0, 1] if blimp else None)
     for i, label in enumerate(labels):

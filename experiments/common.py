@@ -1,14 +1,15 @@
 """What the three experiment scripts share: pre-training runs at a fixed FLOPs budget, fine-tuning
 jobs, zero-shot BLiMP jobs, a resumable job queue, and the results JSON / markdown / PNG they write.
 
-The paper compares objectives "at equal pre-training compute" (Clark et al. 2020, Sec. 3.3, Figure 1,
-Table 1): we turn one FLOPs budget into a number of updates per objective with report.flops_per_step,
+The paper compares objectives "at equal pre-training compute" (Clark et al. 2020, Sec. 3.3,
+Figure 1, Table 1): we turn one FLOPs budget into a number of updates per objective with
+report.flops_per_step,
 
     steps = floor(budget / flops_per_step(model config, batch, seq_len))
 
 and run train.py (in-process, its own main) with that many steps, stopping at a few points along the
-way (--stop-at, then --resume) to keep a weight-only snapshot of each. Each snapshot is fine-tuned with
-finetune.py's main on the GLUE tasks, one job per (task, seed), with per-task settings
+way (--stop-at, then --resume) to keep a weight-only snapshot of each. Each snapshot is fine-tuned
+with finetune.py's main on the GLUE tasks, one job per (task, seed), with per-task settings
 (--ft-examples sst2=20000 --ft-epochs sst2=1); every task is summarised over seeds by its mean, its
 median (the paper reports medians, Sec. 3.1) and its min-max spread, and each script's table says
 which it shows. With --blimp-dir each fine-tuned snapshot is also scored zero-shot on BLiMP
@@ -61,11 +62,14 @@ from electra import ElectraConfig, generator_config, get_config  # noqa: E402
 from report import flops_per_step, read_metrics  # noqa: E402
 from tokenizer import Tokenizer  # noqa: E402
 
-DEFAULT_RUNS_DIR = "runs/experiments"  # under the repo's /runs/, which .gitignore leaves out (checkpoints)
-DEFAULT_CHECKPOINTS = 3  # snapshots per run, evenly spaced in steps (Figure 1 shows several per model)
+# under the repo's /runs/, which .gitignore leaves out (checkpoints)
+DEFAULT_RUNS_DIR = "runs/experiments"
+# snapshots per run, evenly spaced in steps (Figure 1 shows several per model)
+DEFAULT_CHECKPOINTS = 3
 DEFAULT_SEEDS = 3  # fine-tuning seeds per task (paper: 10, Sec. 3.1; 3 keeps a CPU run affordable)
 LOCK_POLL_S = 2.0  # seconds between looks at jobs another process is doing
-SNAPSHOT_KEYS = ("model", "model_config", "vocab_hash", "step", "train_config")  # what finetune.py reads
+# what finetune.py reads
+SNAPSHOT_KEYS = ("model", "model_config", "vocab_hash", "step", "train_config")
 
 
 # -----------------------------------------------------------------------------
@@ -163,28 +167,37 @@ def score_axes(ax, stat: str = "median") -> None:
 
 
 def add_common_args(p: argparse.ArgumentParser, default_tasks: str) -> None:
-    p.add_argument("--data", required=True, help="pre-training corpus: a .txt file, a folder of them, or a "
-                                                 "train.py known corpus (wikitext-2, wikitext-103)")
+    p.add_argument("--data", required=True,
+                   help="pre-training corpus: a .txt file, a folder of them, or a "
+                        "train.py known corpus (wikitext-2, wikitext-103)")
     p.add_argument("--flops", type=float, required=True,
-                   help="pre-training budget per run in FLOPs (report.flops_per_step's counting); each "
-                        "objective gets floor(FLOPs / its FLOPs per update) updates. train.py prints a "
-                        "run's FLOPs per update at start-up")
-    p.add_argument("--size", nargs="+", default=["tiny"], help="model size preset(s) of electra.SIZES")
-    p.add_argument("--seeds", type=int, default=DEFAULT_SEEDS, help="fine-tuning seeds 0..N-1 per task")
-    p.add_argument("--glue-dir", default=None, help="folder of GLUE task folders (SST-2/, MRPC/, STS-B/ with "
-                                                   "train.tsv and dev.tsv); default: finetune.py downloads")
-    p.add_argument("--tasks", default=default_tasks, help="comma-separated GLUE tasks to fine-tune on")
-    p.add_argument("--out", default=None, help="folder for the results JSON, markdown table and PNG")
+                   help="pre-training budget per run in FLOPs (report.flops_per_step's counting); "
+                        "each objective gets floor(FLOPs / its FLOPs per update) updates. train.py "
+                        "prints a run's FLOPs per update at start-up")
+    p.add_argument("--size", nargs="+", default=["tiny"],
+                   help="model size preset(s) of electra.SIZES")
+    p.add_argument("--seeds", type=int, default=DEFAULT_SEEDS,
+                   help="fine-tuning seeds 0..N-1 per task")
+    p.add_argument("--glue-dir", default=None,
+                   help="folder of GLUE task folders (SST-2/, MRPC/, STS-B/ with "
+                        "train.tsv and dev.tsv); default: finetune.py downloads")
+    p.add_argument("--tasks", default=default_tasks,
+                   help="comma-separated GLUE tasks to fine-tune on")
+    p.add_argument("--out", default=None,
+                   help="folder for the results JSON, markdown table and PNG")
     p.add_argument("--runs-dir", default=DEFAULT_RUNS_DIR,
                    help="pre-training runs and fine-tuning outputs, shared between the scripts")
     p.add_argument("--checkpoints", type=int, default=DEFAULT_CHECKPOINTS,
-                   help="snapshots per pre-training run, evenly spaced (the same in all scripts so that "
-                        "they can share runs)")
+                   help="snapshots per pre-training run, evenly spaced (the same in all scripts "
+                        "so that they can share runs)")
     p.add_argument("--seed", type=int, default=0, help="pre-training seed")
-    p.add_argument("--seq-len", type=int, default=None, help="pre-training sequence length (default: recipe)")
-    p.add_argument("--batch-size", type=int, default=None, help="pre-training batch (default: recipe)")
-    p.add_argument("--vocab-size", type=int, default=None, help="WordPiece vocab trained once on --data "
-                                                               "(default: the size's recipe)")
+    p.add_argument("--seq-len", type=int, default=None,
+                   help="pre-training sequence length (default: recipe)")
+    p.add_argument("--batch-size", type=int, default=None,
+                   help="pre-training batch (default: recipe)")
+    p.add_argument("--vocab-size", type=int, default=None,
+                   help="WordPiece vocab trained once on --data "
+                        "(default: the size's recipe)")
     p.add_argument("--vocab", default=None,
                    help="a BERT-format vocab.txt for every run, instead of one trained on --data")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
@@ -206,7 +219,8 @@ def add_common_args(p: argparse.ArgumentParser, default_tasks: str) -> None:
     plumbing.add_flag(p, "blimp_pairs", type=int, default=evaluate.PER_PARADIGM,
                       help="BLiMP: the first N pairs of each paradigm, 0 for all")
     p.add_argument("--single-order", action="store_true",
-                   help="fine-tune MRPC/STS-B on one sentence order only (finetune.py --single-order)")
+                   help="fine-tune MRPC/STS-B on one sentence order only "
+                        "(finetune.py --single-order)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
 
@@ -233,7 +247,8 @@ def setup(args: argparse.Namespace) -> Context:
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.flops <= 0:
-        raise SystemExit(f"--flops {args.flops:g}: the budget must be a positive number of FLOPs, e.g. 5e12")
+        raise SystemExit(f"--flops {args.flops:g}: the budget must be a positive number of FLOPs, "
+                         "e.g. 5e12")
     if args.seeds < 1 or args.checkpoints < 1:
         raise SystemExit("--seeds and --checkpoints must be at least 1")
     for size in args.size:
@@ -246,7 +261,8 @@ def setup(args: argparse.Namespace) -> Context:
     if not tasks:
         raise SystemExit("--tasks: give at least one GLUE task, e.g. sst2,mrpc,stsb")
     if args.glue_dir is not None and not Path(args.glue_dir).is_dir():
-        raise SystemExit(f"--glue-dir {args.glue_dir}: no such folder (it should hold SST-2/, MRPC/, STS-B/)")
+        raise SystemExit(f"--glue-dir {args.glue_dir}: no such folder "
+                         "(it should hold SST-2/, MRPC/, STS-B/)")
     overrides = train.parse_overrides(args.overrides)
     runs_dir = Path(args.runs_dir)
     try:
@@ -305,7 +321,8 @@ def parse_fraction(text: str) -> float:
     try:
         value = float(Fraction(text))
     except (ValueError, ZeroDivisionError):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a fraction such as 1/4 or 0.25") from None
+        raise argparse.ArgumentTypeError(f"{text!r} is not a fraction such as 1/4 "
+                                         "or 0.25") from None
     if value <= 0:
         raise argparse.ArgumentTypeError(f"{text!r}: a generator size must be positive")
     return value
@@ -350,7 +367,8 @@ class Run:
         return d
 
 
-def make_run(ctx: Context, objective: str, size: str, label: str, generator_fraction: float | None = None) -> Run:
+def make_run(ctx: Context, objective: str, size: str, label: str,
+             generator_fraction: float | None = None) -> Run:
     """The run for `objective` at `size` within the --flops budget.
 
     generator_fraction None: the size preset's. A fraction equal to the preset's is not passed to
@@ -372,27 +390,32 @@ def make_run(ctx: Context, objective: str, size: str, label: str, generator_frac
     flops = flops_per_step(mc, batch, seq_len)
     steps = int(a.flops // flops)
     if steps < a.checkpoints:
-        raise SystemExit(f"--flops {a.flops:g} buys {steps} update(s) of {objective} at size {size} "
-                         f"({flops:.3g} FLOPs each), fewer than --checkpoints {a.checkpoints}: raise --flops")
+        raise SystemExit(f"--flops {a.flops:g} buys {steps} update(s) of {objective} "
+                         f"at size {size} ({flops:.3g} FLOPs each), fewer than "
+                         f"--checkpoints {a.checkpoints}: raise --flops")
     # Deviation: the recipe's warm-up is for its full length; a short run keeps the same proportion
     # (tiny: 500 of 10,000 updates) so it still has a decay phase.
     warmup = max(1, round(steps * recipe.warmup / recipe.steps))
     stops = sorted({round(steps * k / a.checkpoints) for k in range(1, a.checkpoints + 1)})
-    defining = {"objective": objective, "size": size, "model": {k: v for k, v in vars(mc).items()},
-                "corpus": str(ctx.corpus), "vocab": ctx.tok.hash(), "seq_len": seq_len, "batch": batch,
-                "steps": steps, "warmup": warmup, "seed": a.seed, "stops": stops}
+    defining = {"objective": objective, "size": size,
+                "model": {k: v for k, v in vars(mc).items()},
+                "corpus": str(ctx.corpus), "vocab": ctx.tok.hash(), "seq_len": seq_len,
+                "batch": batch, "steps": steps, "warmup": warmup, "seed": a.seed, "stops": stops}
     frac = mc.generator_fraction if objective != "bert" else None
-    name = (f"{size}-{objective}" + (f"-g{fraction_label(frac).replace('/', 'over')}" if frac else "")
+    name = (f"{size}-{objective}"
+            + (f"-g{fraction_label(frac).replace('/', 'over')}" if frac else "")
             + f"-{steps}steps-{_digest(json.dumps(defining, sort_keys=True))}")
     run_dir = ctx.runs_dir / name
     argv = ["--size", size, "--objective", objective, "--data", str(ctx.corpus),
-            "--cache-dir", str(ctx.runs_dir / "cache"), "--out", str(run_dir / "train"), "--vocab", str(ctx.vocab),
-            "--seq-len", str(seq_len), "--batch-size", str(batch), "--steps", str(steps), "--warmup", str(warmup),
-            "--seed", str(a.seed), "--log-interval", str(max(1, steps // 50)), "--eval-interval", str(steps),
+            "--cache-dir", str(ctx.runs_dir / "cache"), "--out", str(run_dir / "train"),
+            "--vocab", str(ctx.vocab), "--seq-len", str(seq_len), "--batch-size", str(batch),
+            "--steps", str(steps), "--warmup", str(warmup), "--seed", str(a.seed),
+            "--log-interval", str(max(1, steps // 50)), "--eval-interval", str(steps),
             "--ckpt-interval", str(steps), "--device", a.device]
     for key, value in overrides.items():
         argv += ["--set", f"{key}={value}"]
-    return Run(label, name, objective, size, frac, generator_config(mc).hidden_size if frac else None, steps, flops,
+    return Run(label, name, objective, size, frac,
+               generator_config(mc).hidden_size if frac else None, steps, flops,
                stops, asdict(mc), ctx.tok.hash(), a.seed, argv, run_dir)
 
 
@@ -409,14 +432,16 @@ def pretrain(run: Run) -> None:
             continue
         step = _checkpoint_step(ckpt)
         if step is not None and step > stop:
-            raise SystemExit(f"{ckpt} is at step {step}, past the missing snapshot {run.snapshot(stop)}: delete "
-                             f"{run.dir} to pre-train that run again")
+            raise SystemExit(f"{ckpt} is at step {step}, past the missing snapshot "
+                             f"{run.snapshot(stop)}: delete {run.dir} to pre-train that run again")
         if step is None or step < stop:
-            result = train.main(run.argv + ["--stop-at", str(stop)] + (["--resume"] if step is not None else []))
+            result = train.main(run.argv + ["--stop-at", str(stop)]
+                                + (["--resume"] if step is not None else []))
             if result["interrupted"]:
                 raise KeyboardInterrupt
         saved = torch.load(ckpt, map_location="cpu", weights_only=True)
-        _atomic(run.snapshot(stop), lambda p, s=saved: torch.save({k: s[k] for k in SNAPSHOT_KEYS}, p))
+        _atomic(run.snapshot(stop),
+                lambda p, s=saved: torch.save({k: s[k] for k in SNAPSHOT_KEYS}, p))
 
 
 def save_init(run: Run) -> None:
@@ -427,8 +452,8 @@ def save_init(run: Run) -> None:
     mc = ElectraConfig(**run.model_config)
     torch.manual_seed(run.seed)  # as train.set_up: torch.manual_seed(cfg.seed), then build_model
     model = train.build_model(mc, "cpu")
-    state = {"model": model.state_dict(), "model_config": run.model_config, "vocab_hash": run.vocab_hash,
-             "step": 0, "train_config": {}}
+    state = {"model": model.state_dict(), "model_config": run.model_config,
+             "vocab_hash": run.vocab_hash, "step": 0, "train_config": {}}
     _atomic(run.snapshot(0), lambda p: torch.save(state, p))
 
 
@@ -462,11 +487,12 @@ def ft_key(run: Run, step: int, task: str, seed: int, args) -> str:
 
 
 def fine_tune(ctx: Context, run: Run, step: int, task: str, seed: int) -> dict:
-    """Fine-tune snapshot `step` of `run` on `task` with one seed (finetune.py's main); its dev metrics."""
+    """Fine-tune snapshot `step` of `run` on `task` with one seed (finetune.py's main); its dev
+    metrics."""
     a = ctx.args
     out = run.dir / "finetune" / _slug(f"step{step}-{task}-seed{seed}-{ft_signature(a, task)}")
-    argv = ["--task", task, "--init", str(run.snapshot(step)), "--vocab", str(ctx.vocab), "--out-dir", str(out),
-            "--seeds", "1", "--seed", str(seed)]
+    argv = ["--task", task, "--init", str(run.snapshot(step)), "--vocab", str(ctx.vocab),
+            "--out-dir", str(out), "--seeds", "1", "--seed", str(seed)]
     if a.glue_dir is not None:
         argv += ["--data-dir", str(a.glue_dir)]
     if a.device != "auto":
@@ -539,7 +565,8 @@ class Job:
     seed: int = 0
 
 
-def fine_tuned_steps(runs: list[Run], steps: str, select: list[int] | None = None) -> list[tuple[Run, int]]:
+def fine_tuned_steps(runs: list[Run], steps: str,
+                     select: list[int] | None = None) -> list[tuple[Run, int]]:
     """The snapshots an experiment fine-tunes: steps "last" (each run's final one), "all" (every
     snapshot), "all+init" (every snapshot, and before them step 0 of each run: its random
     initialisation, the zero point of its objective; ELECTRA's and BERT's differ, as their models
@@ -549,14 +576,15 @@ def fine_tuned_steps(runs: list[Run], steps: str, select: list[int] | None = Non
         raise ValueError(f"steps {steps!r}: expected 'last', 'all', 'all+init' or 'last+init'")
     out = []
     for run in runs:
-        chosen = run.stops if select is None else [s for i, s in enumerate(run.stops, start=1) if i in select]
+        chosen = (run.stops if select is None
+                  else [s for i, s in enumerate(run.stops, start=1) if i in select])
         out += [(run, 0)] if steps.endswith("+init") else []
         out += [(run, s) for s in (chosen if steps.startswith("all") else run.stops[-1:])]
     return out
 
 
-def run_experiment(ctx: Context, name: str, runs: list[Run], steps: str, markdown, plot, argv: list[str],
-                   select: list[int] | None = None) -> dict:
+def run_experiment(ctx: Context, name: str, runs: list[Run], steps: str, markdown, plot,
+                   argv: list[str], select: list[int] | None = None) -> dict:
     """Pre-train `runs`, fine-tune their snapshots (see fine_tuned_steps) on every task and seed,
     and with --blimp-dir score each of those snapshots on BLiMP.
 
@@ -573,14 +601,16 @@ def run_experiment(ctx: Context, name: str, runs: list[Run], steps: str, markdow
                       lambda plt: plot(plt, results["rows"], ctx.tasks))
 
     results = load_results(out / "results.json", name)
-    results.update(experiment=name, command="python " + " ".join([f"experiments/{name}.py"] + argv),
-                   settings={k: v for k, v in vars(a).items()}, corpus=str(ctx.corpus), vocab=str(ctx.vocab),
-                   runs=[r.describe() for r in runs])
+    results.update(experiment=name,
+                   command="python " + " ".join([f"experiments/{name}.py"] + argv),
+                   settings={k: v for k, v in vars(a).items()}, corpus=str(ctx.corpus),
+                   vocab=str(ctx.vocab), runs=[r.describe() for r in runs])
     jobs = []
     for run, step in fine_tuned_steps(runs, steps, select):
         for task in ctx.tasks:
             for seed in range(a.seeds):
-                jobs.append(Job(ft_key(run, step, task, seed, a), run, "finetune", step, task, seed))
+                jobs.append(Job(ft_key(run, step, task, seed, a), run, "finetune",
+                                step, task, seed))
         if ctx.blimp is not None:
             jobs.append(Job(blimp_key(ctx, run, step), run, "blimp", step))
     for job in jobs:  # a result another script already has (same run, same settings) is reused
@@ -593,8 +623,8 @@ def run_experiment(ctx: Context, name: str, runs: list[Run], steps: str, markdow
         _work(ctx, pending, results, write, len(jobs) + len(need),
               len(jobs) - len(pending_scores), name)
     except KeyboardInterrupt:
-        raise SystemExit(f"{name}: interrupted. Finished work is kept in {out / 'results.json'} and "
-                         f"{ctx.runs_dir}; run the same command again to continue.") from None
+        raise SystemExit(f"{name}: interrupted. Finished work is kept in {out / 'results.json'} "
+                         f"and {ctx.runs_dir}; run the same command again to continue.") from None
     write(results)
     return results
 
@@ -702,14 +732,17 @@ def _alive(pid: int) -> bool:
 
 
 def load_results(path: Path, name: str) -> dict:
-    """The results JSON of an earlier invocation (its finished fine-tunings are kept), or a new one."""
+    """The results JSON of an earlier invocation (its finished fine-tunings are kept), or a new
+    one."""
     if path.is_file():
         try:
             results = json.loads(path.read_text())
         except json.JSONDecodeError as e:
-            raise SystemExit(f"{path} is not valid JSON ({e}); move it away to start the experiment afresh") from e
+            raise SystemExit(f"{path} is not valid JSON ({e}); move it away to start the "
+                             "experiment afresh") from e
         if results.get("experiment") not in (None, name):
-            raise SystemExit(f"{path} holds the results of {results['experiment']}, not {name}: choose another --out")
+            raise SystemExit(f"{path} holds the results of {results['experiment']}, not {name}: "
+                             "choose another --out")
         results.setdefault("finetune", {})
         results.setdefault("blimp", {})
         return results
@@ -730,7 +763,8 @@ def summarize(results: dict, ctx: Context, runs: list[Run], steps: str,
     rows = []
     for run, step in fine_tuned_steps(runs, steps, select):
         row = {"label": run.label, "run": run.name, "objective": run.objective, "random": step == 0,
-               "size": run.size, "generator_fraction": run.generator_fraction, "generator_hidden": run.generator_hidden,
+               "size": run.size, "generator_fraction": run.generator_fraction,
+               "generator_hidden": run.generator_hidden,
                "step": step, "steps": run.steps, "flops": step * run.flops_per_step, "tasks": {}}
         for task in ctx.tasks:
             metric = glue.get_task(task).paper_metric
@@ -853,8 +887,8 @@ def settings_line(results: dict, runs: list[Run], stat: str = "median") -> str:
             f"{recipe}{', one sentence order' if s['single_order'] else ''}; cells "
             f"are the {stat} over seeds of the dev metric the paper reports, {spread} over seeds. "
             f"{blimp}"
-            f"Time spent on jobs so far: {results.get('seconds', 0) / 60:.1f} min (summed over invocations and "
-            f"processes, including waiting for jobs another process held).\n")
+            f"Time spent on jobs so far: {results.get('seconds', 0) / 60:.1f} min (summed over "
+            f"invocations and processes, including waiting for jobs another process held).\n")
 
 
 def _per_task_text(setting: dict, default: str) -> str:
@@ -865,7 +899,8 @@ def _per_task_text(setting: dict, default: str) -> str:
 
 
 def write_outputs(out: Path, name: str, results: dict, markdown: str, plot) -> None:
-    """results.json, {name}.md and {name}.png in `out`, each written to a temporary file then renamed."""
+    """results.json, {name}.md and {name}.png in `out`, each written to a temporary file then
+    renamed."""
     out.mkdir(parents=True, exist_ok=True)
     _atomic(out / "results.json", lambda p: p.write_text(json.dumps(results, indent=1)))
     _atomic(out / f"{name}.md", lambda p: p.write_text(markdown))
@@ -884,7 +919,8 @@ def error_bars(rows: list[dict], task: str, stat: str = "median"):
     plt.errorbar; stat "mean": the same around the means."""
     have = [r["tasks"][task] for r in rows if task in r["tasks"]]
     med = np.array([t[stat] for t in have])
-    return med, np.array([[m - t["min"] for m, t in zip(med, have)], [t["max"] - m for m, t in zip(med, have)]])
+    return med, np.array([[m - t["min"] for m, t in zip(med, have)],
+                          [t["max"] - m for m, t in zip(med, have)]])
 
 
 def _atomic(path: Path, write) -> None:

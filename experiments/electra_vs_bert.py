@@ -1,11 +1,12 @@
 """Experiment 1: ELECTRA vs BERT at equal pre-training compute (paper Sec. 3.3, Figure 1, Table 1).
 
 Both objectives get the same FLOPs budget (so BERT, cheaper per update, gets more updates), are
-snapshotted --checkpoints times along the way, and every snapshot is fine-tuned on the GLUE tasks, as
-is each objective's random initialisation (update 0, the weights its run starts from; ELECTRA's and
-BERT's differ): what pre-training adds is measured against the zero point of its own objective.
-The paper's claim: at any compute, the ELECTRA discriminator fine-tunes better than the BERT encoder
-(Figure 1: GLUE score vs pre-train FLOPs; Table 1: ELECTRA-Small 79.9 vs BERT-Small 75.1).
+snapshotted --checkpoints times along the way, and every snapshot is fine-tuned on the GLUE tasks,
+as is each objective's random initialisation (update 0, the weights its run starts from; ELECTRA's
+and BERT's differ): what pre-training adds is measured against the zero point of its own
+objective. The paper's claim: at any compute, the ELECTRA discriminator fine-tunes better than the
+BERT encoder (Figure 1: GLUE score vs pre-train FLOPs; Table 1: ELECTRA-Small 79.9 vs BERT-Small
+75.1).
 
 Issue 27's protocol, on a laptop: one vocab for every run; SST-2 at 20,000 training rows, 1 epoch,
 3 seeds, and MRPC at full size; every snapshot also scored zero-shot on BLiMP (200 pairs per
@@ -20,8 +21,9 @@ Cells are the mean over seeds with the [min-max] spread (the protocol's; the pap
 which results.json keeps beside the means). Writes --out/results.json, electra_vs_bert.md (a table:
 objective, update, FLOPs, each task's mean [min-max], the mean of the task means, BLiMP's D sum,
 D mean and MLM PLL (ELECTRA: its generator's), D's context AUC at that update, and SST-2's gain
-over the objective's random weights) and electra_vs_bert.png (score vs FLOPs, one panel per task, one for the mean and one for
-BLiMP). Run it again to continue after an interruption: nothing finished is redone.
+over the objective's random weights) and electra_vs_bert.png (score vs FLOPs, one panel per task,
+one for the mean and one for BLiMP). Run it again to continue after an interruption: nothing
+finished is redone.
 """
 from __future__ import annotations
 
@@ -43,11 +45,13 @@ BLIMP_CHANCE = 0.5  # a minimal pair has two sentences: guessing is right half t
 def parse_args(argv=None) -> argparse.Namespace:
     p = common.arg_parser(__doc__, TASKS)
     p.add_argument("--ft-checkpoints", default=None,
-                   help="fine-tune only these snapshots, 1-based and comma-separated, e.g. 1,3 of --checkpoints "
-                        "3 (default: all); the others are still saved, for a later run to fine-tune")
+                   help="fine-tune only these snapshots, 1-based and comma-separated, e.g. 1,3 of "
+                        "--checkpoints 3 (default: all); the others are still saved, for a later "
+                        "run to fine-tune")
     args = common.parse(p, argv, NAME)
     try:
-        args.ft_checkpoints = [int(i) for i in args.ft_checkpoints.split(",") if i] if args.ft_checkpoints else None
+        args.ft_checkpoints = ([int(i) for i in args.ft_checkpoints.split(",") if i]
+                               if args.ft_checkpoints else None)
     except ValueError:
         p.error(f"--ft-checkpoints {args.ft_checkpoints}: expected snapshot numbers such as 1,3")
     return args
@@ -61,7 +65,8 @@ def main(argv=None) -> dict:
     runs = [common.make_run(ctx, obj, size, label if len(args.size) == 1 else f"{label}-{size}")
             for size in args.size for obj, label in OBJECTIVES]
 
-    return common.run_experiment(ctx, NAME, runs, "all+init", markdown, plot, argv, args.ft_checkpoints)
+    return common.run_experiment(ctx, NAME, runs, "all+init", markdown, plot, argv,
+                                 args.ft_checkpoints)
 
 
 def markdown(results: dict, runs, tasks: list[str]) -> str:

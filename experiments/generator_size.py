@@ -30,7 +30,8 @@ import evaluate  # noqa: E402
 from experiments import common  # noqa: E402
 
 NAME = "generator_size"
-FRACTIONS = ("1/8", "1/4", "1/2", "1")  # Figure 3's range, as fractions of the discriminator's hidden size
+# Figure 3's range, as fractions of the discriminator's hidden size
+FRACTIONS = ("1/8", "1/4", "1/2", "1")
 TASKS = "sst2,mrpc,stsb"
 GAIN_TASK = "sst2"  # issue 27's check: SST-2's gain over the run's own random weights
 STAT = "mean"  # issue 27's protocol reports the mean over seeds and its spread (the paper: median)

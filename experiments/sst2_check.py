@@ -174,7 +174,7 @@ def spread(scores: list[float]) -> dict:
     {'scores': [77.0, 76.0, 78.0], 'mean': 77.0, 'min': 76.0, 'max': 78.0, 'std': 1.0, 'median': 77.0}
     >>> spread([77.0, 50.92, 78.0])["median"]
     77.0
-    """
+    """  # noqa: E501 (the first doctest's expected output is one line of 102 characters)
     std = float(np.std(scores, ddof=1)) if len(scores) > 1 else 0.0
     return {"scores": scores, "mean": float(np.mean(scores)), "min": min(scores),
             "max": max(scores), "std": std, "median": float(np.median(scores))}

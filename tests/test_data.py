@@ -1,5 +1,5 @@
-"""data.py: corpus files and decoding, WikiText, encode_corpus and its cache, documents, the official
-example builder, batches."""
+"""data.py: corpus files and decoding, WikiText, encode_corpus and its cache, documents, the
+official example builder, batches."""
 import random
 
 import numpy as np
@@ -19,13 +19,15 @@ from data import (
 from tokenizer import Tokenizer
 
 CLS, SEP, PAD = 2, 3, 0
-TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "##s", "sat", ".", "cafe", "caesar", ","]
+TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "##s", "sat", ".", "cafe",
+          "caesar", ","]
 
 
 def make_corpus(folder):
     folder.mkdir()
     (folder / "a.txt").write_text("The cat sat.\n\nCats sat.\n", encoding="utf-8")
-    (folder / "b.txt").write_bytes("Caesar, café\r\nthe cat\rsat".encode("latin-1"))  # Latin-1, CRLF and CR, no final newline
+    # Latin-1, CRLF and CR, no final newline
+    (folder / "b.txt").write_bytes("Caesar, café\r\nthe cat\rsat".encode("latin-1"))
     (folder / "notes.md").write_text("not a corpus file", encoding="utf-8")
     return folder
 
@@ -33,9 +35,11 @@ def make_corpus(folder):
 def test_read_corpus_encodings_and_line_endings(tmp_path, capsys):
     corpus = make_corpus(tmp_path / "corpus")
     files = list(read_corpus(corpus))
-    assert [name for name, _ in files] == [str(corpus / "a.txt"), str(corpus / "b.txt")]  # sorted, .txt only
+    # sorted, .txt only
+    assert [name for name, _ in files] == [str(corpus / "a.txt"), str(corpus / "b.txt")]
     assert files[0][1] == "The cat sat.\n\nCats sat.\n"
-    assert files[1][1] == "Caesar, café\nthe cat\nsat"  # every Latin-1 byte kept; CRLF and CR -> LF
+    # every Latin-1 byte kept; CRLF and CR -> LF
+    assert files[1][1] == "Caesar, café\nthe cat\nsat"
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "b.txt" in err[0] and "Latin-1" in err[0]
     # a single file, UTF-8 with a byte-order mark: the mark is dropped, no warning
@@ -74,7 +78,8 @@ def test_encode_corpus_workers_and_cache(tmp_path, monkeypatch):
     corpus = make_corpus(tmp_path / "corpus")
     tok = Tokenizer(TOKENS)
     one = encode_corpus(corpus, tok, tmp_path / "cache1", workers=1, progress=False, chunk_chars=10)
-    two = encode_corpus(corpus, tok, tmp_path / "cache2", workers=2, progress=False, chunk_chars=10)  # several chunks
+    # several chunks
+    two = encode_corpus(corpus, tok, tmp_path / "cache2", workers=2, progress=False, chunk_chars=10)
     assert all(np.array_equal(x, y) for x, y in zip(one, two))
 
     def must_not_run(*args, **kwargs):
@@ -113,7 +118,8 @@ def test_binary_files_are_refused_with_their_name(tmp_path):
         list(read_corpus(png))
     noise = tmp_path / "noise.txt"  # no NUL but mostly control characters (here 30 of 40)
     noise.write_bytes(b"\x01\x02\x03\x04\x05\x06" * 5 + b"plain text")
-    with pytest.raises(ValueError, match=r"noise.txt is not a text file \(75% of its characters are control"):
+    with pytest.raises(ValueError,
+                       match=r"noise.txt is not a text file \(75% of its characters are control"):
         list(read_corpus(noise))
     ok = tmp_path / "ok.txt"  # a stray form feed or escape in real text is fine
     ok.write_bytes(b"a page\x0cthe next page \x1b[1mbold\n" + b"plain words here . " * 20)
@@ -133,9 +139,11 @@ def _offsets(lengths):
 
 
 def test_builder_worked_example():
-    # max_len 16: sentences of 6, 5, 7 tokens; 6 + 5 = 11 < 16, so the third ends the example (18 >= 16).
+    # max_len 16: sentences of 6, 5, 7 tokens; 6 + 5 = 11 < 16, so the third ends the example
+    # (18 >= 16).
     # Random(0).random() = 0.844 >= 0.1: two segments; A's target = (16 - 3) // 2 = 6.
-    # 6 -> A (A empty); 5: 6 + 5 = 11 >= 6 and A is already at its target (6 < 6 fails) -> B; 7 -> B.
+    # 6 -> A (A empty); 5: 6 + 5 = 11 >= 6 and A is already at its target (6 < 6 fails) -> B;
+    # 7 -> B.
     # A = 6 tokens (<= 16 - 2), B = 5 + 7 = 12 trimmed to 16 - 6 - 3 = 7.
     b = ExampleBuilder(max_len=16, rng=random.Random(0))
     assert b.add_sentence(0, 6) is None and b.add_sentence(6, 5) is None
@@ -155,7 +163,8 @@ def test_single_long_sentence_is_trimmed_to_max_len():
 
 
 def test_documents_split_at_blank_lines():
-    # line lengths [3, 2, 0, 0, 4]: lines 0-1 are a document, the two blank lines end it, line 4 is another.
+    # line lengths [3, 2, 0, 0, 4]: lines 0-1 are a document, the two blank lines end it, line 4
+    # is another.
     assert documents(_offsets([3, 2, 0, 0, 4])) == [(0, 2), (4, 5)]
     assert documents(_offsets([0, 1, 0])) == [(1, 2)]
 
@@ -171,7 +180,8 @@ def test_pretraining_batch_worked_example():
 
 
 def _corpus(num_docs, rng, sentence_len=(5, 16), doc_sentences=(1, 30)):
-    """Line lengths of num_docs documents (blank line after each) and ids = each token's document id."""
+    """Line lengths of num_docs documents (blank line after each) and ids = each token's document
+    id."""
     lengths, doc_of_token = [], []
     for d in range(num_docs):
         for _ in range(rng.randint(*doc_sentences)):
@@ -189,21 +199,27 @@ def test_example_invariants():
     assert len(train) > 500 and len(held) > 50
     for examples in (train, held):
         a, la, b, lb = examples.T
-        assert (la >= 1).all() and (la + lb + 2 + (lb > 0) <= max_len).all()  # fits with [CLS] [SEP] ([SEP])
+        # fits with [CLS] [SEP] ([SEP])
+        assert (la >= 1).all() and (la + lb + 2 + (lb > 0) <= max_len).all()
         assert (b >= a + la).all()  # B follows A in the text
-        # No example crosses a document boundary: its first and last token belong to the same document.
+        # No example crosses a document boundary: its first and last token belong to the same
+        # document.
         last = np.where(lb > 0, b + lb - 1, a + la - 1)
         assert (doc_of_token[a] == doc_of_token[last]).all()
-        x, s, m = pretraining_batch(doc_of_token + 10, examples, max_len, CLS, SEP, PAD)  # ids clear of the specials
+        # ids clear of the specials
+        x, s, m = pretraining_batch(doc_of_token + 10, examples, max_len, CLS, SEP, PAD)
         n = m.sum(1)
         assert (x[:, 0] == CLS).all() and (x[np.arange(len(x)), n - 1] == SEP).all()
         assert ((x == SEP) & m).sum(1).tolist() == (1 + (lb > 0)).tolist()
         assert (x[~m] == PAD).all() and (s[~m] == 0).all()
-        # segment ids: 0 on [CLS] A [SEP], 1 on B [SEP]; they never go back from 1 to 0 inside the text
+        # segment ids: 0 on [CLS] A [SEP], 1 on B [SEP]; they never go back from 1 to 0 inside the
+        # text
         assert (s[:, : 2] == 0).all() and (s.sum(1) == np.where(lb > 0, lb + 1, 0)).all()
-        assert (np.diff(s * m, axis=1) >= -1).all() and ((np.diff(s, axis=1) == -1).sum(1) <= 1).all()
+        assert ((np.diff(s * m, axis=1) >= -1).all()
+                and ((np.diff(s, axis=1) == -1).sum(1) <= 1).all())
     # Held-out examples come from documents 0, 10, 20, ... only; training examples from the others.
-    assert (doc_of_token[held[:, 0]] % 10 == 0).all() and (doc_of_token[train[:, 0]] % 10 != 0).all()
+    assert ((doc_of_token[held[:, 0]] % 10 == 0).all()
+            and (doc_of_token[train[:, 0]] % 10 != 0).all())
 
 
 def test_official_proportions():
@@ -217,7 +233,8 @@ def test_official_proportions():
     single = (lb == 0).mean()
     assert 0.09 < single < 0.13, single
     # A random target t ~ U[5, 128] gives an example of about t to t + 11 tokens, so about
-    # 5% x (100 - 5 - 6) / 124 = 3.6% of examples have fewer than 100 tokens; full-length ones never do.
+    # 5% x (100 - 5 - 6) / 124 = 3.6% of examples have fewer than 100 tokens; full-length ones
+    # never do.
     short = ((la + lb) < 100).mean()
     assert 0.025 < short < 0.048, short
     # The split is near the middle: A's target is (128 - 3) // 2 = 62 tokens.
@@ -233,8 +250,10 @@ def test_batches_are_a_function_of_the_step_and_partition_the_global_batch():
                   special=(CLS, SEP, PAD), seed=3)
     x1 = one.get(5, 0)[0]
     assert (one.get(5, 0)[0] == x1).all()  # same step, same batch
-    # 2 ranks x 2 accumulation steps of 2 sequences cover exactly the 8 sequences of the global batch.
-    parts = [Batches(ids, train, 8, 2, r, 2, 32, (CLS, SEP, PAD), 3).get(5, j)[0] for j in range(2) for r in range(2)]
+    # 2 ranks x 2 accumulation steps of 2 sequences cover exactly the 8 sequences of the global
+    # batch.
+    parts = [Batches(ids, train, 8, 2, r, 2, 32, (CLS, SEP, PAD), 3).get(5, j)[0]
+             for j in range(2) for r in range(2)]
     assert (np.concatenate(parts) == x1).all()
     # One epoch visits every example exactly once.
     steps = len(train) // 8

@@ -15,9 +15,11 @@ MIN_EXAMPLES = 70  # the examples that ran when this test was written; fewer mea
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name):
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0, f"{result.failed} docstring example(s) of {name}.py failed (see above)"
+    assert result.failed == 0, \
+        f"{result.failed} docstring example(s) of {name}.py failed (see above)"
 
 
 def test_docstring_examples_are_not_lost():
-    total = sum(doctest.testmod(importlib.import_module(name), report=False).attempted for name in MODULES)
+    total = sum(doctest.testmod(importlib.import_module(name), report=False).attempted
+                for name in MODULES)
     assert total >= MIN_EXAMPLES, f"only {total} docstring examples ran"

@@ -86,7 +86,8 @@ def test_electra_loss_combines_with_lambda():
 
 @pytest.mark.parametrize("n,k", [(3, 1), (7, 1), (10, 2), (14, 2), (20, 3), (64, 10)])
 def test_mask_count_by_hand(n, k):
-    # k = max(1, min(19, round(0.15 n))): 0.45->0->1, 1.05->1, 1.5->2 (half to even), 2.1->2, 3, 9.6->10
+    # k = max(1, min(19, round(0.15 n))): 0.45->0->1, 1.05->1, 1.5->2 (half to even), 2.1->2,
+    # 3, 9.6->10
     cfg = micro_config(max_predictions=19)
     x, _, am = batch(B=1, T=64, n=[n])
     m, m_valid = mask_positions(x, am, cfg)
@@ -110,7 +111,8 @@ def test_masked_positions_are_distinct_and_never_special():
             pos = m[b][m_valid[b]].tolist()
             assert len(set(pos)) == len(pos)
             for p in pos:
-                assert am[b, p] == 1 and x[b, p].item() not in (cfg.cls_id, cfg.sep_id, cfg.pad_id, cfg.mask_id)
+                assert am[b, p] == 1 and x[b, p].item() not in (cfg.cls_id, cfg.sep_id,
+                                                                 cfg.pad_id, cfg.mask_id)
 
 
 def test_mask_positions_cover_candidates_uniformly():
@@ -161,7 +163,8 @@ def test_bert_objective_80_10_10():
         xm = electra.bert_mask_tokens(x, m, m_valid, cfg, g)
         orig, new = x.gather(1, m)[m_valid], xm.gather(1, m)[m_valid]
         counts["mask"] += (new == cfg.mask_id).sum().item()
-        counts["keep"] += (new == orig).sum().item()  # includes random draws equal to the original (1/5000)
+        # includes random draws equal to the original (1/5000)
+        counts["keep"] += (new == orig).sum().item()
         counts["random"] += ((new != orig) & (new != cfg.mask_id)).sum().item()
     total = sum(counts.values())
     assert abs(counts["mask"] / total - 0.8) < 0.02
@@ -187,7 +190,8 @@ def test_sample_at_low_temperature_is_argmax_and_has_no_grad():
 
 def test_sample_follows_p_G():
     logits = torch.log(torch.tensor([0.7, 0.2, 0.1])).expand(20000, 3)
-    freq = torch.bincount(electra.sample(logits, 1.0, torch.Generator().manual_seed(0)), minlength=3) / 20000
+    freq = torch.bincount(electra.sample(logits, 1.0, torch.Generator().manual_seed(0)),
+                          minlength=3) / 20000
     assert torch.allclose(freq, torch.tensor([0.7, 0.2, 0.1]), atol=0.015)
 
 
@@ -203,7 +207,8 @@ def test_forward_temperature_overrides_the_configs_for_sampling_only():
         runs = {t: model(x, seg, am, torch.Generator().manual_seed(0), temperature=t)
                 for t in (None, 2.0, 1.0, 1e-4)}
     assert torch.equal(runs[None].x_corrupt, runs[2.0].x_corrupt)
-    assert torch.equal(runs[None].m, runs[1.0].m) and torch.equal(runs[None].x_masked, runs[1.0].x_masked)
+    assert (torch.equal(runs[None].m, runs[1.0].m)
+            and torch.equal(runs[None].x_masked, runs[1.0].x_masked))
     assert not torch.equal(runs[None].x_corrupt, runs[1.0].x_corrupt)
     # near temperature 0 every masked position gets G's argmax, its favourite
     m, valid = runs[1e-4].m, runs[1e-4].m_valid
@@ -243,7 +248,8 @@ def test_no_gradient_from_disc_loss_reaches_the_generator():
     model.zero_grad(set_to_none=True)
     out.mlm_loss.backward()
     assert all(p.grad is not None and p.grad.abs().max() > 0 for p in gen_only)
-    disc_only = [p for n, p in model.discriminator.named_parameters() if not n.startswith("embeddings.")]
+    disc_only = [p for n, p in model.discriminator.named_parameters()
+                 if not n.startswith("embeddings.")]
     assert all(p.grad is None for p in disc_only)  # and G's loss never reaches D
 
 
@@ -255,7 +261,8 @@ def test_embeddings_are_one_tensor_in_g_and_d():
                 getattr(model.discriminator.embeddings, name).weight)
     assert model.generator.embeddings_project.weight.shape == (64, 128)  # each its own projection
     assert model.discriminator.embeddings_project.weight.shape == (256, 128)
-    assert model.generator.embeddings.word.weight.data_ptr() == model.discriminator.embeddings.word.weight.data_ptr()
+    assert (model.generator.embeddings.word.weight.data_ptr()
+            == model.discriminator.embeddings.word.weight.data_ptr())
 
 
 def test_disc_auc_by_hand():
@@ -267,14 +274,16 @@ def test_disc_auc_by_hand():
     am = torch.tensor([[1, 1, 1, 1, 1, 0]])
     assert disc_auc(p_original, is_original, am).item() == pytest.approx(5.5 / 6)
     # the padding token (replaced, scored highest) would have added a third perfect replaced token
-    assert disc_auc(p_original, is_original, torch.ones_like(am)).item() == pytest.approx((3 + 3 + 2.5) / 9)
+    assert disc_auc(p_original, is_original, torch.ones_like(am)).item() == pytest.approx(
+        (3 + 3 + 2.5) / 9)
     # a perfect ranking is 1, the reverse 0, all scores equal 1/2 (every pair a tie)
     labels = torch.tensor([True, True, False, False])
     assert disc_auc(torch.tensor([0.9, 0.8, 0.2, 0.1]), labels, torch.ones(4)).item() == 1.0
     assert disc_auc(torch.tensor([0.1, 0.2, 0.8, 0.9]), labels, torch.ones(4)).item() == 0.0
     assert disc_auc(torch.full((4,), 0.3), labels, torch.ones(4)).item() == 0.5
     # undefined without replaced tokens: reported as chance
-    assert disc_auc(torch.tensor([0.9, 0.8]), torch.tensor([True, True]), torch.ones(2)).item() == 0.5
+    assert disc_auc(torch.tensor([0.9, 0.8]), torch.tensor([True, True]),
+                    torch.ones(2)).item() == 0.5
 
 
 def test_disc_auc_equals_sklearn():
@@ -291,7 +300,8 @@ def test_disc_auc_equals_sklearn():
 
 
 def test_losses_at_initialisation():
-    # With N(0, 0.02) weights every logit is ~0: p_G ~ uniform, so L_MLM ~ ln V; D ~ 1/2, L_Disc ~ ln 2.
+    # With N(0, 0.02) weights every logit is ~0: p_G ~ uniform, so L_MLM ~ ln V;
+    # D ~ 1/2, L_Disc ~ ln 2.
     cfg = get_config("tiny")
     torch.manual_seed(0)
     model = Electra(cfg).eval()
@@ -356,13 +366,14 @@ def test_hand_written_attention_equals_fast_path_with_padding():
     assert torch.allclose(h_slow[real], h_slow2[real], atol=1e-5)
 
 
-# ----------------------------------------------------------------------------- the GPU's code path, on a CPU
+# -------------------------------------------------------------------- the GPU's code path, on a CPU
 
 
 @pytest.mark.parametrize("objective", electra.OBJECTIVES)
 def test_forward_is_one_graph_for_torch_compile(objective):
     """torch.compile captures a whole forward pass in one graph: no data-dependent Python branch,
-    no .item() or boolean indexing. Each of those would also make a GPU wait for the host every step."""
+    no .item() or boolean indexing. Each of those would also make a GPU wait for the host every
+    step."""
     model = Electra(micro_config(objective=objective))
     x, seg, am = batch()
     explained = torch._dynamo.explain(model)(x, seg, am)
@@ -400,10 +411,12 @@ def test_bf16_autocast_matches_fp32():
     ref = model(x, seg, am, torch.Generator().manual_seed(1))
     with torch.autocast("cpu", dtype=torch.bfloat16):
         out = model(x, seg, am, torch.Generator().manual_seed(1))
-        assert model.discriminator.head(torch.randn(2, 32)).dtype == torch.bfloat16  # an nn.Linear in D
+        # an nn.Linear in D
+        assert model.discriminator.head(torch.randn(2, 32)).dtype == torch.bfloat16
     assert torch.equal(out.x_masked, ref.x_masked) and torch.equal(out.x_corrupt, ref.x_corrupt)
     assert out.loss.dtype == torch.float32
-    for name in ("mlm_loss", "disc_loss", "loss"):  # bf16 keeps 8 bits of mantissa: ~0.4% per rounding
+    # bf16 keeps 8 bits of mantissa: ~0.4% per rounding
+    for name in ("mlm_loss", "disc_loss", "loss"):
         assert getattr(out, name).item() == pytest.approx(getattr(ref, name).item(), rel=1e-2), name
 
 
@@ -412,11 +425,15 @@ def test_bf16_autocast_matches_fp32():
 
 def test_presets_match_the_paper():
     s, b, l = get_config("small"), get_config("base"), get_config("large")
-    assert (s.hidden_size, s.num_layers, s.num_heads, s.intermediate_size, s.embedding_size) == (256, 12, 4, 1024, 128)
-    assert (b.hidden_size, b.num_layers, b.num_heads, b.intermediate_size, b.embedding_size) == (768, 12, 12, 3072, 768)
-    assert (l.hidden_size, l.num_layers, l.num_heads, l.intermediate_size, l.mask_prob) == (1024, 24, 16, 4096, 0.25)
+    assert ((s.hidden_size, s.num_layers, s.num_heads, s.intermediate_size, s.embedding_size)
+            == (256, 12, 4, 1024, 128))
+    assert ((b.hidden_size, b.num_layers, b.num_heads, b.intermediate_size, b.embedding_size)
+            == (768, 12, 12, 3072, 768))
+    assert ((l.hidden_size, l.num_layers, l.num_heads, l.intermediate_size, l.mask_prob)
+            == (1024, 24, 16, 4096, 0.25))
     g = electra.generator_config
-    assert (g(s).hidden_size, g(s).num_heads, g(s).intermediate_size, g(s).num_layers) == (64, 1, 256, 12)
+    assert ((g(s).hidden_size, g(s).num_heads, g(s).intermediate_size, g(s).num_layers)
+            == (64, 1, 256, 12))
     # the official generator_layers: a fraction of D's depth, rounded
     assert g(get_config("small", generator_layers=0.25)).num_layers == 3
     assert (g(b).hidden_size, g(b).num_heads, g(b).intermediate_size) == (256, 4, 1024)
@@ -425,20 +442,25 @@ def test_presets_match_the_paper():
 
 
 def test_unknown_size_gets_a_clear_error():
-    with pytest.raises(ValueError, match="unknown size 'huge': choose one of tiny, tiny-hour, small, base, large"):
+    with pytest.raises(ValueError, match="unknown size 'huge': choose one of tiny, tiny-hour, "
+                                         "small, base, large"):
         get_config("huge")
     with pytest.raises(ValueError, match="unknown config field"):
         get_config("small", hiden_size=3)
 
 
 def test_flops_by_hand():
-    # V=10, E=H=4, 1 layer, FFN 8, seq 4, k = round(0.5 * 4) = 2; G: hidden 2, FFN 8, E 4 -> projection.
-    cfg = electra.ElectraConfig(vocab_size=10, embedding_size=4, hidden_size=4, num_layers=1, num_heads=1,
-                                intermediate_size=8, generator_fraction=0.5, mask_prob=0.5, max_predictions=2)
-    # D per token: QKV 2*4*12=96 + out 2*4*4=32 + FFN 2*2*4*8=128 + attention 2*2*4*4=64 = 320; x4 tokens = 1280
-    # D head: 4 tokens x (2*4*4 + 2*4) = 160                                        -> D forward 1440
-    # G per token: QKV 2*2*6=24 + out 2*2*2=8 + FFN 2*2*2*8=64 + attention 2*2*4*2=32 = 128; x4 = 512
-    # G projection 4 x 2*4*2 = 64; G head at k=2: 2 x (2*2*4 + 2*4*10) = 192           -> G forward 768
+    # V=10, E=H=4, 1 layer, FFN 8, seq 4, k = round(0.5 * 4) = 2; G: hidden 2, FFN 8, E 4 ->
+    # projection.
+    cfg = electra.ElectraConfig(vocab_size=10, embedding_size=4, hidden_size=4, num_layers=1,
+                                num_heads=1, intermediate_size=8, generator_fraction=0.5,
+                                mask_prob=0.5, max_predictions=2)
+    # D per token: QKV 2*4*12=96 + out 2*4*4=32 + FFN 2*2*4*8=128 + attention 2*2*4*4=64 = 320;
+    #   x4 tokens = 1280
+    # D head: 4 tokens x (2*4*4 + 2*4) = 160                                  -> D forward 1440
+    # G per token: QKV 2*2*6=24 + out 2*2*2=8 + FFN 2*2*2*8=64 + attention 2*2*4*2=32 = 128;
+    #   x4 = 512
+    # G projection 4 x 2*4*2 = 64; G head at k=2: 2 x (2*2*4 + 2*4*10) = 192 -> G forward 768
     # step = 3 (forward + backward) x batch 1 x (1440 + 768) = 6624
     assert flops_per_step(cfg, batch=1, seq=4) == 6624
 
@@ -448,9 +470,11 @@ def test_flops_official_convention_reproduces_the_official_script():
     # 1.293743798272e18 for 1M steps at batch 128, seq 128. The paper's Table 1 rounds its own
     # count to 1.4e18; our convention (lookups free, backward = 2 x forward) gives 1.15e18.
     small = get_config("small")
-    assert flops_per_step_official(small, 128, 128) * 1e6 == pytest.approx(1.293743798272e18, rel=1e-9)
+    assert (flops_per_step_official(small, 128, 128) * 1e6
+            == pytest.approx(1.293743798272e18, rel=1e-9))
     # electra_base: 766k steps at batch 256, seq 512 -> 83871303319552 per step
-    assert flops_per_step_official(get_config("base"), 256, 512) == pytest.approx(83871303319552.0, rel=1e-9)
+    assert (flops_per_step_official(get_config("base"), 256, 512)
+            == pytest.approx(83871303319552.0, rel=1e-9))
     assert flops_per_step(small, 128, 128) * 1e6 == pytest.approx(1.15e18, rel=0.01)
 
 
@@ -473,7 +497,7 @@ def test_tiny_step_is_fast_on_cpu():
     assert min(times) < 4.0, times
 
 
-# ----------------------------------------------------------------------------- Section 3.5 ablations
+# ---------------------------------------------------------------------------- Section 3.5 ablations
 
 
 def test_all_tokens_mlm_loss_by_hand():
@@ -484,7 +508,8 @@ def test_all_tokens_mlm_loss_by_hand():
     #   p = (1 - D) p_MLM = 3/8 (copying the wrong token earns nothing) -> ln(8/3)
     logits = torch.tensor([[[0.0, 0.0], [math.log(3), 0.0], [5.0, 5.0]]])
     copy_logits = torch.zeros(1, 3)
-    x, x_corrupt, am = torch.tensor([[1, 0, 0]]), torch.tensor([[1, 1, 0]]), torch.tensor([[1, 1, 0]])
+    x, x_corrupt, am = (torch.tensor([[1, 0, 0]]), torch.tensor([[1, 1, 0]]),
+                        torch.tensor([[1, 1, 0]]))
     expected = (math.log(4 / 3) + math.log(8 / 3)) / 2
     got = electra.all_tokens_mlm_loss(logits, copy_logits, x_corrupt, x, am)
     assert got.item() == pytest.approx(expected, abs=1e-6)
@@ -514,12 +539,14 @@ def test_mlm_ablations_read_generator_samples_not_mask(objective):
     x, seg, am = batch()
     out = model(x, seg, am)
     assert not (out.x_corrupt == model.config.mask_id).any()  # the main model never sees [MASK]
-    assert out.loss.item() == pytest.approx(out.mlm_loss.item() + out.main_mlm_loss.item(), rel=1e-6)
+    assert out.loss.item() == pytest.approx(out.mlm_loss.item() + out.main_mlm_loss.item(),
+                                            rel=1e-6)
     out.loss.backward()
     assert model.mlm.layers[0].fc1.weight.grad.abs().max() > 0
     assert model.generator.layers[0].fc1.weight.grad.abs().max() > 0
     enc = model.fine_tuning_encoder()
-    assert enc.embeddings is model.embeddings or torch.equal(enc.embeddings.word.weight, model.embeddings.word.weight)
+    assert (enc.embeddings is model.embeddings
+            or torch.equal(enc.embeddings.word.weight, model.embeddings.word.weight))
 
 
 def test_every_objective_has_a_flops_count_and_unknown_is_refused():
@@ -528,32 +555,39 @@ def test_every_objective_has_a_flops_count_and_unknown_is_refused():
          for o in electra.OBJECTIVES}
     assert f["electra"] == f["electra_15"]
     assert f["all_tokens_mlm"] > f["replace_mlm"] > f["bert"]  # the main MLM plus a generator
-    off = {o: flops_per_step_official(electra.ElectraConfig(**{**cfg.__dict__, "objective": o}), 128, 128)
+    off = {o: flops_per_step_official(electra.ElectraConfig(**{**cfg.__dict__, "objective": o}),
+                                      128, 128)
            for o in electra.OBJECTIVES}
-    assert off["electra"] == off["electra_15"] and off["all_tokens_mlm"] > off["replace_mlm"] > off["bert"]
+    assert (off["electra"] == off["electra_15"]
+            and off["all_tokens_mlm"] > off["replace_mlm"] > off["bert"])
 
 
 def test_official_flops_of_the_mlm_ablations_include_the_full_size_mlm():
-    # A generator as large as the MLM (fraction 1, FFN 4H, heads H // 64 as the official count assumes)
-    # costs what BERT's MLM costs, so Replace MLM = generator + full-size MLM = exactly 2 x BERT.
+    # A generator as large as the MLM (fraction 1, FFN 4H, heads H // 64 as the official count
+    # assumes) costs what BERT's MLM costs, so Replace MLM = generator + full-size MLM = exactly
+    # 2 x BERT.
     cfg = get_config("small", generator_fraction=1.0, intermediate_size=4 * 256)
     flops = lambda objective, **kw: flops_per_step_official(  # noqa: E731
         electra.ElectraConfig(**{**cfg.__dict__, "objective": objective}), 128, 128, **kw)
     assert flops("replace_mlm") == pytest.approx(2 * flops("bert"), rel=1e-12)
-    # All-Tokens MLM: the MLM's output at all 128 positions instead of 15.625% of them, plus the copy
-    # head per token: dense 2H + bias 1 + sigmoid 8 = 2*256 + 9 = 521 FLOPs; x 128 tokens x batch 128 x 2.
+    # All-Tokens MLM: the MLM's output at all 128 positions instead of 15.625% of them, plus the
+    # copy head per token: dense 2H + bias 1 + sigmoid 8 = 2*256 + 9 = 521 FLOPs; x 128 tokens x
+    # batch 128 x 2.
     extra_output = flops("bert", output_frac=1.0) - flops("bert")
     copy_head = 2 * 128 * 128 * 521
-    assert flops("all_tokens_mlm") - flops("replace_mlm") == pytest.approx(extra_output + copy_head, rel=1e-12)
+    assert (flops("all_tokens_mlm") - flops("replace_mlm")
+            == pytest.approx(extra_output + copy_head, rel=1e-12))
     with pytest.raises(ValueError, match="unknown objective 'gan'"):
         Electra(micro_config(objective="gan"))
 
 
 @pytest.mark.parametrize("objective", electra.OBJECTIVES)
 def test_fine_tuning_encoder_at_small_size_where_embedding_is_not_hidden(objective):
-    """Small has E = 128 != H = 256, so the MLM head (H -> E) and D's head (H -> H) differ in shape:
-    the encoder handed to fine-tuning must still be built, and compute what the trained one computes."""
-    cfg = get_config("small", objective=objective, vocab_size=200, cls_id=1, sep_id=2, mask_id=3, pad_id=0)
+    """Small has E = 128 != H = 256, so the MLM head (H -> E) and D's head (H -> H) differ in
+    shape: the encoder handed to fine-tuning must still be built, and compute what the trained one
+    computes."""
+    cfg = get_config("small", objective=objective, vocab_size=200, cls_id=1, sep_id=2, mask_id=3,
+                     pad_id=0)
     assert cfg.embedding_size != cfg.hidden_size
     torch.manual_seed(0)
     model = Electra(cfg).eval()

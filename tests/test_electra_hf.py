@@ -34,8 +34,8 @@ CONFIGS = {
     # the paper's Small (embedding 128 projected to hidden 256)
     "small": get_config("small"),
     # embedding size == hidden size: no embeddings_project in D (G still projects 64 -> 16)
-    "emb_eq_hidden": electra.ElectraConfig(vocab_size=500, embedding_size=64, hidden_size=64, num_layers=2,
-                                           num_heads=4, intermediate_size=128),
+    "emb_eq_hidden": electra.ElectraConfig(vocab_size=500, embedding_size=64, hidden_size=64,
+                                           num_layers=2, num_heads=4, intermediate_size=128),
 }
 
 
@@ -44,14 +44,17 @@ def test_logits_equal_huggingface(name):
     cfg = CONFIGS[name]
     hf_d, hf_g = hf_pair(cfg)
     ours = from_hf_state_dicts(cfg, hf_d.state_dict(), hf_g.state_dict()).eval()
-    assert (ours.discriminator.embeddings_project is None) == (cfg.embedding_size == cfg.hidden_size)
+    assert ((ours.discriminator.embeddings_project is None)
+            == (cfg.embedding_size == cfg.hidden_size))
     x, seg, am = inputs(cfg.vocab_size)
     with torch.no_grad():
-        hf_logit_replaced = hf_d(input_ids=x, token_type_ids=seg, attention_mask=am).logits  # [B, T]
+        # [B, T]
+        hf_logit_replaced = hf_d(input_ids=x, token_type_ids=seg, attention_mask=am).logits
         our_logit_original = ours.discriminator(x, seg, am)
         # the paper's D predicts *original*: our logit is minus HF's
         assert torch.allclose(our_logit_original, -hf_logit_replaced, atol=1e-5)
-        hf_g_logits = hf_g(input_ids=x, token_type_ids=seg, attention_mask=am).logits  # [B, T, V]
+        # [B, T, V]
+        hf_g_logits = hf_g(input_ids=x, token_type_ids=seg, attention_mask=am).logits
         all_positions = torch.arange(x.shape[1]).expand(x.shape[0], -1)  # [B, T]
         h = ours.generator.hidden_states(x, seg, am)
         our_g_logits = ours.generator.logits(h, all_positions)
@@ -63,7 +66,8 @@ def test_logits_equal_huggingface(name):
 def test_round_trip_hf_ours_hf_is_exact(name):
     cfg = CONFIGS[name]
     hf_d, hf_g = hf_pair(cfg, seed=1)
-    disc_sd, gen_sd = to_hf_state_dicts(from_hf_state_dicts(cfg, hf_d.state_dict(), hf_g.state_dict()))
+    disc_sd, gen_sd = to_hf_state_dicts(from_hf_state_dicts(cfg, hf_d.state_dict(),
+                                                            hf_g.state_dict()))
     for ours, ref in ((disc_sd, hf_d.state_dict()), (gen_sd, hf_g.state_dict())):
         assert set(ours) == set(ref)
         for k in ref:
@@ -78,7 +82,8 @@ def test_parameter_counts_equal_huggingface():
     ours = electra.Electra(cfg)
     hf_d = ElectraForPreTraining(ElectraConfig(**hf_config_dict(cfg)))
     hf_g = ElectraForMaskedLM(ElectraConfig(**hf_config_dict(cfg, generator=True)))
-    assert count_params(ours.discriminator) == sum(p.numel() for p in hf_d.parameters()) == 13_549_057
+    assert (count_params(ours.discriminator) == sum(p.numel() for p in hf_d.parameters())
+            == 13_549_057)
     # HF's generator counts the tied output matrix once, like ours
     assert count_params(ours.generator) == sum(p.numel() for p in hf_g.parameters())
     assert generator_config(cfg).hidden_size == hf_g.config.hidden_size == 64
@@ -89,10 +94,12 @@ def test_a_wrong_state_dict_gets_a_clear_error():
     hf_d, hf_g = hf_pair(cfg)
     sd = hf_d.state_dict()
     del sd["electra.encoder.layer.1.output.dense.weight"]
-    with pytest.raises(ValueError, match=r"missing keys \(1\): electra.encoder.layer.1.output.dense.weight"):
+    with pytest.raises(ValueError,
+                       match=r"missing keys \(1\): electra.encoder.layer.1.output.dense.weight"):
         from_hf_state_dicts(cfg, sd)
     # the Small config against a checkpoint of another size: shapes are named, not a torch traceback
-    with pytest.raises(ValueError, match=r"shape mismatches: electra.embeddings.word_embeddings.weight: "
+    with pytest.raises(ValueError, match=r"shape mismatches: "
+                                         r"electra.embeddings.word_embeddings.weight: "
                                          r"checkpoint \(500, 64\) vs config \(30522, 128\)"):
         from_hf_state_dicts(get_config("small"), hf_d.state_dict())
     with pytest.raises(ValueError, match="check that the config"):
@@ -101,8 +108,8 @@ def test_a_wrong_state_dict_gets_a_clear_error():
 
 def test_bert_encoder_loads_and_matches_huggingface():
     # BERT's encoder is ELECTRA's without the embedding projection: the same mapping serves both.
-    bert_cfg = BertConfig(vocab_size=300, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                          intermediate_size=64)
+    bert_cfg = BertConfig(vocab_size=300, hidden_size=32, num_hidden_layers=2,
+                          num_attention_heads=2, intermediate_size=64)
     torch.manual_seed(0)
     bert = BertModel(bert_cfg, add_pooling_layer=True).eval()
     cfg = hf.config_from_hf(bert_cfg.to_dict())
@@ -118,8 +125,8 @@ def test_bert_encoder_loads_and_matches_huggingface():
 def test_config_from_hf_round_trip():
     cfg = get_config("small", vocab_size=1234)
     back = hf.config_from_hf(hf_config_dict(cfg))
-    for f in ("vocab_size", "embedding_size", "hidden_size", "num_layers", "num_heads", "intermediate_size",
-              "layer_norm_eps", "max_position"):
+    for f in ("vocab_size", "embedding_size", "hidden_size", "num_layers", "num_heads",
+              "intermediate_size", "layer_norm_eps", "max_position"):
         assert getattr(back, f) == getattr(cfg, f), f
     with pytest.raises(ValueError, match="hidden_act 'relu' is not supported"):
         hf.config_from_hf({**hf_config_dict(cfg), "hidden_act": "relu"})

@@ -3,10 +3,11 @@
     ELECTRA_STUDENT=exercises/my_solution.py python -m pytest -q tests/test_exercises.py -k student
 
 grades a student's file. Without ELECTRA_STUDENT the same checks run on the project's own
-functions (electra.mask_positions, electra.disc_loss, tokenizer.wordpiece, finetune.layer_lr_scales),
-so they must pass there; the test_check_rejects_* tests feed them deliberately wrong versions, which
-they must fail (a check that cannot fail is a defect). test_command_* run the command above in a
-subprocess on a correct file and on the unwritten template.
+functions (electra.mask_positions, electra.disc_loss, tokenizer.wordpiece,
+finetune.layer_lr_scales), so they must pass there; the test_check_rejects_* tests feed them
+deliberately wrong versions, which they must fail (a check that cannot fail is a defect).
+test_command_* run the command above in a subprocess on a correct file and on the unwritten
+template.
 """
 import importlib.util
 import math
@@ -34,17 +35,21 @@ def load_solution() -> types.SimpleNamespace:
     """The functions under test: from $ELECTRA_STUDENT's file, else the project's own."""
     path = os.environ.get(STUDENT_ENV)
     if not path:
-        return types.SimpleNamespace(mask_positions=electra.mask_positions, disc_loss=electra.disc_loss,
-                                     wordpiece=tokenizer.wordpiece, layer_lr_scales=finetune.layer_lr_scales)
+        return types.SimpleNamespace(mask_positions=electra.mask_positions,
+                                     disc_loss=electra.disc_loss,
+                                     wordpiece=tokenizer.wordpiece,
+                                     layer_lr_scales=finetune.layer_lr_scales)
     file = Path(path) if Path(path).is_file() else ROOT / path
     if not file.is_file():
-        pytest.fail(f"{STUDENT_ENV}={path}: no such file (give the path of your copy of exercises/template.py)")
+        pytest.fail(f"{STUDENT_ENV}={path}: no such file (give the path of your copy of "
+                    "exercises/template.py)")
     spec = importlib.util.spec_from_file_location("student_solution", file)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     missing = [name for name in EXERCISES if not hasattr(module, name)]
     if missing:
-        pytest.fail(f"{file} has no function(s) {', '.join(missing)}: start from a copy of exercises/template.py")
+        pytest.fail(f"{file} has no function(s) {', '.join(missing)}: start from a copy of "
+                    "exercises/template.py")
     return types.SimpleNamespace(**{name: getattr(module, name) for name in EXERCISES})
 
 
@@ -52,8 +57,8 @@ def load_solution() -> types.SimpleNamespace:
 # Exercise 1: mask_positions
 
 CLS, SEP, MASK, PAD = 2, 3, 4, 0
-MASK_CONFIG = electra.ElectraConfig(vocab_size=50, mask_prob=0.15, max_predictions=5, cls_id=CLS, sep_id=SEP,
-                                    mask_id=MASK, pad_id=PAD)
+MASK_CONFIG = electra.ElectraConfig(vocab_size=50, mask_prob=0.15, max_predictions=5, cls_id=CLS,
+                                    sep_id=SEP, mask_id=MASK, pad_id=PAD)
 
 
 def _row(n_real: int, T: int, first_word: int = 10) -> list[int]:
@@ -72,20 +77,21 @@ def check_mask_positions(mask_positions) -> None:
     attn = (x != PAD).long()
     m, m_valid = mask_positions(x, attn, MASK_CONFIG, torch.Generator().manual_seed(0))
     assert tuple(m.shape) == (len(cases), 5) and tuple(m_valid.shape) == (len(cases), 5), \
-        f"m and m_valid must be [B, K] = [{len(cases)}, 5] (K = min(max_predictions, T)); got {tuple(m.shape)}, " \
-        f"{tuple(m_valid.shape)}"
+        f"m and m_valid must be [B, K] = [{len(cases)}, 5] (K = min(max_predictions, T)); " \
+        f"got {tuple(m.shape)}, {tuple(m_valid.shape)}"
     assert m.dtype == torch.long and m_valid.dtype == torch.bool, "m must be long and m_valid bool"
     k = m_valid.sum(dim=1).tolist()
     assert k == list(cases.values()), \
-        f"k per row for n = {list(cases)} real tokens must be {list(cases.values())} (round(0.15 n), half to " \
-        f"even, at least 1, at most max_predictions); got {k}"
+        f"k per row for n = {list(cases)} real tokens must be {list(cases.values())} " \
+        f"(round(0.15 n), half to even, at least 1, at most max_predictions); got {k}"
     for b, n in enumerate(cases):
         assert m_valid[b].tolist() == [True] * cases[n] + [False] * (5 - cases[n]), \
             f"row {b}: m_valid must be True on the first k slots only; got {m_valid[b].tolist()}"
 
     # Many draws of one row: chosen positions are real, never special, distinct, and uniform.
     T, n, draws = 12, 12, 3000
-    x = torch.tensor([[CLS, 10, MASK, 11, 12, 13, SEP, 14, 15, 16, 17, SEP]] * draws)  # a [MASK] and two segments
+    # a [MASK] and two segments
+    x = torch.tensor([[CLS, 10, MASK, 11, 12, 13, SEP, 14, 15, 16, 17, SEP]] * draws)
     attn = torch.ones_like(x)
     m, m_valid = mask_positions(x, attn, MASK_CONFIG, torch.Generator().manual_seed(1))
     chosen = [sorted(m[b][m_valid[b]].tolist()) for b in range(draws)]
@@ -99,17 +105,22 @@ def check_mask_positions(mask_positions) -> None:
     expected = draws * 2 / len(candidates)  # 750: each of the 8 candidates equally likely
     freq = counts[candidates]
     assert (freq - expected).abs().max() < 0.15 * expected, \
-        f"every candidate must be equally likely: counts {freq.tolist()} over {draws} rows, expected ~{expected:.0f} each"
+        f"every candidate must be equally likely: counts {freq.tolist()} over {draws} rows, " \
+        f"expected ~{expected:.0f} each"
 
-    # Padding is never chosen, and rows with fewer candidates than k get k = the number of candidates.
-    x = torch.tensor([_row(8, 12), [CLS, 10, SEP, PAD, PAD, PAD, PAD, PAD, PAD, PAD, PAD, PAD]] * 200)
+    # Padding is never chosen, and rows with fewer candidates than k get k = the number of
+    # candidates.
+    x = torch.tensor([_row(8, 12),
+                      [CLS, 10, SEP, PAD, PAD, PAD, PAD, PAD, PAD, PAD, PAD, PAD]] * 200)
     attn = (x != PAD).long()
-    cfg = dc_replace(MASK_CONFIG, mask_prob=0.5)  # n = 8 -> k = 4; n = 3 -> round(1.5) = 2, but 1 candidate
+    # n = 8 -> k = 4; n = 3 -> round(1.5) = 2, but 1 candidate
+    cfg = dc_replace(MASK_CONFIG, mask_prob=0.5)
     m, m_valid = mask_positions(x, attn, cfg, torch.Generator().manual_seed(2))
     picked = x.gather(1, m)[m_valid]
     assert (picked != PAD).all() and (picked != CLS).all() and (picked != SEP).all(), \
         "padding, [CLS] and [SEP] must never be chosen"
-    assert m_valid[1::2].sum(dim=1).eq(1).all(), "a row with 1 candidate masks 1 position, whatever k says"
+    assert m_valid[1::2].sum(dim=1).eq(1).all(), \
+        "a row with 1 candidate masks 1 position, whatever k says"
     assert m_valid[0::2].sum(dim=1).eq(4).all(), "n = 8, mask_prob 0.5 -> k = 4"
 
     # The rng: the same seed gives the same masks, another seed other masks.
@@ -118,7 +129,8 @@ def check_mask_positions(mask_positions) -> None:
     a = mask_positions(x, attn, MASK_CONFIG, torch.Generator().manual_seed(3))
     b = mask_positions(x, attn, MASK_CONFIG, torch.Generator().manual_seed(3))
     c = mask_positions(x, attn, MASK_CONFIG, torch.Generator().manual_seed(4))
-    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]), "draw every random number from rng: same seed, same m"
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]), \
+        "draw every random number from rng: same seed, same m"
     assert not torch.equal(a[0][a[1]], c[0][c[1]]), "different seeds must give different masks"
 
 
@@ -137,14 +149,16 @@ def check_disc_loss(disc_loss) -> None:
     got = disc_loss(logits, is_original, attn)
     want = (math.log(2) + math.log(4 / 3) + math.log(4)) / 3
     assert torch.is_tensor(got) and got.dim() == 0, "return a scalar tensor"
-    assert abs(got.item() - want) < 1e-5, f"worked example: expected {want:.4f}, got {got.item():.4f}"
+    assert abs(got.item() - want) < 1e-5, \
+        f"worked example: expected {want:.4f}, got {got.item():.4f}"
 
-    # D is the probability of *original*: confident and right costs ~0, confident and wrong ~|logit|.
+    # D is the probability of *original*: confident and right costs ~0, confident and wrong
+    # ~|logit|.
     right = disc_loss(torch.tensor([[8.0, -8.0]]), torch.tensor([[True, False]]), torch.ones(1, 2))
     wrong = disc_loss(torch.tensor([[-8.0, 8.0]]), torch.tensor([[True, False]]), torch.ones(1, 2))
     assert right.item() < 1e-3 and abs(wrong.item() - 8.0) < 1e-2, \
-        f"sigmoid(logit) is P(original): logit +8 on an original token must cost ~0 (got {right.item():.4f}), " \
-        f"logit -8 on it ~8 (got {wrong.item():.4f})"
+        "sigmoid(logit) is P(original): logit +8 on an original token must cost ~0 " \
+        f"(got {right.item():.4f}), logit -8 on it ~8 (got {wrong.item():.4f})"
 
     # The mean is over all real tokens of the batch, not per row then over rows:
     # row 0 has 3 real tokens with term ln 2 each, row 1 one real token with term ln 4.
@@ -155,7 +169,8 @@ def check_disc_loss(disc_loss) -> None:
     attn = torch.tensor([[1, 1, 1], [1, 0, 0]])
     got = disc_loss(logits, is_original, attn).item()
     assert abs(got - 5 * math.log(2) / 4) < 1e-5, \
-        f"average over every real token of the batch: expected 5 ln 2 / 4 = {5 * math.log(2) / 4:.4f}, got {got:.4f}"
+        "average over every real token of the batch: expected 5 ln 2 / 4 = " \
+        f"{5 * math.log(2) / 4:.4f}, got {got:.4f}"
 
     # Stable for confident logits, and gradients reach real tokens only.
     logits = torch.tensor([[200.0, -200.0, 3.0]], requires_grad=True)
@@ -163,7 +178,8 @@ def check_disc_loss(disc_loss) -> None:
     assert torch.isfinite(got) and abs(got.item() - 200.0) < 1e-3, \
         f"logits +-200 wrongly confident must cost 200 each (mean 200), finite; got {got.item()}"
     got.backward()
-    assert logits.grad is not None and logits.grad[0, 2] == 0 and torch.isfinite(logits.grad).all(), \
+    assert (logits.grad is not None and logits.grad[0, 2] == 0
+            and torch.isfinite(logits.grad).all()), \
         "the gradient must flow to the logits, finite, and be 0 on padding"
 
 
@@ -173,27 +189,32 @@ def check_disc_loss(disc_loss) -> None:
 
 def check_wordpiece(wordpiece) -> None:
     v = {"un", "##aff", "##able", "a", "##b"}
-    for word, want in (("unaffable", ["un", "##aff", "##able"]), ("ab", ["a", "##b"]), ("abc", ["[UNK]"])):
+    for word, want in (("unaffable", ["un", "##aff", "##able"]), ("ab", ["a", "##b"]),
+                       ("abc", ["[UNK]"])):
         got = wordpiece(word, v)
         assert got == want, f"vocab {sorted(v)}: {word!r} -> {want}, got {got}"
     # Longest first: "abc" is one piece although "a" + "##bc" would also cover it.
     v = {"a", "ab", "abc", "##c", "##bc"}
     got = wordpiece("abc", v)
-    assert got == ["abc"], f"take the longest matching piece: vocab {sorted(v)}: 'abc' -> ['abc'], got {got}"
+    assert got == ["abc"], \
+        f"take the longest matching piece: vocab {sorted(v)}: 'abc' -> ['abc'], got {got}"
     got = wordpiece("abcc", v)
     assert got == ["abc", "##c"], f"vocab {sorted(v)}: 'abcc' -> ['abc', '##c'], got {got}"
     # Greedy, no backtracking: "ab" is taken, "##cd" and "##d" do not exist -> [UNK], although
     # "a" + "##bcd" would work (BERT does the same).
     v = {"a", "ab", "##bcd", "##c"}
     got = wordpiece("abcd", v)
-    assert got == ["[UNK]"], f"greedy, no backtracking: vocab {sorted(v)}: 'abcd' -> ['[UNK]'], got {got}"
+    assert got == ["[UNK]"], \
+        f"greedy, no backtracking: vocab {sorted(v)}: 'abcd' -> ['[UNK]'], got {got}"
     # "##" marks continuations only.
     got = wordpiece("bb", {"b", "##b"})
     assert got == ["b", "##b"], f"vocab ['##b', 'b']: 'bb' -> ['b', '##b'], got {got}"
     got = wordpiece("b", {"##b"})
-    assert got == ["[UNK]"], f"a word cannot start with a '##' piece: vocab ['##b']: 'b' -> ['[UNK]'], got {got}"
+    assert got == ["[UNK]"], \
+        f"a word cannot start with a '##' piece: vocab ['##b']: 'b' -> ['[UNK]'], got {got}"
     got = wordpiece("bb", {"b"})
-    assert got == ["[UNK]"], f"a continuation needs its '##' piece: vocab ['b']: 'bb' -> ['[UNK]'], got {got}"
+    assert got == ["[UNK]"], \
+        f"a continuation needs its '##' piece: vocab ['b']: 'bb' -> ['[UNK]'], got {got}"
     # At most 100 characters.
     v = {"x", "##x"}
     got = wordpiece("x" * 100, v)
@@ -223,20 +244,24 @@ def check_layer_lr_scales(layer_lr_scales) -> None:
     # Worked examples. 2 layers, decay 0.5: official top = 2 + 2 = 4 -> 0.5^4, 0.5^3, 0.5^2, head 1;
     # as described top = 3 -> 0.5^3, 0.5^2, 0.5^1, head 1. 1 layer, 0.9, official: top = 3 ->
     # 0.729, 0.81, 1. Decay 1: no decay at all.
-    cases = [((2, 0.5, True), [0.0625, 0.125, 0.25, 1.0]), ((2, 0.5, False), [0.125, 0.25, 0.5, 1.0]),
+    cases = [((2, 0.5, True), [0.0625, 0.125, 0.25, 1.0]),
+             ((2, 0.5, False), [0.125, 0.25, 0.5, 1.0]),
              ((1, 0.9, True), [0.729, 0.81, 1.0]), ((3, 1.0, True), [1.0] * 5)]
     for (n, decay, official), want in cases:
         got = [float(s) for s in layer_lr_scales(n, decay, official=official)]
-        assert len(got) == n + 2, f"layer_lr_scales({n}, ...) must give {n + 2} scales (embeddings, layers, head)"
+        assert len(got) == n + 2, \
+            f"layer_lr_scales({n}, ...) must give {n + 2} scales (embeddings, layers, head)"
         assert all(math.isclose(a, b, rel_tol=1e-9) for a, b in zip(got, want)), \
             f"layer_lr_scales({n}, {decay}, official={official}) must be {want}, got {got}"
-    # ELECTRA-Base fine-tuning (12 layers, decay 0.8, Table 7): embeddings 0.8^14 = 0.0440 (official).
+    # ELECTRA-Base fine-tuning (12 layers, decay 0.8, Table 7): embeddings 0.8^14 = 0.0440
+    # (official).
     got = [float(s) for s in layer_lr_scales(12, 0.8)]
     assert math.isclose(got[0], 0.8 ** 14) and math.isclose(got[12], 0.8 ** 2) and got[13] == 1.0, \
-        f"12 layers, 0.8, official: embeddings 0.8^14 = {0.8 ** 14:.4f}, top layer 0.8^2 = 0.64, head 1; got " \
-        f"{got[0]:.4f}, {got[12]:.4f}, {got[13]}"
+        f"12 layers, 0.8, official: embeddings 0.8^14 = {0.8 ** 14:.4f}, top layer 0.8^2 = 0.64, " \
+        f"head 1; got {got[0]:.4f}, {got[12]:.4f}, {got[13]}"
     ratios = [b / a for a, b in zip(got, got[1:-1])]
-    assert all(math.isclose(r, 1 / 0.8) for r in ratios), "one depth up multiplies the lr by 1 / decay"
+    assert all(math.isclose(r, 1 / 0.8) for r in ratios), \
+        "one depth up multiplies the lr by 1 / decay"
 
 
 # -----------------------------------------------------------------------------
@@ -273,7 +298,8 @@ def _mask_with(candidate_fn=None, count_n=None, round_fn=torch.round, ordered=Fa
             candidate = candidate & (x != special)
         if candidate_fn is not None:
             candidate = candidate_fn(x, attention_mask, config)
-        n = attention_mask.sum(dim=1).float() if count_n is None else count_n(x, attention_mask, candidate)
+        n = (attention_mask.sum(dim=1).float() if count_n is None
+             else count_n(x, attention_mask, candidate))
         k = round_fn(n * config.mask_prob).long().clamp(1, K)
         k = torch.minimum(k, candidate.sum(dim=1))
         keys = torch.rand(B, T, generator=rng) + (~candidate).float()
@@ -286,8 +312,10 @@ def _mask_with(candidate_fn=None, count_n=None, round_fn=torch.round, ordered=Fa
 
 
 WRONG_MASKS = {
-    "masks [CLS] and [SEP]": _mask_with(candidate_fn=lambda x, a, c: a.bool() & (x != c.pad_id) & (x != c.mask_id)),
-    "masks over padding": _mask_with(candidate_fn=lambda x, a, c: (x != c.cls_id) & (x != c.sep_id) & (x != c.mask_id)),
+    "masks [CLS] and [SEP]": _mask_with(
+        candidate_fn=lambda x, a, c: a.bool() & (x != c.pad_id) & (x != c.mask_id)),
+    "masks over padding": _mask_with(
+        candidate_fn=lambda x, a, c: (x != c.cls_id) & (x != c.sep_id) & (x != c.mask_id)),
     "n without [CLS]/[SEP]": _mask_with(count_n=lambda x, a, cand: cand.sum(dim=1).float()),
     "floor instead of round": _mask_with(round_fn=torch.floor),
     "round half up": _mask_with(round_fn=lambda t: torch.floor(t + 0.5)),
@@ -309,8 +337,9 @@ WRONG_DISC = {
     "averages over padding too": lambda l, o, a: _bce(l, o).mean(),
     "D scores replaced": lambda l, o, a: (_bce(l, ~o) * a).sum() / a.sum(),
     "mean per row, then over rows": lambda l, o, a: ((_bce(l, o) * a).sum(1) / a.sum(1)).mean(),
-    "log of a rounded sigmoid": lambda l, o, a: ((-(o * torch.log(torch.sigmoid(l)) + (~o) *
-                                                   torch.log(1 - torch.sigmoid(l)))) * a).sum() / a.sum(),
+    "log of a rounded sigmoid": lambda l, o, a: ((-(o * torch.log(torch.sigmoid(l))
+                                                    + (~o) * torch.log(1 - torch.sigmoid(l))))
+                                                 * a).sum() / a.sum(),
     "sum, not mean": lambda l, o, a: (_bce(l, o) * a).sum(),
 }
 
@@ -361,9 +390,12 @@ def test_check_rejects_wrong_wordpiece(name):
 
 
 WRONG_LR = {
-    "official top off by one": lambda n, d, official=True: [d ** (n + 1 - i) for i in range(n + 1)] + [1.0],
-    "ignores official": lambda n, d, official=True: [d ** (n + 2 - i) for i in range(n + 1)] + [1.0],
-    "decays the top layers most": lambda n, d, official=True: [1.0] + [d ** (i + 1) for i in range(n + 1)],
+    "official top off by one":
+        lambda n, d, official=True: [d ** (n + 1 - i) for i in range(n + 1)] + [1.0],
+    "ignores official":
+        lambda n, d, official=True: [d ** (n + 2 - i) for i in range(n + 1)] + [1.0],
+    "decays the top layers most":
+        lambda n, d, official=True: [1.0] + [d ** (i + 1) for i in range(n + 1)],
     "head decayed too": lambda n, d, official=True: [d ** (n + 2 - i) for i in range(n + 2)],
     "one scale short": lambda n, d, official=True: [d ** (n + 1 - i) for i in range(n)] + [1.0],
 }
@@ -381,14 +413,15 @@ def test_check_rejects_wrong_layer_lr_scales(name):
 
 def _run_student(path: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, STUDENT_ENV: str(path)}
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "student",
-                           str(ROOT / "tests" / "test_exercises.py")], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "-k", "student", str(ROOT / "tests" / "test_exercises.py")],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
 
 
 def test_command_passes_on_a_correct_solution(tmp_path):
     solution = tmp_path / "my_solution.py"
-    solution.write_text("from electra import mask_positions, disc_loss\nfrom tokenizer import wordpiece\n"
+    solution.write_text("from electra import mask_positions, disc_loss\n"
+                        "from tokenizer import wordpiece\n"
                         "from finetune import layer_lr_scales\n")
     done = _run_student(solution)
     assert done.returncode == 0 and "4 passed" in done.stdout, done.stdout + done.stderr

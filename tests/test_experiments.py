@@ -2,8 +2,8 @@
 BLiMP-format jsonl files written here, with a 1-layer 16-wide model, a handful of updates, 1 seed
 and a few examples; then resuming.
 
-The three scripts share one --runs-dir (module fixture), as they would in real use, so the tests also
-check that identical runs are reused across experiments rather than trained again.
+The three scripts share one --runs-dir (module fixture), as they would in real use, so the tests
+also check that identical runs are reused across experiments rather than trained again.
 """
 import doctest
 import json
@@ -18,11 +18,12 @@ import finetune
 import train
 from experiments import ablations, common, electra_vs_bert, generator_size
 
-WORDS = ("the cat sat on a mat while dogs ran over green hills and birds sang songs of old kings who "
-         "ruled wide lands near the sea").split()
+WORDS = ("the cat sat on a mat while dogs ran over green hills and birds sang songs of old "
+         "kings who ruled wide lands near the sea").split()
 # A model small enough that a pre-training update takes milliseconds (1 layer, hidden 16).
-MODEL = ["--set", "embedding_size=16", "--set", "hidden_size=16", "--set", "num_layers=1", "--set", "num_heads=1",
-         "--set", "intermediate_size=32", "--vocab-size", "120", "--seq-len", "32", "--batch-size", "4"]
+MODEL = ["--set", "embedding_size=16", "--set", "hidden_size=16", "--set", "num_layers=1",
+         "--set", "num_heads=1", "--set", "intermediate_size=32", "--vocab-size", "120",
+         "--seq-len", "32", "--batch-size", "4"]
 FT = ["--seeds", "1", "--ft-examples", "8", "--ft-epochs", "1", "--checkpoints", "2"]
 
 
@@ -32,7 +33,8 @@ def _sentence(rng, lo=3, hi=8):
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
-    """A 30-document corpus and 12-row train / 6-row dev TSVs of SST-2, MRPC and STS-B in GLUE's layouts."""
+    """A 30-document corpus and 12-row train / 6-row dev TSVs of SST-2, MRPC and STS-B in GLUE's
+    layouts."""
     root = tmp_path_factory.mktemp("experiments")
     rng = random.Random(0)
     (root / "corpus").mkdir()
@@ -46,10 +48,13 @@ def data(tmp_path_factory):
             "sentence\tlabel\n" + "".join(f"{_sentence(rng)}\t{i % 2}\n" for i in range(n)))
         (glue / "MRPC" / f"{split}.tsv").write_text(
             "\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
-            + "".join(f"{i % 2}\t{i}\t{i + 100}\t{_sentence(rng)}\t{_sentence(rng)}\n" for i in range(n)))
+            + "".join(f"{i % 2}\t{i}\t{i + 100}\t{_sentence(rng)}\t{_sentence(rng)}\n"
+                      for i in range(n)))
         (glue / "STS-B" / f"{split}.tsv").write_text(
-            "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore\n"
-            + "".join(f"{i}\tmain\tf\t2012\t{i}\ts\ts\t{_sentence(rng)}\t{_sentence(rng)}\t{i * 0.4:.2f}\n"
+            "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2"
+            "\tscore\n"
+            + "".join(f"{i}\tmain\tf\t2012\t{i}\ts\ts\t{_sentence(rng)}\t{_sentence(rng)}"
+                      f"\t{i * 0.4:.2f}\n"
                       for i in range(n)))
     blimp = root / "blimp"  # BLiMP's layout: a jsonl file per paradigm, a minimal pair a line
     blimp.mkdir()
@@ -124,7 +129,8 @@ def exp1(data):
 
 def test_electra_vs_bert_end_to_end(data, exp1):
     results, calls = exp1
-    # The step-0 snapshot is the model train.py built for the run (same config, same parameters), untrained.
+    # The step-0 snapshot is the model train.py built for the run (same config, same parameters),
+    # untrained.
     for run, encoder in zip(results["runs"], ("discriminator", "mlm")):
         init, first = (torch.load(f"{run['dir']}/snapshots/step{s}.pt", weights_only=True)
                        for s in (0, run["stops"][0]))
@@ -135,7 +141,8 @@ def test_electra_vs_bert_end_to_end(data, exp1):
     out = data / "out" / "exp1"
     _check_outputs(out, "electra_vs_bert", ["ELECTRA"] * 3 + ["BERT"] * 3, 6, score="score_mean")
     runs = {r["objective"]: r for r in results["runs"]}
-    # Equal compute: steps = floor(5e7 / FLOPs per update), BERT's update being cheaper, it gets more.
+    # Equal compute: steps = floor(5e7 / FLOPs per update), BERT's update being cheaper, it gets
+    # more.
     for r in runs.values():
         assert r["steps"] == int(5e7 // r["flops_per_step"])
         assert r["stops"] == [round(r["steps"] / 2), r["steps"]]
@@ -146,7 +153,8 @@ def test_electra_vs_bert_end_to_end(data, exp1):
     assert rows[3]["flops"] == 0 and rows[3]["objective"] == "bert"  # BERT's: its own zero point
     assert [r["random"] for r in rows] == [True, False, False] * 2
     assert all(set(r["tasks"]) == {"sst2", "mrpc", "stsb"} for r in rows)
-    assert rows[0]["tasks"]["stsb"]["metric"] == "spearman" and rows[0]["tasks"]["mrpc"]["metric"] == "acc"
+    assert (rows[0]["tasks"]["stsb"]["metric"] == "spearman"
+            and rows[0]["tasks"]["mrpc"]["metric"] == "acc")
     # Each run trained in two segments (stop at the snapshot, then --resume); 18 fine-tunings.
     assert len(calls.train) == 4 and sum("--resume" in a for a in calls.train) == 2
     assert len(calls.finetune) == 18 and len(results["finetune"]) == 18
@@ -157,7 +165,8 @@ def test_electra_vs_bert_resume_redoes_nothing(data, exp1, monkeypatch):
     Calls(monkeypatch, fail=True)
     again = electra_vs_bert.main(_argv(data, "exp1"))
     assert again["rows"] == before["rows"]
-    # The results JSON alone is enough: with the run folders' fine-tuning results gone, nothing is redone.
+    # The results JSON alone is enough: with the run folders' fine-tuning results gone, nothing is
+    # redone.
     saved = {f: f.read_bytes() for f in (data / "runs").glob("*/finetune/*.json")}
     assert len(saved) == 18
     for f in saved:
@@ -167,7 +176,8 @@ def test_electra_vs_bert_resume_redoes_nothing(data, exp1, monkeypatch):
         f.write_bytes(content)
     # --ft-checkpoints 2: each run's random initialisation and second (last) snapshot, all done.
     last = electra_vs_bert.main(_argv(data, "exp1", "--ft-checkpoints", "2"))["rows"]
-    assert [(r["label"], r["step"]) for r in last] == [(r["label"], r["step"]) for r in before["rows"]
+    assert [(r["label"], r["step"]) for r in last] == [(r["label"], r["step"])
+                                                       for r in before["rows"]
                                                        if r["step"] in (0, r["steps"])]
 
 
@@ -225,10 +235,12 @@ def test_generator_size_resumes_an_interrupted_run(data, exp1, monkeypatch):
         gain = last["tasks"]["sst2"]["mean"] - zero["tasks"]["sst2"]["mean"]
         line = next(x for x in md if x.startswith(f"| {last['label']} |") and "random" not in x)
         assert line.rstrip(" |").endswith(f"{gain:+.1f}")
-    # The 1/8 run continued from its checkpoint (--resume); the 1/4 run is electra_vs_bert's ELECTRA.
+    # The 1/8 run continued from its checkpoint (--resume); the 1/4 run is electra_vs_bert's
+    # ELECTRA.
     assert len(calls.train) == 2 and all("--resume" in a for a in calls.train)
     assert all(f"generator_fraction={0.125}" in a for a in calls.train)
-    steps = [json.loads(line)["step"] for line in (run.dir / "train" / "metrics.jsonl").read_text().splitlines()
+    steps = [json.loads(line)["step"]
+             for line in (run.dir / "train" / "metrics.jsonl").read_text().splitlines()
              if json.loads(line)["split"] == "train"]
     assert steps == sorted(set(steps)) and steps[-1] == run.steps  # one unbroken run to the end
     assert len(calls.finetune) == 2  # 1/8's random weights and final snapshot; 1/4's are exp1's
@@ -372,7 +384,8 @@ def test_protocol_plot(fig1):
 
 def test_ablations_plot_blimp_panel():
     """With one task there is no "mean of tasks" group; with BLiMP a second panel holds each
-    row's D sum and MLM PLL at the x of the score, in the row's colour, hollow for random weights."""
+    row's D sum and MLM PLL at the x of the score, in the row's colour, hollow for random
+    weights."""
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -437,7 +450,8 @@ def test_user_errors(data):
     with pytest.raises(SystemExit, match="--objectives"):
         ablations.main(_argv(data, "err", "--objectives", "electra,xlnet"))
     with pytest.raises(SystemExit, match="no such file or folder"):
-        generator_size.main(["--data", str(data / "missing"), "--flops", "1e8", "--runs-dir", str(data / "runs")])
+        generator_size.main(["--data", str(data / "missing"), "--flops", "1e8",
+                             "--runs-dir", str(data / "runs")])
     with pytest.raises(SystemExit, match="holds the results of electra_vs_bert"):
         ablations.main(_argv(data, "exp1"))
     with pytest.raises(SystemExit, match="--blimp-dir .*missing: no .jsonl files there"):

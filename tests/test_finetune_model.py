@@ -1,5 +1,5 @@
-"""finetune.py: layer-wise lr decay by hand, --init loading (train.py, HF ELECTRA, HF BERT) against
-HuggingFace, a few fine-tuning steps, the CLI's outputs and its errors."""
+"""finetune.py: layer-wise lr decay by hand, --init loading (train.py, HF ELECTRA, HF BERT)
+against HuggingFace, a few fine-tuning steps, the CLI's outputs and its errors."""
 import dataclasses
 import json
 
@@ -15,7 +15,8 @@ from electra import Encoder, get_config, lr_factor
 from hf import load_pretrained
 from tokenizer import Tokenizer
 
-WORDS = ["good", "bad", "movie", "film", "great", "awful", "the", "a", "is", "was", "not", "very", "."]
+WORDS = ["good", "bad", "movie", "film", "great", "awful", "the", "a", "is", "was", "not", "very",
+         "."]
 
 
 def tiny_tokenizer(size=None):
@@ -26,9 +27,9 @@ def tiny_tokenizer(size=None):
 
 
 def tiny_config(tok, **kw):
-    return get_config("tiny", vocab_size=len(tok), embedding_size=16, hidden_size=32, num_layers=3, num_heads=2,
-                      intermediate_size=64, max_position=64, pad_id=tok.pad_id, cls_id=tok.cls_id,
-                      sep_id=tok.sep_id, mask_id=tok.mask_id, **kw)
+    return get_config("tiny", vocab_size=len(tok), embedding_size=16, hidden_size=32, num_layers=3,
+                      num_heads=2, intermediate_size=64, max_position=64, pad_id=tok.pad_id,
+                      cls_id=tok.cls_id, sep_id=tok.sep_id, mask_id=tok.mask_id, **kw)
 
 
 def save_train_checkpoint(folder, tok, cfg, seed=0):
@@ -36,7 +37,7 @@ def save_train_checkpoint(folder, tok, cfg, seed=0):
     return save_run_folder(folder, tok, cfg, seed)
 
 
-# --- layer-wise learning-rate decay -------------------------------------------------------------------
+# --- layer-wise learning-rate decay ---------------------------------------------------------------
 
 
 @pytest.mark.parametrize("official", [True, False])
@@ -44,23 +45,28 @@ def test_layer_lrs_for_a_three_layer_model_by_hand(official):
     tok = tiny_tokenizer()
     model = ft.Classifier(tiny_config(tok), num_outputs=2, dropout=0.1)
     lr, d = 1e-4, 0.8
-    groups = ft.param_groups(model, num_layers=3, lr=lr, decay=d, weight_decay=0.0, official=official)
+    groups = ft.param_groups(model, num_layers=3, lr=lr, decay=d, weight_decay=0.0,
+                             official=official)
     lr_of = {name: g["lr"] for g in groups for name in g["names"]}
-    assert set(lr_of) == {n for n, _ in model.named_parameters()}  # every parameter has exactly one lr
+    # every parameter has exactly one lr
+    assert set(lr_of) == {n for n, _ in model.named_parameters()}
     if official:
         # official _get_layer_lrs: depth emb 0, layer i -> i+1, head n+2 = 5; lr * 0.8^(5 - depth)
+        # 3.2768e-5, 4.096e-5, 5.12e-5, 6.4e-5, 1e-4
         expected = {"emb": lr * 0.8 ** 5, "layer0": lr * 0.8 ** 4, "layer1": lr * 0.8 ** 3,
-                    "layer2": lr * 0.8 ** 2, "head": lr}  # 3.2768e-5, 4.096e-5, 5.12e-5, 6.4e-5, 1e-4
+                    "layer2": lr * 0.8 ** 2, "head": lr}
     else:
         # as described: head lr, each layer one more factor 0.8 below it
         expected = {"emb": lr * 0.8 ** 4, "layer0": lr * 0.8 ** 3, "layer1": lr * 0.8 ** 2,
                     "layer2": lr * 0.8, "head": lr}  # 4.096e-5, 5.12e-5, 6.4e-5, 8e-5, 1e-4
     assert expected["layer2"] == pytest.approx(6.4e-5 if official else 8e-5)
     for name, got in lr_of.items():
-        key = ("emb" if name.startswith("encoder.embeddings") else "head" if name.startswith("classifier")
+        key = ("emb" if name.startswith("encoder.embeddings")
+               else "head" if name.startswith("classifier")
                else "layer" + name.split(".")[2])
         assert got == pytest.approx(expected[key]), name
-    assert lr_of["encoder.embeddings_project.weight"] == pytest.approx(expected["emb"])  # projection with the embeddings
+    # projection with the embeddings
+    assert lr_of["encoder.embeddings_project.weight"] == pytest.approx(expected["emb"])
 
 
 def test_weight_decay_skips_biases_and_layernorm():
@@ -82,12 +88,16 @@ def test_lr_schedule_by_hand():
 def test_official_optimizer_two_steps_by_hand():
     # lr 0.1, betas 0.9/0.999, eps 1e-6, weight decay 0.01, p = 2.
     # step 1, g = 0.5:  m = 0.1*0.5 = 0.05, v = 0.001*0.25 = 2.5e-4, sqrt(v) = 0.0158114
-    #   update = 0.05 / (0.0158114 + 1e-6) + 0.01*2 = 3.162078 + 0.02 = 3.182078 -> p = 2 - 0.3182078 = 1.6817922
-    # step 2, g = -0.5: m = 0.045 - 0.05 = -0.005, v = 2.4975e-4 + 2.5e-4 = 4.9975e-4, sqrt(v) = 0.0223551
-    #   update = -0.005 / 0.0223561 + 0.01*1.6817922 = -0.2236530 + 0.0168179 = -0.2068348 -> p = 1.7024757
+    #   update = 0.05 / (0.0158114 + 1e-6) + 0.01*2 = 3.162078 + 0.02 = 3.182078
+    #     -> p = 2 - 0.3182078 = 1.6817922
+    # step 2, g = -0.5: m = 0.045 - 0.05 = -0.005, v = 2.4975e-4 + 2.5e-4 = 4.9975e-4,
+    #   sqrt(v) = 0.0223551
+    #   update = -0.005 / 0.0223561 + 0.01*1.6817922 = -0.2236530 + 0.0168179 = -0.2068348
+    #     -> p = 1.7024757
     # (torch's AdamW, bias-corrected, would move p by lr * (1 + 0.02) = 0.102 in step 1, not 0.318)
     p = torch.nn.Parameter(torch.tensor([2.0], dtype=torch.float64))
-    opt = ft.AdamWeightDecay([{"params": [p], "weight_decay": 0.01}], lr=0.1, betas=(0.9, 0.999), eps=1e-6)
+    opt = ft.AdamWeightDecay([{"params": [p], "weight_decay": 0.01}], lr=0.1, betas=(0.9, 0.999),
+                             eps=1e-6)
     for g, expected in ((0.5, 1.6817922327), (-0.5, 1.7024757121)):
         p.grad = torch.tensor([g], dtype=torch.float64)
         opt.step()
@@ -96,12 +106,14 @@ def test_official_optimizer_two_steps_by_hand():
 
 def test_official_update_is_larger_than_bias_corrected_adamw():
     """For a steady gradient the official update is (1 - 0.9^t) / sqrt(1 - 0.999^t) times AdamW's:
-    3.16x at update 1, 6.57x at 12, 1.26x at 1,000 (what build_optimizer's note in train.py quotes)."""
+    3.16x at update 1, 6.57x at 12, 1.26x at 1,000 (what build_optimizer's note in train.py
+    quotes)."""
     ours = torch.nn.Parameter(torch.zeros(1, dtype=torch.float64))
     theirs = torch.nn.Parameter(torch.zeros(1, dtype=torch.float64))
     recipe = ft.FinetuneConfig(lr=1e-3)
     opts = [ft.build_optimizer([{"params": [ours], "names": ["p"]}], recipe),
-            ft.build_optimizer([{"params": [theirs], "names": ["p"]}], dataclasses.replace(recipe, adam_bias_correction=True))]
+            ft.build_optimizer([{"params": [theirs], "names": ["p"]}],
+                               dataclasses.replace(recipe, adam_bias_correction=True))]
     assert isinstance(opts[0], ft.AdamWeightDecay) and isinstance(opts[1], torch.optim.AdamW)
     ratios = {}
     for t in range(1, 1001):
@@ -113,7 +125,8 @@ def test_official_update_is_larger_than_bias_corrected_adamw():
     assert ratios[1] == pytest.approx(3.162, abs=1e-3)
     assert ratios[12] == pytest.approx(6.569, abs=1e-3) and max(ratios, key=ratios.get) == 12
     assert ratios[1000] == pytest.approx(1.258, abs=1e-3)
-    assert ft.parse_args(["--task", "rte", "--init", "x", "--adam_bias_correction"]).adam_bias_correction
+    assert ft.parse_args(["--task", "rte", "--init", "x",
+                          "--adam_bias_correction"]).adam_bias_correction
     assert not ft.parse_args(["--task", "rte", "--init", "x"]).adam_bias_correction
 
 
@@ -121,10 +134,11 @@ def test_recipe_by_model_size():
     assert (ft.recipe_for(get_config("small"), ft.FinetuneConfig()).lr, ) == (3e-4,)
     large = ft.recipe_for(get_config("large"), ft.FinetuneConfig())
     assert (large.lr, large.layer_decay) == (5e-5, 0.9)
-    assert ft.recipe_for(get_config("base"), ft.FinetuneConfig(lr=2e-5)).lr == 2e-5  # an explicit value wins
+    # an explicit value wins
+    assert ft.recipe_for(get_config("base"), ft.FinetuneConfig(lr=2e-5)).lr == 2e-5
 
 
-# --- loading --init -----------------------------------------------------------------------------------
+# --- loading --init -------------------------------------------------------------------------------
 
 
 def hidden_states(pre: hf.Pretrained, ids, seg, mask):
@@ -141,14 +155,15 @@ def inputs(vocab_size):
     return ids, seg, mask
 
 
-HF_SIZES = dict(vocab_size=40, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-                max_position_embeddings=64)
+HF_SIZES = dict(vocab_size=40, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                intermediate_size=64, max_position_embeddings=64)
 
 
 @pytest.mark.parametrize("safetensors", [True, False])
 def test_hf_electra_folder_gives_hf_hidden_states(tmp_path, safetensors):
     torch.manual_seed(0)
-    hf = transformers.ElectraForPreTraining(transformers.ElectraConfig(embedding_size=16, **HF_SIZES)).eval()
+    hf = transformers.ElectraForPreTraining(
+        transformers.ElectraConfig(embedding_size=16, **HF_SIZES)).eval()
     hf.save_pretrained(tmp_path, safe_serialization=safetensors)
     tiny_tokenizer(40).save(tmp_path / "vocab.txt")
     pre = load_pretrained(tmp_path)
@@ -166,7 +181,8 @@ def test_hf_bert_folder_gives_hf_hidden_states(tmp_path, cls):
     hf.save_pretrained(tmp_path)
     tiny_tokenizer(40).save(tmp_path / "vocab.txt")
     pre = load_pretrained(tmp_path)
-    assert pre.config.embedding_size == pre.config.hidden_size == 32  # BERT: no embedding projection
+    # BERT: no embedding projection
+    assert pre.config.embedding_size == pre.config.hidden_size == 32
     ids, seg, mask = inputs(40)
     with torch.no_grad():
         bert = hf.bert if cls is transformers.BertForMaskedLM else hf
@@ -191,7 +207,8 @@ def test_init_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="without config.json"):
         load_pretrained(tmp_path / "empty")
     hf_dir = tmp_path / "hf"
-    transformers.ElectraModel(transformers.ElectraConfig(embedding_size=16, **HF_SIZES)).save_pretrained(hf_dir)
+    transformers.ElectraModel(
+        transformers.ElectraConfig(embedding_size=16, **HF_SIZES)).save_pretrained(hf_dir)
     with pytest.raises(FileNotFoundError, match=r"no vocab.txt for .*hf.*--vocab"):
         load_pretrained(hf_dir)
     tiny_tokenizer(39).save(hf_dir / "vocab.txt")
@@ -212,7 +229,7 @@ def test_init_errors(tmp_path):
         load_pretrained(tmp_path / "junk.pt")
 
 
-# --- fine-tuning --------------------------------------------------------------------------------------
+# --- fine-tuning ----------------------------------------------------------------------------------
 
 
 def sentiment_rows(n, seed=0):
@@ -230,10 +247,13 @@ def test_a_few_steps_lower_the_loss(tmp_path):
     save_train_checkpoint(tmp_path / "run", tok, tiny_config(tok))
     pre = load_pretrained(tmp_path / "run")
     task = glue.get_task("sst2")
-    examples = [glue.Example(str(i), row.split("\t")[0], None, int(row[-1])) for i, row in enumerate(sentiment_rows(64))]
+    examples = [glue.Example(str(i), row.split("\t")[0], None, int(row[-1]))
+                for i, row in enumerate(sentiment_rows(64))]
     data = glue.encode_examples(examples, tok, 16)
-    # a random-init encoder barely separates the sentences at [CLS]: a high lr and no decay, 32 steps
-    recipe = ft.recipe_for(pre.config, ft.FinetuneConfig(epochs=8, batch_size=16, lr=3e-3, layer_decay=1.0))
+    # a random-init encoder barely separates the sentences at [CLS]: a high lr and no decay, 32
+    # steps
+    recipe = ft.recipe_for(pre.config, ft.FinetuneConfig(epochs=8, batch_size=16, lr=3e-3,
+                                                         layer_decay=1.0))
     splits = glue.Splits(data, {"dev": data}, {})
     run = ft.finetune_seed(task, pre, splits, recipe, seed=0, runtime=ft.Runtime("cpu"))
     losses = [h["train_loss"] for h in run["history"]]
@@ -251,7 +271,8 @@ def test_cli_end_to_end(tmp_path, capsys):
         for i, (w, lab) in enumerate([("good", "entailment"), ("bad", "not_entailment")] * 4)]
     (glue / "RTE" / "train.tsv").write_text("\n".join(rte) + "\n")
     (glue / "RTE" / "dev.tsv").write_text("\n".join(rte[:5]) + "\n")
-    (glue / "RTE" / "test.tsv").write_text("index\tsentence1\tsentence2\n0\ta film\tgood\n1\tbad\tthe\n")
+    (glue / "RTE" / "test.tsv").write_text("index\tsentence1\tsentence2\n"
+                                           "0\ta film\tgood\n1\tbad\tthe\n")
     (glue / "STS-B").mkdir()
     head = "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2"
     sts = [head + "\tscore"] + [f"{i}\tg\tf\ty\to\tn\tn\tthe film\ta {w} film\t{s}"
@@ -259,19 +280,22 @@ def test_cli_end_to_end(tmp_path, capsys):
     (glue / "STS-B" / "train.tsv").write_text("\n".join(sts) + "\n")
     (glue / "STS-B" / "dev.tsv").write_text("\n".join(sts) + "\n")
     out = tmp_path / "out"
-    report = ft.main(["--task", "rte,stsb", "--init", str(tmp_path / "run"), "--data_dir", str(glue),
-                      "--epochs", "2", "--seeds", "2", "--out_dir", str(out), "--device", "cpu"])
+    report = ft.main(["--task", "rte,stsb", "--init", str(tmp_path / "run"),
+                      "--data_dir", str(glue), "--epochs", "2", "--seeds", "2",
+                      "--out_dir", str(out), "--device", "cpu"])
     saved = json.loads((out / "results.json").read_text())
     assert saved["tasks"].keys() == {"rte", "stsb"} and saved == json.loads(json.dumps(report))
     rte_result = saved["tasks"]["rte"]
     assert [s["seed"] for s in rte_result["seeds"]] == [0, 1]
     assert [h["epoch"] for h in rte_result["seeds"][0]["history"]] == [1, 2]
-    assert rte_result["median"]["acc"] == pytest.approx(sorted(s["dev"]["acc"] for s in rte_result["seeds"])[0] / 2 +
-                                                        sorted(s["dev"]["acc"] for s in rte_result["seeds"])[1] / 2)
+    assert rte_result["median"]["acc"] == pytest.approx(
+        sorted(s["dev"]["acc"] for s in rte_result["seeds"])[0] / 2 +
+        sorted(s["dev"]["acc"] for s in rte_result["seeds"])[1] / 2)
     assert saved["tasks"]["stsb"]["median"].keys() == {"pearson", "spearman"}
     assert saved["glue_score"] == pytest.approx((rte_result["median"]["acc"] +
                                                  saved["tasks"]["stsb"]["median"]["spearman"]) / 2)
-    assert saved["recipe"]["layer_decay"] == 0.8 and saved["recipe"]["lr"] == 3e-4  # tiny takes Small's recipe
+    # tiny takes Small's recipe
+    assert saved["recipe"]["layer_decay"] == 0.8 and saved["recipe"]["lr"] == 3e-4
     sub = (out / "glue_submission" / "RTE.tsv").read_text().splitlines()
     assert sub[0] == "index\tprediction" and [r.split("\t")[0] for r in sub[1:]] == ["0", "1"]
     assert all(r.split("\t")[1] in ("entailment", "not_entailment") for r in sub[1:])
@@ -301,19 +325,23 @@ def fine_tune_recorded(tmp_path, monkeypatch, *flags):
         for name in ("train.tsv", "dev.tsv"):
             (data / name).write_text("sentence\tlabel\n" + "\n".join(sentiment_rows(8)) + "\n")
     out = tmp_path / "out"
-    results = ft.main(["--task", "sst2", "--init", str(run), "--data-dir", str(data), "--epochs", "1",
-                       "--out-dir", str(out), "--device", "cpu", "--restart", *flags])
+    results = ft.main(["--task", "sst2", "--init", str(run), "--data-dir", str(data),
+                       "--epochs", "1", "--out-dir", str(out), "--device", "cpu", "--restart",
+                       *flags])
     (model,) = models
     return model, results
 
 
 def dropout_ps(module):
-    """The p of every nn.Dropout in `module` (attention dropout included: SDPA takes attn_drop.p)."""
+    """The p of every nn.Dropout in `module` (attention dropout included: SDPA takes
+    attn_drop.p)."""
     return [m.p for m in module.modules() if isinstance(m, torch.nn.Dropout)]
 
 
-def test_dropout_flag_sets_every_dropout_of_the_fine_tuned_encoder(tmp_path, monkeypatch, capsys):
-    assert tiny_config(tiny_tokenizer()).dropout == 0.0  # the tiny preset pre-trains without dropout
+def test_dropout_flag_sets_every_dropout_of_the_fine_tuned_encoder(tmp_path, monkeypatch,
+                                                                   capsys):
+    # the tiny preset pre-trains without dropout
+    assert tiny_config(tiny_tokenizer()).dropout == 0.0
     model, results = fine_tune_recorded(tmp_path, monkeypatch, "--dropout", "0.1")
     # the embeddings' 1, each of 3 layers' 2 (attention probabilities; the two sublayer outputs
     # share one), the head's 1
@@ -328,11 +356,13 @@ def test_dropout_flag_sets_every_dropout_of_the_fine_tuned_encoder(tmp_path, mon
     assert "dropout 0 (--init's)" in capsys.readouterr().out
     # a results.json fine-tuned with another dropout is not resumed
     with pytest.raises(SystemExit, match=r"settings: recipe\.dropout 0\.2 here, None before\. Run"):
-        ft.main(["--task", "sst2", "--init", str(tmp_path / "run"), "--data-dir", str(tmp_path / "SST-2"),
-                 "--epochs", "1", "--out-dir", str(tmp_path / "out"), "--dropout", "0.2"])
+        ft.main(["--task", "sst2", "--init", str(tmp_path / "run"),
+                 "--data-dir", str(tmp_path / "SST-2"), "--epochs", "1",
+                 "--out-dir", str(tmp_path / "out"), "--dropout", "0.2"])
 
 
-def test_reinit_layers_draws_the_top_layers_afresh_and_keeps_the_rest(tmp_path, monkeypatch, capsys):
+def test_reinit_layers_draws_the_top_layers_afresh_and_keeps_the_rest(tmp_path, monkeypatch,
+                                                                      capsys):
     start = {}  # the encoder's weights as fine-tuning's first update finds them
 
     def recorded(model, *args):
@@ -358,7 +388,8 @@ def test_reinit_layers_draws_the_top_layers_afresh_and_keeps_the_rest(tmp_path, 
 
 def test_head_first_epochs_train_the_head_alone_on_the_frozen_encoder_then_every_weight(
         tmp_path, monkeypatch, capsys):
-    calls = []  # per forward in training mode: (the encoder in training mode, its weights trainable)
+    # per forward in training mode: (the encoder in training mode, its weights trainable)
+    calls = []
     start = {}  # the weights as the fine-tuning of every weight finds them
     heads = []  # the head's weights as drawn
 
@@ -397,10 +428,13 @@ def test_head_first_epochs_train_the_head_alone_on_the_frozen_encoder_then_every
 
 
 def test_submission_format(tmp_path):
-    glue.write_submission(glue.get_task("stsb"), tmp_path / "STS-B.tsv", ["0", "1", "2"], [5.7, -0.2, 2.5])
-    assert (tmp_path / "STS-B.tsv").read_text() == "index\tprediction\n0\t5.000\n1\t0.000\n2\t2.500\n"
+    glue.write_submission(glue.get_task("stsb"), tmp_path / "STS-B.tsv", ["0", "1", "2"],
+                          [5.7, -0.2, 2.5])
+    assert (tmp_path / "STS-B.tsv").read_text() == ("index\tprediction\n"
+                                                    "0\t5.000\n1\t0.000\n2\t2.500\n")
     glue.write_submission(glue.get_task("mnli"), tmp_path / "MNLI-m.tsv", ["0", "1"], [2, 0])
-    assert (tmp_path / "MNLI-m.tsv").read_text() == "index\tprediction\n0\tneutral\n1\tcontradiction\n"
+    assert (tmp_path / "MNLI-m.tsv").read_text() == ("index\tprediction\n"
+                                                     "0\tneutral\n1\tcontradiction\n")
 
 
 def test_cli_errors(tmp_path):
@@ -413,7 +447,8 @@ def test_cli_errors(tmp_path):
     with pytest.raises(SystemExit, match=r"error: .*data/train.tsv not found"):
         ft.main(["--task", "sst2", "--init", run, "--data_dir", str(tmp_path / "data")])
     (tmp_path / "data" / "train.tsv").write_text("sentence\tlabel\ngood\t1\nbad\t0\textra\n")
-    with pytest.raises(SystemExit, match=r"train.tsv, line 3: expected 2 tab-separated fields, found 3"):
+    with pytest.raises(SystemExit,
+                       match=r"train.tsv, line 3: expected 2 tab-separated fields, found 3"):
         ft.main(["--task", "sst2", "--init", run, "--data_dir", str(tmp_path / "data")])
     with pytest.raises(SystemExit, match=r"--seeds 0: must be an integer >= 1"):
         ft.main(["--task", "sst2", "--init", run, "--seeds", "0"])
@@ -423,8 +458,8 @@ def test_cli_errors(tmp_path):
 
 def test_config_fields_documented():
     # every FinetuneConfig field is a CLI flag's default or documented in results.json's recipe
-    assert {f.name for f in dataclasses.fields(ft.FinetuneConfig)} >= {"lr", "layer_decay", "weight_decay",
-                                                                      "warmup_fraction", "batch_size", "epochs"}
+    assert {f.name for f in dataclasses.fields(ft.FinetuneConfig)} >= {
+        "lr", "layer_decay", "weight_decay", "warmup_fraction", "batch_size", "epochs"}
 
 
 def test_empty_split_is_a_clear_error(tmp_path):
@@ -442,12 +477,16 @@ def test_predict_keeps_row_order_and_ignores_padding():
     tok = tiny_tokenizer()
     torch.manual_seed(0)
     model = ft.Classifier(tiny_config(tok), num_outputs=1, dropout=0.1)
-    texts = ["the film", "a very very good movie .", "bad", "the movie was not great .", "awful film"]
-    data = glue.encode_examples([glue.Example(str(i), t, None, 1.0) for i, t in enumerate(texts)], tok, 16)
+    texts = ["the film", "a very very good movie .", "bad", "the movie was not great .",
+             "awful film"]
+    data = glue.encode_examples([glue.Example(str(i), t, None, 1.0) for i, t in enumerate(texts)],
+                                tok, 16)
     task = glue.get_task("stsb")
-    one_by_one = [ft.predict(model, task, glue.Encoded([i], [s], None, ["0"]), 1, tok.pad_id, torch.device("cpu"))[0]
+    one_by_one = [ft.predict(model, task, glue.Encoded([i], [s], None, ["0"]), 1, tok.pad_id,
+                             torch.device("cpu"))[0]
                   for i, s in zip(data.ids, data.segments)]
-    batched = ft.predict(model, task, data, 4, tok.pad_id, torch.device("cpu"))  # sorted by length, padded
+    # sorted by length, padded
+    batched = ft.predict(model, task, data, 4, tok.pad_id, torch.device("cpu"))
     assert batched == pytest.approx(one_by_one, abs=1e-5)
     assert len(set(batched.round(6))) == len(texts)  # distinct outputs: a row mix-up would show
 
@@ -457,15 +496,19 @@ def test_predict_keeps_row_order_and_ignores_padding():
 
 def test_corrupt_weights_and_malformed_json_name_the_file(tmp_path):
     hf_dir = tmp_path / "hf"
-    transformers.ElectraModel(transformers.ElectraConfig(embedding_size=16, **HF_SIZES)).save_pretrained(hf_dir)
+    transformers.ElectraModel(
+        transformers.ElectraConfig(embedding_size=16, **HF_SIZES)).save_pretrained(hf_dir)
     tiny_tokenizer(40).save(hf_dir / "vocab.txt")
     weights = (hf_dir / "model.safetensors").read_bytes()
-    (hf_dir / "model.safetensors").write_bytes(weights[:len(weights) // 3])  # an interrupted download
-    with pytest.raises(SystemExit, match=r"^error: .*hf/model.safetensors is not readable \(.*\): download it again"):
+    # an interrupted download
+    (hf_dir / "model.safetensors").write_bytes(weights[:len(weights) // 3])
+    with pytest.raises(SystemExit, match=r"^error: .*hf/model.safetensors is not readable \(.*\): "
+                                         r"download it again"):
         ft.main(["--task", "sst2", "--init", str(hf_dir)])
     (hf_dir / "model.safetensors").write_bytes(weights)
     (hf_dir / "tokenizer_config.json").write_text('{"do_lower_case": tru')
-    with pytest.raises(SystemExit, match=r"^error: .*hf/tokenizer_config.json is not valid JSON \(Expecting value"):
+    with pytest.raises(SystemExit, match=r"^error: .*hf/tokenizer_config.json is not valid JSON "
+                                         r"\(Expecting value"):
         ft.main(["--task", "sst2", "--init", str(hf_dir)])
     (hf_dir / "config.json").write_text('{"model_type": "electra",')
     with pytest.raises(SystemExit, match=r"^error: .*hf/config.json is not valid JSON"):
@@ -483,8 +526,10 @@ def test_stsb_score_nan_is_refused_with_file_and_line(tmp_path):
     (d / "train.tsv").write_text("\n".join([head] + rows) + "\n")
     (d / "dev.tsv").write_text("\n".join([head] + rows[:1]) + "\n")
     out = tmp_path / "out"
-    with pytest.raises(SystemExit, match=r"STS-B/train.tsv, line 3: score 'nan' is not a finite number"):
-        ft.main(["--task", "stsb", "--init", str(tmp_path / "run"), "--data_dir", str(d), "--out_dir", str(out)])
+    with pytest.raises(SystemExit,
+                       match=r"STS-B/train.tsv, line 3: score 'nan' is not a finite number"):
+        ft.main(["--task", "stsb", "--init", str(tmp_path / "run"), "--data_dir", str(d),
+                 "--out_dir", str(out)])
     assert not (out / "results.json").exists()
 
 
@@ -498,15 +543,17 @@ def test_diverged_fine_tuning_stops_and_writes_no_nan(tmp_path, monkeypatch):
     loss = ft.task_loss
     monkeypatch.setattr(ft, "task_loss", lambda *a: loss(*a) * float("nan"))
     out = tmp_path / "out"
-    with pytest.raises(SystemExit, match=r"sst2 seed 0: the loss is not finite at step 1 \(epoch 1, lr 0.0003\)"
+    with pytest.raises(SystemExit, match=r"sst2 seed 0: the loss is not finite at step 1 "
+                                         r"\(epoch 1, lr 0.0003\)"
                                          r": fine-tuning diverged; .* Lower --lr"):
-        ft.main(["--task", "sst2", "--init", str(tmp_path / "run"), "--data_dir", str(d), "--out_dir", str(out),
-                 "--batch_size", "4"])
+        ft.main(["--task", "sst2", "--init", str(tmp_path / "run"), "--data_dir", str(d),
+                 "--out_dir", str(out), "--batch_size", "4"])
     assert not (out / "results.json").exists()
 
 
 @pytest.mark.parametrize("flag, value, message", [
-    ("--epochs", "0", "--epochs 0: must be an integer >= 1 (passes over train.tsv; leave it out for the paper's"),
+    ("--epochs", "0",
+     "--epochs 0: must be an integer >= 1 (passes over train.tsv; leave it out for the paper's"),
     ("--batch_size", "0", "--batch-size 0: must be an integer >= 1 (examples per update)"),
     ("--lr", "nan", "--lr nan: must be a positive number"),
     ("--lr", "-1", "--lr -1.0: must be a positive number"),
@@ -528,7 +575,8 @@ def test_every_numeric_flag_is_range_checked(tmp_path, flag, value, message):
     tok = tiny_tokenizer()
     save_train_checkpoint(tmp_path / "run", tok, tiny_config(tok))  # max_position 64
     with pytest.raises(SystemExit) as e:
-        ft.main(["--task", "sst2", "--init", str(tmp_path / "run"), "--out_dir", str(tmp_path / "out"), flag, value])
+        ft.main(["--task", "sst2", "--init", str(tmp_path / "run"),
+                 "--out_dir", str(tmp_path / "out"), flag, value])
     assert str(e.value.code).startswith(message) and "\n" not in str(e.value.code)
 
 
@@ -540,6 +588,6 @@ def test_epochs_is_honoured(tmp_path):
                                for i, r in enumerate(sentiment_rows(4))], tok, 16)
     for epochs, expected in ((1, [1]), (None, [1, 2, 3])):  # None: the task's (SST-2: 3, Table 7)
         recipe = ft.recipe_for(pre.config, ft.FinetuneConfig(epochs=epochs, batch_size=4))
-        run = ft.finetune_seed(glue.get_task("sst2"), pre, glue.Splits(data, {"dev": data}, {}), recipe, seed=0,
-                               runtime=ft.Runtime("cpu"))
+        run = ft.finetune_seed(glue.get_task("sst2"), pre, glue.Splits(data, {"dev": data}, {}),
+                               recipe, seed=0, runtime=ft.Runtime("cpu"))
         assert [h["epoch"] for h in run["history"]] == expected

@@ -171,8 +171,9 @@ def test_fused_attention_matches_the_hand_written_reference_on_cuda(tf32_off):
 
 def test_pinned_memory_non_blocking_copies_arrive_whole():
     """train.train copies a batch through pinned memory without waiting for the copy (the line
-    below is its copy, written out there). The pinned buffer is its own copy: overwriting the numpy batch right after the call (as the next
-    batch would) cannot reach the GPU's, and after a synchronize every value is there."""
+    below is its copy, written out there). The pinned buffer is its own copy: overwriting the
+    numpy batch right after the call (as the next batch would) cannot reach the GPU's, and after
+    a synchronize every value is there."""
     rs = np.random.default_rng(0)
     sent, kept = [], []
     for _ in range(20):  # copies queued back to back, behind GPU work

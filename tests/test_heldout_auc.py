@@ -35,5 +35,6 @@ def test_own_corpus_gives_the_logged_context_auc_and_another_corpus_its_own(corp
 
 
 def test_a_folder_without_a_run_is_one_line(tmp_path):
-    with pytest.raises(SystemExit, match="expected a train.py run folder with ckpt.pt and vocab.txt"):
+    with pytest.raises(SystemExit,
+                       match="expected a train.py run folder with ckpt.pt and vocab.txt"):
         heldout_auc.main(["--init", str(tmp_path), "--data", str(tmp_path)])

@@ -1,7 +1,7 @@
 """hf.py's hub download against a local HTTP server on 127.0.0.1 that serves a hub-like layout
-({org}/{model}/resolve/{revision}/{file}, the weights through a redirect carrying X-Linked-Etag and
-X-Linked-Size, as huggingface.co does). The checkpoints are small random transformers models saved with
-save_pretrained; nothing here touches the internet."""
+({org}/{model}/resolve/{revision}/{file}, the weights through a redirect carrying X-Linked-Etag
+and X-Linked-Size, as huggingface.co does). The checkpoints are small random transformers models
+saved with save_pretrained; nothing here touches the internet."""
 import hashlib
 import http.server
 import re
@@ -18,10 +18,11 @@ import hf
 from plumbing import DownloadError
 from tokenizer import CONFIG
 
-# A discriminator 64 wide with 2 layers; its generator half as wide (fraction 1/2: hidden 32, 1 head,
-# FFN 128), the shape electra.generator_config derives, as Google's released pairs have.
-TINY = electra.ElectraConfig(vocab_size=120, embedding_size=32, hidden_size=64, num_layers=2, num_heads=2,
-                             intermediate_size=128, max_position=64, generator_fraction=0.5)
+# A discriminator 64 wide with 2 layers; its generator half as wide (fraction 1/2: hidden 32, 1
+# head, FFN 128), the shape electra.generator_config derives, as Google's released pairs have.
+TINY = electra.ElectraConfig(vocab_size=120, embedding_size=32, hidden_size=64, num_layers=2,
+                             num_heads=2, intermediate_size=128, max_position=64,
+                             generator_fraction=0.5)
 WEIGHTS = ("model.safetensors", "pytorch_model.bin")
 
 
@@ -38,7 +39,8 @@ def save_pair(root, org="google", stem="electra-tiny", revision="main", safetens
     for role, model in (("discriminator", d), ("generator", g)):
         folder = root / org / f"{stem}-{role}" / revision
         model.save_pretrained(folder, safe_serialization=True)
-        if not safetensors:  # older hub repositories (Google's among them) ship a pickled state dict
+        # older hub repositories (Google's among them) ship a pickled state dict
+        if not safetensors:
             from safetensors.torch import load_file
             torch.save(load_file(folder / "model.safetensors"), folder / "pytorch_model.bin")
             (folder / "model.safetensors").unlink()
@@ -48,9 +50,10 @@ def save_pair(root, org="google", stem="electra-tiny", revision="main", safetens
 
 
 class HubHandler(http.server.BaseHTTPRequestHandler):
-    """GET/HEAD {repo}/resolve/{revision}/{file} from server.root/{repo}/{revision}/{file}. The weights
-    answer with a 302 to /lfs/{sha256} and the X-Linked-* headers; plain files with 200. server.faults:
-    "status": {repo: code}, "truncate": send half the bytes, "bad_sha": announce a wrong sha256."""
+    """GET/HEAD {repo}/resolve/{revision}/{file} from server.root/{repo}/{revision}/{file}. The
+    weights answer with a 302 to /lfs/{sha256} and the X-Linked-* headers; plain files with 200.
+    server.faults: "status": {repo: code}, "truncate": send half the bytes, "bad_sha": announce a
+    wrong sha256."""
 
     def do_HEAD(self):
         self._serve(body=False)
@@ -72,14 +75,16 @@ class HubHandler(http.server.BaseHTTPRequestHandler):
             return self._error(code, "GatedRepo" if code in (401, 403) else "RepoNotFound")
         f = server.root / repo / revision / file
         if not f.is_file():
-            return self._error(404, "EntryNotFound" if (server.root / repo / revision).is_dir() else "RepoNotFound")
+            return self._error(404, "EntryNotFound" if (server.root / repo / revision).is_dir()
+                               else "RepoNotFound")
         if file in WEIGHTS:
             data = f.read_bytes()
             sha = hashlib.sha256(data).hexdigest()
             server.lfs[sha] = f
             self.send_response(302)
             self.send_header("Location", f"/lfs/{sha}")
-            self.send_header("X-Linked-Etag", f'"{"0" * 64 if server.faults.get("bad_sha") else sha}"')
+            self.send_header("X-Linked-Etag",
+                             f'"{"0" * 64 if server.faults.get("bad_sha") else sha}"')
             self.send_header("X-Linked-Size", str(len(data)))
             self.send_header("Content-Length", "0")
             self.end_headers()
@@ -133,7 +138,8 @@ def inputs(B=2, T=12):
 
 
 def cache_leftovers(cache):
-    """Everything in the cache that is not a complete entry's file: .part folders and files, .tmp."""
+    """Everything in the cache that is not a complete entry's file: .part folders and files,
+    .tmp."""
     return [p for p in cache.rglob("*") if ".part" in p.name or p.name.endswith(".tmp")]
 
 
@@ -152,7 +158,8 @@ def test_download_then_logits_equal_transformers(hub, tmp_path, safetensors):
     assert model.config.generator_fraction == 0.5 and model.generator.config.hidden_size == 32
     x, seg, am = inputs()
     with torch.no_grad():
-        ref_d = hf_d(input_ids=x, token_type_ids=seg, attention_mask=am).logits  # scores *replaced*
+        # scores *replaced*
+        ref_d = hf_d(input_ids=x, token_type_ids=seg, attention_mask=am).logits
         ours_d = model.discriminator(x, seg, am)  # scores *original*
         ref_g = hf_g(input_ids=x, token_type_ids=seg, attention_mask=am).logits
         h = model.generator.hidden_states(x, seg, am)
@@ -195,19 +202,22 @@ def test_missing_or_gated_repo_is_one_line(hub, tmp_path, code):
 
 
 def test_repo_not_on_the_server_is_404(hub, tmp_path):
-    with pytest.raises(hf.HubError, match=r"HTTP 404: no repository google/nothing-here with revision main"):
+    with pytest.raises(hf.HubError,
+                       match=r"HTTP 404: no repository google/nothing-here with revision main"):
         hf.hub_files("google/nothing-here", cache_dir=tmp_path / "cache")
 
 
 def test_missing_revision_is_404(hub, tmp_path):
     save_pair(hub.root)
     with pytest.raises(hf.HubError, match="revision v9"):
-        hf.hub_files("google/electra-tiny-discriminator", revision="v9", cache_dir=tmp_path / "cache")
+        hf.hub_files("google/electra-tiny-discriminator", revision="v9",
+                     cache_dir=tmp_path / "cache")
 
 
 def test_revision_is_its_own_cache_entry(hub, tmp_path):
     save_pair(hub.root, revision="v1", seed=1)
-    folder = hf.hub_files("google/electra-tiny-discriminator", revision="v1", cache_dir=tmp_path / "cache")
+    folder = hf.hub_files("google/electra-tiny-discriminator", revision="v1",
+                          cache_dir=tmp_path / "cache")
     assert folder.name == "v1" and (folder / "model.safetensors").is_file()
 
 
@@ -220,7 +230,8 @@ def test_truncated_or_corrupted_weights_leave_nothing(hub, tmp_path, fault):
         hf.hub_files("google/electra-tiny-discriminator", cache_dir=cache)
     msg = str(e.value)
     assert "\n" not in msg
-    assert ("expected" in msg) and (("sha256" in msg) if fault == "bad_sha" else ("truncated" in msg))
+    assert ("expected" in msg) and (("sha256" in msg) if fault == "bad_sha"
+                                    else ("truncated" in msg))
     assert not (cache / "google" / "electra-tiny-discriminator" / "main").exists()
     assert cache_leftovers(cache) == []
     # A later call does not trust anything left behind: with the fault gone it fetches everything.
@@ -248,8 +259,10 @@ def test_hub_error_is_a_download_error():
 def test_names_and_paths(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert hf.is_hub_name("google/electra-small-discriminator")
-    assert not hf.is_hub_name("runs/ckpt.pt") and not hf.is_hub_name("ckpt.pt") and not hf.is_hub_name("/abs/path")
-    (tmp_path / "google" / "electra-small-discriminator").mkdir(parents=True)  # a local folder wins
+    assert (not hf.is_hub_name("runs/ckpt.pt") and not hf.is_hub_name("ckpt.pt")
+            and not hf.is_hub_name("/abs/path"))
+    # a local folder wins
+    (tmp_path / "google" / "electra-small-discriminator").mkdir(parents=True)
     assert not hf.is_hub_name("google/electra-small-discriminator")
     assert hf.pretrained_folder("google/electra-small-discriminator") == tmp_path.joinpath(
         "google", "electra-small-discriminator").relative_to(tmp_path)
@@ -265,7 +278,8 @@ def test_default_cache_is_under_dot_cache(tmp_path, monkeypatch):
 
 
 def test_export_hf_folder_loads_as_a_pair(tmp_path):
-    """train.py --export-hf writes discriminator/ and generator/: load_electra takes that folder too."""
+    """train.py --export-hf writes discriminator/ and generator/: load_electra takes that folder
+    too."""
     _, _, folders = save_pair(tmp_path / "exported", org="o", stem="m")
     pair = tmp_path / "pair"
     pair.mkdir()
@@ -292,7 +306,8 @@ def test_download_checks_a_given_sha256(http_server, tmp_path):
     root, url = http_server
     (root / "w.bin").write_bytes(b"electra" * 100)
     good = hashlib.sha256(b"electra" * 100).hexdigest()
-    assert download(f"{url}/w.bin", tmp_path / "a.bin", sha256=good).read_bytes() == b"electra" * 100
+    assert (download(f"{url}/w.bin", tmp_path / "a.bin", sha256=good).read_bytes()
+            == b"electra" * 100)
     with pytest.raises(DownloadError, match="sha256"):
         download(f"{url}/w.bin", tmp_path / "b.bin", sha256="1" * 64)
     assert not (tmp_path / "b.bin").exists() and not (tmp_path / "b.bin.part").exists()
@@ -307,16 +322,16 @@ def test_safetensors_is_a_runtime_requirement():
     assert "safetensors" in names
 
 
-# --- finetune.py --init NAME -------------------------------------------------------------------------
+# --- finetune.py --init NAME ----------------------------------------------------------------------
 
 # The shapes in Google's released discriminators' config.json (google/electra-{size}-discriminator).
 GOOGLE_SHAPES = {
-    "small": dict(embedding_size=128, hidden_size=256, intermediate_size=1024, num_attention_heads=4,
-                  num_hidden_layers=12),
-    "base": dict(embedding_size=768, hidden_size=768, intermediate_size=3072, num_attention_heads=12,
-                 num_hidden_layers=12),
-    "large": dict(embedding_size=1024, hidden_size=1024, intermediate_size=4096, num_attention_heads=16,
-                  num_hidden_layers=24),
+    "small": dict(embedding_size=128, hidden_size=256, intermediate_size=1024,
+                  num_attention_heads=4, num_hidden_layers=12),
+    "base": dict(embedding_size=768, hidden_size=768, intermediate_size=3072,
+                 num_attention_heads=12, num_hidden_layers=12),
+    "large": dict(embedding_size=1024, hidden_size=1024, intermediate_size=4096,
+                  num_attention_heads=16, num_hidden_layers=24),
 }
 README_COMMANDS = [
     ["--task", "all", "--init", "google/electra-small-discriminator", "--seeds", "10"],
@@ -335,7 +350,8 @@ def test_readme_commands_parse(argv):
 
 @pytest.mark.parametrize("size", list(GOOGLE_SHAPES))
 def test_recipe_for_a_hub_checkpoint_is_its_sizes(hub, tmp_path, size):
-    """The config.json fetched for google/electra-{size}-discriminator picks Table 7's recipe for size."""
+    """The config.json fetched for google/electra-{size}-discriminator picks Table 7's recipe for
+    size."""
     import json
 
     import finetune as ft
@@ -349,13 +365,15 @@ def test_recipe_for_a_hub_checkpoint_is_its_sizes(hub, tmp_path, size):
     got = hf.hub_files(f"google/electra-{size}-discriminator", cache_dir=tmp_path / "cache")
     config = hf.config_from_hf(json.loads((got / "config.json").read_text()))
     recipe = ft.recipe_for(config, ft.FinetuneConfig())
-    assert (recipe.lr, recipe.layer_decay) == (ft.RECIPE_BY_SIZE[size]["lr"], ft.RECIPE_BY_SIZE[size]["layer_decay"])
+    assert (recipe.lr, recipe.layer_decay) == (ft.RECIPE_BY_SIZE[size]["lr"],
+                                               ft.RECIPE_BY_SIZE[size]["layer_decay"])
 
 
 def write_rte(folder, n=8):
     folder.mkdir(parents=True)
     rows = ["index\tsentence1\tsentence2\tlabel"] + [
-        f"{i}\tw5 w6 w{7 + i % 2}\tw5 w6\t{lab}" for i, lab in enumerate(["entailment", "not_entailment"] * (n // 2))]
+        f"{i}\tw5 w6 w{7 + i % 2}\tw5 w6\t{lab}"
+        for i, lab in enumerate(["entailment", "not_entailment"] * (n // 2))]
     (folder / "train.tsv").write_text("\n".join(rows) + "\n")
     (folder / "dev.tsv").write_text("\n".join(rows[:5]) + "\n")
 
@@ -366,15 +384,19 @@ def test_finetune_init_by_hub_name(hub, tmp_path, capsys):
     save_pair(hub.root)
     write_rte(tmp_path / "glue" / "RTE")
     cache = tmp_path / "hubcache"
-    argv = ["--task", "rte", "--init", "google/electra-tiny-discriminator", "--hub_cache_dir", str(cache),
+    argv = ["--task", "rte", "--init", "google/electra-tiny-discriminator",
+            "--hub_cache_dir", str(cache),
             "--data_dir", str(tmp_path / "glue"), "--epochs", "1", "--device", "cpu",
             "--out_dir", str(tmp_path / "out")]
     report = ft.main(argv)
     assert report["init"].startswith("google/electra-tiny-discriminator (revision main;")
-    assert report["recipe"]["lr"] == ft.RECIPE_BY_SIZE["small"]["lr"]  # hidden 64: the small recipe
-    assert (cache / "google" / "electra-tiny-discriminator" / "main" / "model.safetensors").is_file()
+    # hidden 64: the small recipe
+    assert report["recipe"]["lr"] == ft.RECIPE_BY_SIZE["small"]["lr"]
+    assert (cache / "google" / "electra-tiny-discriminator" / "main"
+            / "model.safetensors").is_file()
     assert "rte    acc" in capsys.readouterr().out
-    hub.faults["status"] = {"google/electra-tiny-discriminator": 500}  # cached: the server is not asked
+    # cached: the server is not asked
+    hub.faults["status"] = {"google/electra-tiny-discriminator": 500}
     ft.main(argv)
 
 
@@ -382,13 +404,13 @@ def test_finetune_hub_errors_are_one_line(hub, tmp_path):
     import finetune as ft
 
     with pytest.raises(SystemExit) as e:
-        ft.main(["--task", "rte", "--init", "google/no-such-model", "--hub_cache_dir", str(tmp_path / "c"),
-                 "--data_dir", str(tmp_path)])
+        ft.main(["--task", "rte", "--init", "google/no-such-model",
+                 "--hub_cache_dir", str(tmp_path / "c"), "--data_dir", str(tmp_path)])
     assert str(e.value).startswith("error: could not fetch config.json of google/no-such-model")
     assert "\n" not in str(e.value)
 
 
-# --- train.py --init-from NAME ------------------------------------------------------------------------
+# --- train.py --init-from NAME --------------------------------------------------------------------
 
 
 def write_corpus(path, lines=200, seed=0):
@@ -408,8 +430,8 @@ def train_argv(tmp_path, *extra):
     return ["--data", str(write_corpus(tmp_path / "corpus.txt")), "--out", str(tmp_path / "out"),
             "--cache-dir", str(tmp_path / "cache"), "--hub-cache-dir", str(tmp_path / "hubcache"),
             "--steps", "2", "--warmup", "1", "--batch-size", "4", "--seq-len", "32", "--lr", "1e-9",
-            "--eval-interval", "2", "--eval-batches", "1", "--eval-fraction", "0.1", "--ckpt-interval", "2",
-            "--log-interval", "1", "--device", "cpu", *extra]
+            "--eval-interval", "2", "--eval-batches", "1", "--eval-fraction", "0.1",
+            "--ckpt-interval", "2", "--log-interval", "1", "--device", "cpu", *extra]
 
 
 def test_train_init_from_a_hub_pair(hub, tmp_path):
@@ -418,16 +440,20 @@ def test_train_init_from_a_hub_pair(hub, tmp_path):
     hf_d, hf_g, folders = save_pair(hub.root)
     result = train.main(train_argv(tmp_path, "--init-from", "google/electra-tiny"))
     mc = result["model_config"]
-    assert (mc.hidden_size, mc.num_layers, mc.generator_fraction, mc.vocab_size) == (64, 2, 0.5, TINY.vocab_size)
+    assert ((mc.hidden_size, mc.num_layers, mc.generator_fraction, mc.vocab_size)
+            == (64, 2, 0.5, TINY.vocab_size))
     assert result["config"].size == "small" and result["config"].init_from == "google/electra-tiny"
-    assert (tmp_path / "out" / "vocab.txt").read_text() == (folders["discriminator"] / "vocab.txt").read_text()
+    assert ((tmp_path / "out" / "vocab.txt").read_text()
+            == (folders["discriminator"] / "vocab.txt").read_text())
     model = result["model"]  # two updates at lr 1e-9: still the released weights
     torch.testing.assert_close(model.discriminator.head_out.weight.detach(),
-                               -hf_d.discriminator_predictions.dense_prediction.weight.detach(), atol=1e-6, rtol=0)
+                               -hf_d.discriminator_predictions.dense_prediction.weight.detach(),
+                               atol=1e-6, rtol=0)
     torch.testing.assert_close(model.generator.head.weight.detach(),
                                hf_g.generator_predictions.dense.weight.detach(), atol=1e-6, rtol=0)
     torch.testing.assert_close(model.embeddings.word.weight.detach(),
-                               hf_d.electra.embeddings.word_embeddings.weight.detach(), atol=1e-6, rtol=0)
+                               hf_d.electra.embeddings.word_embeddings.weight.detach(), atol=1e-6,
+                               rtol=0)
 
 
 def test_train_init_from_errors_are_one_line(hub, tmp_path):
@@ -435,7 +461,8 @@ def test_train_init_from_errors_are_one_line(hub, tmp_path):
 
     save_pair(hub.root)
     with pytest.raises(SystemExit, match="drop --resume, --vocab and --objective"):
-        train.main(train_argv(tmp_path, "--init-from", "google/electra-tiny", "--objective", "bert"))
+        train.main(train_argv(tmp_path, "--init-from", "google/electra-tiny",
+                              "--objective", "bert"))
     with pytest.raises(SystemExit) as e:
         train.main(train_argv(tmp_path, "--init-from", "google/electra-missing"))
     assert "HTTP 404" in str(e.value) and "\n" not in str(e.value)
@@ -445,11 +472,12 @@ def test_train_init_from_errors_are_one_line(hub, tmp_path):
         train.main(train_argv(tmp_path, "--init-from", str(d)))
 
 
-# --- notebook 01's ELECTRA_HF switch ------------------------------------------------------------------
+# --- notebook 01's ELECTRA_HF switch --------------------------------------------------------------
 
 
 def test_notebook_helper_loads_a_released_pair(hub, tmp_path, monkeypatch):
-    """_helpers.load_released (ELECTRA_HF=org/stem in notebook 01) gives load_run's shape: G and D."""
+    """_helpers.load_released (ELECTRA_HF=org/stem in notebook 01) gives load_run's shape: G and
+    D."""
     import sys
 
     from conftest import ROOT
@@ -461,13 +489,17 @@ def test_notebook_helper_loads_a_released_pair(hub, tmp_path, monkeypatch):
 
     save_pair(hub.root)
     run = _helpers.load_released("google/electra-tiny")
-    assert set(run) == {"model", "tokenizer", "step", "metrics", "temperature"} and not run["model"].training
+    assert (set(run) == {"model", "tokenizer", "step", "metrics", "temperature"}
+            and not run["model"].training)
     assert run["temperature"] == run["model"].config.temperature  # a released pair: its own
-    assert len(run["tokenizer"]) == TINY.vocab_size and run["model"].generator.config.hidden_size == 32
-    assert (tmp_path / "xdg" / "electra-from-scratch" / "hub" / "google" / "electra-tiny-generator" / "main").is_dir()
+    assert (len(run["tokenizer"]) == TINY.vocab_size
+            and run["model"].generator.config.hidden_size == 32)
+    assert (tmp_path / "xdg" / "electra-from-scratch" / "hub" / "google" / "electra-tiny-generator"
+            / "main").is_dir()
     x, seg, am = inputs()
     with torch.no_grad():
-        out = run["model"](x, seg, am, rng=torch.Generator().manual_seed(0))  # the notebook's histogram call
+        # the notebook's histogram call
+        out = run["model"](x, seg, am, rng=torch.Generator().manual_seed(0))
     assert out.p_original.shape == x.shape
 
 

@@ -19,7 +19,8 @@ LAYERS = (
     ("train", "finetune", "squad", "evaluate"),
 )
 LAYER = {name: depth for depth, names in enumerate(LAYERS) for name in names}
-# Imports inside one layer that are allowed: SQuAD is one more task on fine-tuning's recipe and loop.
+# Imports inside one layer that are allowed: SQuAD is one more task on fine-tuning's recipe and
+# loop.
 SIDEWAYS = {("squad", "finetune")}
 # tokenizer.py is taught on its own: the standard library and tqdm, nothing of ours.
 ALONE = ("tokenizer",)

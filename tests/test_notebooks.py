@@ -1,4 +1,5 @@
-"""The notebooks run headless, top to bottom, without an error; the stored copies carry their outputs.
+"""The notebooks run headless, top to bottom, without an error; the stored copies carry their
+outputs.
 
 Each notebook is executed with nbclient in a kernel started from this interpreter (sys.executable),
 so it sees the same environment as the tests (a fresh CI venv included), never a `python` that
@@ -38,13 +39,15 @@ def kernel_manager(tmp_path: Path) -> KernelManager:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_notebook_runs(name, tmp_path, monkeypatch):
-    for var in ("ELECTRA_RUN_DIR", "BERT_RUN_DIR", "ELECTRA_HF"):  # the notebooks' own tiny runs, not a user's
+    # the notebooks' own tiny runs, not a user's
+    for var in ("ELECTRA_RUN_DIR", "BERT_RUN_DIR", "ELECTRA_HF"):
         monkeypatch.delenv(var, raising=False)
     nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
     client = NotebookClient(nb, km=kernel_manager(tmp_path), timeout=CELL_TIMEOUT_S,
                             resources={"metadata": {"path": str(NOTEBOOKS)}})
     client.execute()  # raises CellExecutionError, with the cell and traceback, on any error
-    images = sum("image/png" in out.get("data", {}) for cell in nb.cells if cell.cell_type == "code"
+    images = sum("image/png" in out.get("data", {})
+                 for cell in nb.cells if cell.cell_type == "code"
                  for out in cell.outputs)
     assert images >= 1, f"{name} drew no figure"
 
@@ -54,17 +57,22 @@ def test_stored_notebook_has_outputs_and_is_small(name):
     path = NOTEBOOKS / f"{name}.ipynb"
     nb = nbformat.read(path, as_version=4)
     code = [cell for cell in nb.cells if cell.cell_type == "code"]
-    assert all(cell.outputs for cell in code if "print(" in cell.source or "plt.show()" in cell.source), \
+    assert all(cell.outputs for cell in code
+               if "print(" in cell.source or "plt.show()" in cell.source), \
         f"{name}: store the notebook executed (every cell that prints or plots has outputs)"
     errors = [out for cell in code for out in cell.outputs if out.output_type == "error"]
     assert not errors, f"{name}: the stored copy has an error output: {errors[0].get('ename')}"
-    assert path.stat().st_size < MAX_STORED_BYTES, f"{name}: {path.stat().st_size} bytes, keep it small"
+    assert path.stat().st_size < MAX_STORED_BYTES, \
+        f"{name}: {path.stat().st_size} bytes, keep it small"
 
 
-@pytest.mark.parametrize("schedule, expected", [({}, 2.0), ({"temperature_end": 1.0, "temperature_steps": 5}, 1.0)])
-def test_load_run_gives_the_temperature_of_the_last_update(schedule, expected, tmp_path, monkeypatch):
+@pytest.mark.parametrize("schedule, expected", [
+    ({}, 2.0), ({"temperature_end": 1.0, "temperature_steps": 5}, 1.0)])
+def test_load_run_gives_the_temperature_of_the_last_update(schedule, expected, tmp_path,
+                                                           monkeypatch):
     """Notebook 01 samples G at the temperature its run ended at: the tiny model's 2 without a
-    schedule; 1 at update 7 of a move from 2 to 1 that ends at update 5 (as tiny-hour's at 4,800)."""
+    schedule; 1 at update 7 of a move from 2 to 1 that ends at update 5 (as tiny-hour's at
+    4,800)."""
     import torch
 
     monkeypatch.syspath_prepend(str(NOTEBOOKS))
@@ -77,11 +85,12 @@ def test_load_run_gives_the_temperature_of_the_last_update(schedule, expected, t
     from tokenizer import Tokenizer
 
     tok = Tokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"])
-    model = Electra(get_config("tiny", vocab_size=len(tok), hidden_size=32, embedding_size=32, num_layers=1,
-                               num_heads=1, intermediate_size=64, pad_id=tok.pad_id, cls_id=tok.cls_id,
-                               sep_id=tok.sep_id, mask_id=tok.mask_id))
+    model = Electra(get_config("tiny", vocab_size=len(tok), hidden_size=32, embedding_size=32,
+                               num_layers=1, num_heads=1, intermediate_size=64, pad_id=tok.pad_id,
+                               cls_id=tok.cls_id, sep_id=tok.sep_id, mask_id=tok.mask_id))
     cfg = train.recipe_config(size="tiny", steps=10, **schedule)
-    state = train.checkpoint(model, torch.optim.AdamW(model.parameters()), 7, cfg, tok.hash(), rng=[])
+    state = train.checkpoint(model, torch.optim.AdamW(model.parameters()), 7, cfg, tok.hash(),
+                             rng=[])
     plumbing.write_checkpoint(tmp_path / "ckpt.pt", state)
     tok.save(tmp_path / "vocab.txt")
     (tmp_path / "metrics.jsonl").write_text("")

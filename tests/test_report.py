@@ -94,7 +94,8 @@ def test_a_scheduled_temperature_is_the_training_auc_pass():
     at_1_5, _ = pass_by_hand(model, examples, layout, cfg.seed, 1.5)
     at_1, _ = pass_by_hand(model, examples, layout, cfg.seed, 1.0)
     at_2, _ = pass_by_hand(model, examples, layout, cfg.seed, None)
-    assert got["disc_auc"] == pytest.approx(at_1_5, abs=1e-6) and got["context_auc"] == pytest.approx(at_1, abs=1e-6)
+    assert (got["disc_auc"] == pytest.approx(at_1_5, abs=1e-6)
+            and got["context_auc"] == pytest.approx(at_1, abs=1e-6))
     assert abs(at_1_5 - at_2) > 1e-3  # the model's own temperature would have given another AUC
     got = report.evaluate_heldout(model, examples, layout, cfg, torch.device("cpu"),
                                   contextlib.nullcontext(), temperature=1.0)
@@ -146,3 +147,12 @@ def test_marked_sentence_is_cut_to_sample_tokens():
     x = torch.full((n,), 2)
     text = report.marked_sentence(SENTENCE["tokens"], x, x, torch.ones(n), tty=False)
     assert text.splitlines()[1] == "  " + " ".join(["the"] * report.SAMPLE_TOKENS) + " ..."
+
+
+def test_the_cpu_presets_are_presets_of_both_the_model_and_the_recipe():
+    # A renamed preset would silently turn its CPU time projection back on: the names must exist.
+    from electra import SIZES
+
+    for size in report.CPU_PRESETS:
+        assert size in SIZES and size in train.RECIPES
+    assert report.CPU_PRESET_MINUTES == 15  # the README's 15-minute command

@@ -36,8 +36,8 @@ def test_sst2_check_fine_tunes_a_run_and_its_random_twin(tmp_path, monkeypatch, 
     data = fake_sst2(tmp_path / "SST-2")
     out = tmp_path / "check"
     argv = ["--init", str(run), "--data-dir", str(data), "--max-train-examples", "6",
-            "--seeds", "0", "--out", str(out), "--device", "cpu", "--lr", "1e-3", "--dropout", "0.1",
-            "--plot", str(out / "minutes.png")]
+            "--seeds", "0", "--out", str(out), "--device", "cpu", "--lr", "1e-3",
+            "--dropout", "0.1", "--plot", str(out / "minutes.png")]
     rows = sst2_check.main(argv)
     printed = capsys.readouterr().out
     (row,) = rows
@@ -163,7 +163,8 @@ def test_draws_pool_several_random_inits_into_the_zero_point(tmp_path, monkeypat
     assert row["draw_folders"] == [str(twin0), str(twin1)] and twin0 != twin1
     assert [d["mean"] for d in row["draws"]] == [71.0, 77.0]
     # the zero point pools 2 draws x 2 seeds: mean 74, spread 70-78; gain 82 - 74
-    assert row["random"]["mean"] == 74.0 and (row["random"]["min"], row["random"]["max"]) == (70, 78)
+    assert (row["random"]["mean"] == 74.0
+            and (row["random"]["min"], row["random"]["max"]) == (70, 78))
     assert row["gain"] == 8.0
     # draw d holds the weights of a fresh Electra seeded with the run's seed + d
     for draw, folder in enumerate((twin0, twin1)):

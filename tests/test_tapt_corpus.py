@@ -9,7 +9,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def load():
-    spec = importlib.util.spec_from_file_location("tapt_corpus", ROOT / "experiments" / "tapt_corpus.py")
+    spec = importlib.util.spec_from_file_location("tapt_corpus",
+                                                  ROOT / "experiments" / "tapt_corpus.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -39,7 +40,8 @@ def test_builds_books_but_emma_wikitext_and_unlabelled_sst2(tmp_path, per_docume
     tapt = load()
     data = shared_data(tmp_path / "data", sentences=40)
     out = tmp_path / "tapt"
-    tapt.main(["--data", str(data), "--out", str(out), "--sentences-per-document", str(per_document)])
+    tapt.main(["--data", str(data), "--out", str(out),
+               "--sentences-per-document", str(per_document)])
     names = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
     assert names == ["gutenberg/blake-poems.txt", "sst2-train.txt", "wikitext-2-raw/wiki.test.raw",
                      "wikitext-2-raw/wiki.valid.raw"]
@@ -65,4 +67,5 @@ def test_refuses_an_existing_folder_and_missing_parts(tmp_path):
         tapt.main(["--data", str(data), "--out", str(tmp_path / "new")])
     assert not (tmp_path / "new").exists()
     with pytest.raises(SystemExit, match="--sentences-per-document 0: must be an integer >= 1"):
-        tapt.main(["--data", str(data), "--out", str(tmp_path / "new"), "--sentences-per-document", "0"])
+        tapt.main(["--data", str(data), "--out", str(tmp_path / "new"),
+                   "--sentences-per-document", "0"])

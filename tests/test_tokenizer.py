@@ -20,8 +20,10 @@ from tokenizer import (
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 # ids:        0        1        2        3        4
-TINY = SPECIALS + ["un", "##aff", "##able", "the", "cat", "##s", "a", "##b", "##c", ",", "!", "中", "cafe"]
-# ids:           5      6         7         8      9      10     11   12     13    14   15   16    17
+TINY = SPECIALS + ["un", "##aff", "##able", "the", "cat", "##s", "a", "##b", "##c", ",", "!",
+                   "中", "cafe"]
+# ids:           5      6         7         8      9      10     11   12     13    14   15
+#                16    17
 
 
 def tiny(lowercase=True):
@@ -35,7 +37,8 @@ def test_character_classes_by_hand():
     assert [is_whitespace(c) for c in " \t\n\r\u00a0\u3000\u2028x"] == [True] * 6 + [False, False]
     # controls: BEL (Cc), ZWSP/ZWJ/BOM (Cf), NEL (Cc); tab/LF/CR count as whitespace instead
     assert [is_control(c) for c in "\x07\u200b\u200d\ufeff\x85\t\n\ra"] == [True] * 5 + [False] * 4
-    # punctuation: Unicode P* ("¿", "—", "«") plus ASCII symbols ("$", "^", "`", "+"); not letters/"€" (Sc)
+    # punctuation: Unicode P* ("¿", "—", "«") plus ASCII symbols ("$", "^", "`", "+"); not
+    # letters/"€" (Sc)
     assert [is_punctuation(c) for c in "¿—«$^`+a€5"] == [True] * 7 + [False] * 3
     # CJK ideographs including compatibility ones; Hiragana, Hangul are not
     assert [is_cjk(c) for c in "中\uf900\U00020000ひ한a"] == [True, True, True, False, False, False]
@@ -53,7 +56,8 @@ def test_space_cjk_by_hand():
 
 def test_strip_accents_by_hand():
     # é (U+00E9) -> NFD e + U+0301 (Mn) -> e; decomposed input gives the same; ß has no accent
-    assert strip_accents("Café cafe\u0301 naïve Ångström straße") == "Cafe cafe naive Angstrom straße"
+    assert (strip_accents("Café cafe\u0301 naïve Ångström straße")
+            == "Cafe cafe naive Angstrom straße")
 
 
 def test_split_on_punctuation_by_hand():
@@ -65,7 +69,8 @@ def test_split_on_punctuation_by_hand():
 
 def test_basic_tokenize_by_hand():
     text = "Héllo,\tWORLD!! 中文 don't\u200b cafe\u0301"
-    assert basic_tokenize(text) == ["hello", ",", "world", "!", "!", "中", "文", "don", "'", "t", "cafe"]
+    assert basic_tokenize(text) == [
+        "hello", ",", "world", "!", "!", "中", "文", "don", "'", "t", "cafe"]
     assert basic_tokenize(text, lowercase=False) == [
         "Héllo", ",", "WORLD", "!", "!", "中", "文", "don", "'", "t", "cafe\u0301"]
     # Python's lower() on the whole word makes a word-final sigma "ς", as in the official BERT code
@@ -90,20 +95,24 @@ def test_wordpiece_by_hand():
 
 def test_tokenizer_tokenize_and_encode_by_hand():
     tok = tiny()
-    assert tok.tokenize("The CATS, unaffable!") == ["the", "cat", "##s", ",", "un", "##aff", "##able", "!"]
+    assert tok.tokenize("The CATS, unaffable!") == [
+        "the", "cat", "##s", ",", "un", "##aff", "##able", "!"]
     assert tok.encode("The CATS, unaffable!") == [8, 9, 10, 14, 5, 6, 7, 15]
     assert tok.tokenize("Café 中国") == ["cafe", "中", "[UNK]"]
     # special tokens written in the text stay whole (case-sensitive), also glued to words
-    assert tok.tokenize("the[SEP]cat [MASK] [sep]") == ["the", "[SEP]", "cat", "[MASK]", "[UNK]", "[UNK]", "[UNK]"]
+    assert tok.tokenize("the[SEP]cat [MASK] [sep]") == [
+        "the", "[SEP]", "cat", "[MASK]", "[UNK]", "[UNK]", "[UNK]"]
     assert tok.encode("[CLS][PAD][UNK]") == [2, 0, 1]
     # cased: no lowercasing, accents kept
     assert tiny(lowercase=False).tokenize("The cat Café") == ["[UNK]", "cat", "[UNK]"]
 
 
 def test_fast_path_equals_reference_basic_tokenize():
-    """Tokenizer.words (per-character table) must equal basic_tokenize on every kind of character."""
+    """Tokenizer.words (per-character table) must equal basic_tokenize on every kind of
+    character."""
     rng = random.Random(0)
-    alphabet = "aZé\u0301ΣΟς中ひ한 \t\n\x00\u200b\ufffd!.,-'$😀\ufe0f\u0345\U0001d165\U0001d16d\u093f\u0915İ"
+    alphabet = ("aZé\u0301ΣΟς中ひ한 \t\n\x00\u200b\ufffd!.,-'$😀\ufe0f\u0345\U0001d165\U0001d16d"
+                "\u093f\u0915İ")
     tok = tiny()
     for lowercase in (True, False):
         tok = tiny(lowercase)
@@ -116,7 +125,8 @@ def test_fast_path_equals_reference_basic_tokenize():
 
 def test_special_ids_come_from_the_file(tmp_path):
     # BERT's layout: [PAD]=0, [unused0..98], [UNK]=100, [CLS]=101, [SEP]=102, [MASK]=103
-    lines = ["[PAD]"] + [f"[unused{i}]" for i in range(99)] + ["[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello"]
+    lines = (["[PAD]"] + [f"[unused{i}]" for i in range(99)]
+             + ["[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello"])
     (tmp_path / "vocab.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     tok = Tokenizer.load(tmp_path / "vocab.txt")
     assert (tok.pad_id, tok.unk_id, tok.cls_id, tok.sep_id, tok.mask_id) == (0, 100, 101, 102, 103)
@@ -155,7 +165,8 @@ def test_encode_pair_by_hand():
     assert seg == [0, 0, 0, 0, 1, 1, 1]
     ids, seg = tok.encode_pair("the cat", max_len=16)
     assert (ids, seg) == ([2, 8, 9, 3], [0, 0, 0, 0])
-    # BERT's _truncate_seq_pair with max_len=7: room 7 - 3 = 4; A has 4 (the cat , !), B has 3 (cat ##s !)
+    # BERT's _truncate_seq_pair with max_len=7: room 7 - 3 = 4; A has 4 (the cat , !),
+    # B has 3 (cat ##s !)
     # 4 + 3 = 7 > 4, A longer: drop A's "!" -> 3 + 3 = 6, a tie drops from B: B's "!" -> 3 + 2 = 5,
     # A longer: drop A's "," -> 2 + 2 = 4 fits: [CLS] the cat [SEP] cat ##s [SEP]
     ids, seg = tok.encode_pair("the cat , !", "cats !", max_len=7)
@@ -202,7 +213,8 @@ def test_docstring_examples():
 def test_decode_rejects_ids_outside_the_vocab():
     tok = Tokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat"])
     assert tok.decode([5, 6]) == "the cat"
-    with pytest.raises(ValueError, match=r"token id 99999 is not in the vocabulary \(ids run from 0 to 6\)"):
+    with pytest.raises(ValueError,
+                       match=r"token id 99999 is not in the vocabulary \(ids run from 0 to 6\)"):
         tok.decode([5, 99999])
     with pytest.raises(ValueError, match="token id -1 is not in the vocabulary"):
         tok.decode([-1])  # not the last entry, as Python's negative indexing would give

@@ -19,27 +19,32 @@ from tokenizer import Tokenizer
 
 FRAGMENTS = [
     # ASCII words, numbers, punctuation inside words
-    "The", "quick", "BROWN", "fox", "jumps", "over", "the", "lazy", "dog", "unaffable", "running", "2020", "3.14",
-    "e-mail", "don't", "U.S.A.", "state-of-the-art", "C++", "x86_64", "snake_case", "CamelCase",
+    "The", "quick", "BROWN", "fox", "jumps", "over", "the", "lazy", "dog", "unaffable", "running",
+    "2020", "3.14", "e-mail", "don't", "U.S.A.", "state-of-the-art", "C++", "x86_64",
+    "snake_case", "CamelCase",
     # accents (composed and decomposed), ligatures, letters whose lowercase is longer or special
-    "Café", "naïve", "Ångström", "Zoë", "ÉCOLE", "cafe\u0301", "Ñandú", "façade", "Øresund", "Łódź", "straße",
-    "STRASSE", "İstanbul", "ﬁne", "Ⅻ", "½", "²", "µ", "ﬀ",
+    "Café", "naïve", "Ångström", "Zoë", "ÉCOLE", "cafe\u0301", "Ñandú", "façade", "Øresund", "Łódź",
+    "straße", "STRASSE", "İstanbul", "ﬁne", "Ⅻ", "½", "²", "µ", "ﬀ",
     # other scripts, with combining marks (Hebrew points, Devanagari and Thai vowel signs)
-    "ΟΔΟΣ", "Σίσυφος", "σοφία", "ΣΑΣ.", "Москва", "Привет", "שָׁלוֹם", "مرحبا", "नमस्ते", "हिन्दी", "สวัสดี", "ქართული",
+    "ΟΔΟΣ", "Σίσυφος", "σοφία", "ΣΑΣ.", "Москва", "Привет", "שָׁלוֹם", "مرحبا", "नमस्ते", "हिन्दी",
+    "สวัสดี", "ქართული",
     # CJK ideographs (also compatibility and Extension B), kana and Hangul (not split per character)
-    "中文字符", "日本語のテキスト", "カタカナ", "한국어", "\uf900\uf901", "\U00020000\U00020001", "漢字かな交じり文",
+    "中文字符", "日本語のテキスト", "カタカナ", "한국어", "\uf900\uf901",
+    "\U00020000\U00020001", "漢字かな交じり文",
     # emoji: skin tone, ZWJ sequence, variation selector, flag; symbols
     "😀", "👍🏽", "👨\u200d👩\u200d👧", "❤️", "🇺🇸", "™", "©", "€100", "£5", "¥", "→", "∑", "≠",
     # controls, zero-width characters, odd whitespace
-    "\x00", "\x07", "\x1b", "\u200b", "\u200d", "\ufeff", "\ufffd", "\x85", "\u2028", "\u00a0", "\u3000", "\t",
-    "\r", "\x0b",
+    "\x00", "\x07", "\x1b", "\u200b", "\u200d", "\ufeff", "\ufffd", "\x85", "\u2028", "\u00a0",
+    "\u3000", "\t", "\r", "\x0b",
     # punctuation runs
-    "!!!", "?!...", "—", "–", "«guillemets»", "¿Qué?", "¡Hola!", "$%^&*", "```", "...", "--", "(((nested)))",
-    "'quoted'", '"double"', "@user", "#hashtag", "http://example.com/a?b=c&d=e", "~tilde~", "a|b", "<tag>", "{json: 1}",
+    "!!!", "?!...", "—", "–", "«guillemets»", "¿Qué?", "¡Hola!", "$%^&*", "```", "...", "--",
+    "(((nested)))", "'quoted'", '"double"', "@user", "#hashtag", "http://example.com/a?b=c&d=e",
+    "~tilde~", "a|b", "<tag>", "{json: 1}",
     # very long words: 101 and 100 characters, 102, 28
     "a" * 101, "b" * 100, "supercalifragilisticexpialidocious" * 3, "antidisestablishmentarianism",
     # special tokens written in the text, alone, glued, lowercase, broken
-    "[CLS]", "[SEP]", "[MASK]", "[PAD]", "[UNK]", "[cls]", "a[SEP]b", "[SEP][SEP]", "[MAS K]", "[[MASK]]", "x[UNK]y",
+    "[CLS]", "[SEP]", "[MASK]", "[PAD]", "[UNK]", "[cls]", "a[SEP]b", "[SEP][SEP]", "[MAS K]",
+    "[[MASK]]", "x[UNK]y",
 ]
 SEPARATORS = [" ", " ", " ", "", "\t", "  ", "\n"]
 NUM_LINES = 3000
@@ -86,10 +91,12 @@ def test_same_tokens_and_ids_as_huggingface(lines, tmp_path, lowercase):
     rust_out = rust_ref.encode_batch(rust_lines, add_special_tokens=False)
     transformers_out = transformers_ref(lines, add_special_tokens=False)["input_ids"]
     unks = 0
-    for line, rust_line, rust_enc, transformers_ids in zip(lines, rust_lines, rust_out, transformers_out):
+    for line, rust_line, rust_enc, transformers_ids in zip(lines, rust_lines, rust_out,
+                                                           transformers_out):
         tokens, ids = ours.tokenize(line), ours.encode(line)
         assert ids == [ours.vocab[t] for t in tokens]
-        if lowercase:  # HF's slow tokenizer NFC-normalises first (see basic_tokenize); only cased cares
+        # HF's slow tokenizer NFC-normalises first (see basic_tokenize); only cased cares
+        if lowercase:
             assert tokens == python_ref.tokenize(line), repr(line)
             assert ids == python_ref.encode(line, add_special_tokens=False), repr(line)
         ids_rust_input = ours.encode(rust_line)
@@ -97,7 +104,8 @@ def test_same_tokens_and_ids_as_huggingface(lines, tmp_path, lowercase):
         if "Σ" not in line:
             assert ids == transformers_ids, repr(line)
         unks += ours.unk_id in ids
-    assert 0.05 * len(lines) < unks < 0.95 * len(lines)  # the vocab does leave some words [UNK], not all
+    # the vocab does leave some words [UNK], not all
+    assert 0.05 * len(lines) < unks < 0.95 * len(lines)
 
 
 def test_cased_equals_python_reference_on_nfc_text(lines, tmp_path):
@@ -119,10 +127,11 @@ def test_encode_pair_equals_huggingface(lines, tmp_path):
     python_ref = BertTokenizerLegacy(str(vocab))
     for a, b in zip(lines[:200:2], lines[1:200:2]):
         ids, segments = ours.encode_pair(a, b, max_len=24)
-        ref = python_ref(a, b, max_length=24, truncation="longest_first", return_token_type_ids=True)
+        ref = python_ref(a, b, max_length=24, truncation="longest_first",
+                         return_token_type_ids=True)
         assert ids == ref["input_ids"] and segments == ref["token_type_ids"], (a, b)
         ids, segments = ours.encode_pair(a, max_len=24)
         ref = python_ref(a, max_length=24, truncation=True, return_token_type_ids=True)
         assert ids == ref["input_ids"] and segments == ref["token_type_ids"], a
-    assert ours.decode(ours.encode(lines[0])) == python_ref.decode(python_ref.encode(lines[0], add_special_tokens=False),
-                                                                   clean_up_tokenization_spaces=False)
+    assert ours.decode(ours.encode(lines[0])) == python_ref.decode(
+        python_ref.encode(lines[0], add_special_tokens=False), clean_up_tokenization_spaces=False)

@@ -15,7 +15,8 @@ def test_first_merges_by_hand():
     """The HF course's table (ch. 6.6): hug 10, pug 5, pun 12, bun 4, hugs 5.
 
     Units: h 15, p 17, b 4, ##u 36, ##g 20, ##n 16, ##s 5.
-    1. (##g,##s) 5/(20*5) = 1/20 beats every other pair, all at 1/36 (e.g. (h,##u) 15/(15*36)) -> ##gs
+    1. (##g,##s) 5/(20*5) = 1/20 beats every other pair, all at 1/36 (e.g. (h,##u) 15/(15*36))
+       -> ##gs
     2. all remaining pairs score 1/36; the most frequent wins: (p,##u) 17 -> pu
        (##u is now 36 - 17 = 19)
     3. (h,##u) 15/(15*19) = (b,##u) 4/(4*19) = (##u,##gs) 5/(19*5) = 1/19; count 15 wins -> hu
@@ -36,11 +37,13 @@ def test_first_merges_by_hand():
 
 
 def test_first_merges_by_likelihood_by_hand():
-    """The same table with the default criterion, count(ab) * log(count(ab) N / (count(a) count(b))).
+    """The same table with the default criterion,
+    count(ab) * log(count(ab) N / (count(a) count(b))).
 
     N = 15 + 17 + 4 + 36 + 20 + 16 + 5 = 113 units; log(113/36) = 1.1439, log(5.65) = 1.7317.
-    1. (##u,##g) 20 * log(20*113/(36*20)) = 22.88 beats (p,##u) 17 * 1.1439 = 19.45, (##u,##n) 18.30,
-       (h,##u) 17.16, (##g,##s) 5 * log(5*113/(20*5)) = 8.66, (b,##u) 4.58            -> ##ug
+    1. (##u,##g) 20 * log(20*113/(36*20)) = 22.88 beats (p,##u) 17 * 1.1439 = 19.45,
+       (##u,##n) 18.30, (h,##u) 17.16, (##g,##s) 5 * log(5*113/(20*5)) = 8.66,
+       (b,##u) 4.58                                                                     -> ##ug
        (now ##u 16, ##ug 20)
     2. (##u,##n) 16 * log(16*113/(16*16)) = 31.28 beats (h,##ug) 15 * log(15*113/(15*20)) = 25.98
        and (p,##u) 12 * log(12*113/(17*16)) = 19.28                                     -> ##un
@@ -58,11 +61,15 @@ def test_first_merges_by_likelihood_by_hand():
 
 def test_min_frequency_and_alphabet_limit():
     # ab seen once: with min_frequency=2 no pair qualifies, the vocab stops at the alphabet
-    assert learn_vocab({"ab": 1}, vocab_size=100, config=replace(CONFIG, min_frequency=2)) == SPECIALS + ["a", "b", "##b"]
-    assert learn_vocab({"ab": 1}, vocab_size=100, config=replace(CONFIG, min_frequency=1)) == SPECIALS + ["a", "b", "##b", "ab"]
-    # limit_alphabet=2 keeps the two most frequent characters (a: 5 + 2 + 1 = 8, b: 5; z: 1), "az" is left out
-    assert learn_vocab({"ab": 5, "a": 2, "az": 1}, vocab_size=100, config=replace(CONFIG, limit_alphabet=2)) == SPECIALS + [
-        "a", "b", "##b", "ab"]
+    assert (learn_vocab({"ab": 1}, vocab_size=100, config=replace(CONFIG, min_frequency=2))
+            == SPECIALS + ["a", "b", "##b"])
+    assert (learn_vocab({"ab": 1}, vocab_size=100, config=replace(CONFIG, min_frequency=1))
+            == SPECIALS + ["a", "b", "##b", "ab"])
+    # limit_alphabet=2 keeps the two most frequent characters (a: 5 + 2 + 1 = 8, b: 5; z: 1), "az"
+    # is left out
+    assert (learn_vocab({"ab": 5, "a": 2, "az": 1}, vocab_size=100,
+                        config=replace(CONFIG, limit_alphabet=2))
+            == SPECIALS + ["a", "b", "##b", "ab"])
     with pytest.raises(ValueError, match="vocab_size"):
         learn_vocab({"abc": 3}, vocab_size=7)
 

@@ -35,14 +35,17 @@ ROOT = Path(__file__).resolve().parents[1]
 # The smallest model that still has every part: one layer, 32 wide (generator 8 wide), 1 head.
 TINY = ["--size", "tiny", "--seq-len", "32", "--batch-size", "8", "--lr", "3e-3", "--warmup", "5",
         "--set", "hidden_size=32", "--set", "embedding_size=32", "--set", "num_layers=1",
-        "--set", "num_heads=1", "--set", "intermediate_size=64", "--eval-fraction", "0.1", "--eval-batches", "2"]
-SUBJECTS = ["the cat", "a dog", "the old man", "my sister", "the bird", "a child", "the king", "our teacher"]
+        "--set", "num_heads=1", "--set", "intermediate_size=64",
+        "--eval-fraction", "0.1", "--eval-batches", "2"]
+SUBJECTS = ["the cat", "a dog", "the old man", "my sister", "the bird", "a child", "the king",
+            "our teacher"]
 VERBS = ["sees", "likes", "finds", "follows", "paints", "hears"]
 OBJECTS = ["the red ball", "a small house", "the river", "an apple", "the green tree", "a book"]
 
 
 def write_corpus(folder: Path, paragraphs: int = 120, seed: int = 0) -> Path:
-    """Paragraphs of 3-8 sentences from a small grammar, one sentence a line, blank lines between."""
+    """Paragraphs of 3-8 sentences from a small grammar, one sentence a line, blank lines
+    between."""
     rng = random.Random(seed)
     folder.mkdir(parents=True, exist_ok=True)
     paras = ["\n".join(f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)} ."
@@ -57,26 +60,30 @@ def corpus(tmp_path_factory):
     """(corpus folder, vocab.txt, cache folder) shared by the tests of this file."""
     root = tmp_path_factory.mktemp("train")
     folder = write_corpus(root / "corpus")
-    tok = train_vocab([p.read_text() for p in sorted(folder.glob("*.txt"))], vocab_size=60, progress=False)
+    tok = train_vocab([p.read_text() for p in sorted(folder.glob("*.txt"))], vocab_size=60,
+                      progress=False)
     tok.save(root / "vocab.txt")
     return folder, root / "vocab.txt", root / "cache"
 
 
 def args(corpus, out, *extra):
     folder, vocab, cache = corpus
-    return ["--data", str(folder), "--vocab", str(vocab), "--cache-dir", str(cache), "--out", str(out),
-            *TINY, *extra]
+    return ["--data", str(folder), "--vocab", str(vocab), "--cache-dir", str(cache),
+            "--out", str(out), *TINY, *extra]
 
 
 def rows(out, split="train"):
-    return [r for r in map(json.loads, (Path(out) / "metrics.jsonl").read_text().splitlines()) if r["split"] == split]
+    return [r for r in map(json.loads, (Path(out) / "metrics.jsonl").read_text().splitlines())
+            if r["split"] == split]
 
 
 def test_tiny_run_learns_and_writes_metrics_and_curves(corpus, tmp_path, capsys):
     out = tmp_path / "run"
-    result = train.main(args(corpus, out, "--steps", "40", "--log-interval", "1", "--eval-interval", "20"))
+    result = train.main(args(corpus, out, "--steps", "40", "--log-interval", "1",
+                             "--eval-interval", "20"))
     printed = capsys.readouterr().out
-    for line in ("ELECTRA pre-training: size tiny", "params   discriminator", "compute  ", "FLOPs per update"):
+    for line in ("ELECTRA pre-training: size tiny", "params   discriminator", "compute  ",
+                 "FLOPs per update"):
         assert line in printed
     train_rows = rows(out)
     assert [r["step"] for r in train_rows] == list(range(1, 41))
@@ -86,41 +93,49 @@ def test_tiny_run_learns_and_writes_metrics_and_curves(corpus, tmp_path, capsys)
     # (measured: 4.08 -> 3.61 over these 40 steps).
     assert mean(first, "mlm_loss") > 3.5 and mean(last, "mlm_loss") < mean(first, "mlm_loss") - 0.35
     assert mean(last, "disc_loss") < mean(first, "disc_loss") - 0.05
-    for key in ("loss", "mlm_loss", "disc_loss", "gen_acc", "disc_acc", "disc_precision", "disc_recall",
-                "disc_auc", "replaced_frac", "all_original_acc", "lr", "grad_norm", "tokens_per_s", "steps_per_s",
-                "elapsed_s"):
+    for key in ("loss", "mlm_loss", "disc_loss", "gen_acc", "disc_acc", "disc_precision",
+                "disc_recall", "disc_auc", "replaced_frac", "all_original_acc", "lr", "grad_norm",
+                "tokens_per_s", "steps_per_s", "elapsed_s"):
         assert key in train_rows[-1]
     assert "D_AUC" in printed
     # no --temperature-end: the model's temperature throughout, neither logged nor announced
     assert not any("temperature" in r for r in train_rows + rows(out, "eval"))
     assert "sampling G's temperature" not in printed
     assert 0 < train_rows[0]["elapsed_s"] < train_rows[-1]["elapsed_s"]
-    assert train_rows[-1]["loss"] == pytest.approx(train_rows[-1]["mlm_loss"] + 50 * train_rows[-1]["disc_loss"])
+    assert train_rows[-1]["loss"] == pytest.approx(train_rows[-1]["mlm_loss"]
+                                                   + 50 * train_rows[-1]["disc_loss"])
     held = rows(out, "eval")
     assert [r["step"] for r in held] == [20, 40] and held[1]["mlm_loss"] < held[0]["mlm_loss"]
     assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert result["step"] == 40 and not result["interrupted"]
     ckpt = torch.load(out / "ckpt.pt", weights_only=True)
-    assert ckpt["step"] == 40 and set(ckpt) >= {"model", "optimizer", "rng", "train_config", "vocab_hash"}
+    assert ckpt["step"] == 40 and set(ckpt) >= {"model", "optimizer", "rng", "train_config",
+                                                "vocab_hash"}
     assert ckpt["vocab_hash"] == Tokenizer.load(corpus[1]).hash() and (out / "vocab.txt").is_file()
     assert not list(out.glob("*.tmp*"))
 
 
 def test_held_out_auc_ranks_all_held_out_tokens_together(corpus, tmp_path):
-    """evaluate_heldout's disc_auc is one ranking over every held-out token, not a mean of per-batch AUCs."""
-    result = train.main(args(corpus, tmp_path / "run", "--steps", "6", "--eval-interval", "6", "--eval-batches", "3"))
+    """evaluate_heldout's disc_auc is one ranking over every held-out token, not a mean of
+    per-batch AUCs."""
+    result = train.main(args(corpus, tmp_path / "run", "--steps", "6", "--eval-interval", "6",
+                             "--eval-batches", "3"))
     cfg, model, tok = result["config"], result["model"], result["tokenizer"]
     ids, line_offsets = data.encode_corpus(Path(corpus[0]), tok, corpus[2], progress=False)
     _, eval_ex = data.build_examples(line_offsets, cfg.seq_len, cfg.seed, cfg.eval_fraction)
     special = (tok.cls_id, tok.sep_id, tok.pad_id)
-    layout = data.Batches(ids, eval_ex, 8, 8, 0, 1, cfg.seq_len, special, cfg.seed)  # micro-batches of 8
-    got = report.evaluate_heldout(model, eval_ex, layout, cfg, torch.device("cpu"), contextlib.nullcontext())
+    # micro-batches of 8
+    layout = data.Batches(ids, eval_ex, 8, 8, 0, 1, cfg.seq_len, special, cfg.seed)
+    got = report.evaluate_heldout(model, eval_ex, layout, cfg, torch.device("cpu"),
+                                  contextlib.nullcontext())
     # the same held-out batches and corruptions, redone by hand
     model.eval()
     torch.manual_seed(cfg.seed)
     p, orig, real, per_batch = [], [], [], []
     for i in range(3):
-        x, s, m = (torch.from_numpy(a) for a in data.pretraining_batch(ids, eval_ex[i * 8:(i + 1) * 8], cfg.seq_len, *special))
+        x, s, m = (torch.from_numpy(a)
+                   for a in data.pretraining_batch(ids, eval_ex[i * 8:(i + 1) * 8], cfg.seq_len,
+                                                   *special))
         with torch.no_grad():
             out = model(x, s, m)
         p.append(out.p_original)
@@ -129,7 +144,8 @@ def test_held_out_auc_ranks_all_held_out_tokens_together(corpus, tmp_path):
         per_batch.append(out.disc_auc.item())
     pooled = disc_auc(torch.cat(p), torch.cat(orig), torch.cat(real)).item()
     assert got["disc_auc"] == pytest.approx(pooled, abs=1e-6)
-    assert got["disc_auc"] != pytest.approx(sum(per_batch) / 3, abs=1e-6)  # the mean of batches differs
+    # the mean of batches differs
+    assert got["disc_auc"] != pytest.approx(sum(per_batch) / 3, abs=1e-6)
 
 
 @pytest.mark.parametrize("temperature", [2.0, 1.0])
@@ -151,13 +167,15 @@ def test_held_out_rows_carry_the_context_auc_and_the_sentence_is_printed(corpus,
         assert all(r["context_auc"] != r["disc_auc"] for r in held)
     assert printed.count("ctx_AUC") == 2
     sentences = [line for line in printed.splitlines() if line.startswith("held-out sentence")]
-    assert len(sentences) == 2 and "*: D calls it replaced" in sentences[0] and "\x1b" not in printed
+    assert (len(sentences) == 2 and "*: D calls it replaced" in sentences[0]
+            and "\x1b" not in printed)
     lines = printed.splitlines()
     shown = [lines[i + 1] for i, line in enumerate(lines) if line.startswith("held-out sentence")]
     assert shown[0].startswith("  [CLS] ") and "->" in shown[0]  # G replaced something
 
 
-def test_temperature_schedule_is_sampled_logged_and_evaluated(corpus, tmp_path, monkeypatch, capsys):
+def test_temperature_schedule_is_sampled_logged_and_evaluated(corpus, tmp_path, monkeypatch,
+                                                              capsys):
     """--temperature-end 1 from the tiny preset's 2 over 5 updates: G samples at 2, 1.75, 1.5, 1.25
     and 1 (train.temperature_at's worked example), each training row logs its update's temperature,
     and each evaluation measures D at the temperature of the update just made, its context AUC at 1
@@ -216,7 +234,8 @@ def test_tiny_hour_preset_moves_the_temperature_and_masks_15_percent(corpus, tmp
     assert (hour.mask_prob, tiny.mask_prob, hour.temperature) == (0.15, 0.25, 2.0)
     assert dataclasses.replace(hour, mask_prob=0.25) == tiny  # the same model otherwise
     # 2 at update 1, 1 at update 4,800 (step 4,799) and after; half-way at step 4,799 / 2
-    assert [train.temperature_at(s, cfg, hour) for s in (0, 4799 / 2, 4799, 9599)] == [2.0, 1.5, 1.0, 1.0]
+    assert ([train.temperature_at(s, cfg, hour) for s in (0, 4799 / 2, 4799, 9599)]
+            == [2.0, 1.5, 1.0, 1.0])
     # --steps 1,800 (the 15-minute budget): the move still takes the first half, ending at 900
     short = train.recipe_config(size="tiny-hour", steps=1800)
     assert short.temperature_steps == 900
@@ -225,14 +244,16 @@ def test_tiny_hour_preset_moves_the_temperature_and_masks_15_percent(corpus, tmp
     assert (bert.temperature_end, bert.temperature_steps) == (None, None)
     out = tmp_path / "run"
     hour_args = ["tiny-hour" if a == "tiny" else a for a in args(corpus, out)]
-    result = train.main([*hour_args, "--steps", "5", "--temperature-steps", "3", "--log-interval", "1"])
+    result = train.main([*hour_args, "--steps", "5", "--temperature-steps", "3",
+                         "--log-interval", "1"])
     assert result["model_config"].mask_prob == 0.15
     assert [r["temperature"] for r in rows(out)] == [2.0, 1.5, 1.0, 1.0, 1.0]
     assert "sampling G's temperature 2 -> 1, linear from update 1 to 3" in capsys.readouterr().out
 
 
 def test_temperature_steps_needs_a_temperature_to_reach(corpus, tmp_path):
-    with pytest.raises(SystemExit, match=r"^--temperature-steps 3: must be given with --temperature-end"):
+    with pytest.raises(SystemExit,
+                       match=r"^--temperature-steps 3: must be given with --temperature-end"):
         train.main(args(corpus, tmp_path / "run", "--temperature-steps", "3"))
     assert not (tmp_path / "run").exists()
 
@@ -241,9 +262,11 @@ def test_resume_keeps_the_temperature_schedule(corpus, tmp_path):
     out = tmp_path / "run"
     train.main(args(corpus, out, "--steps", "5", "--temperature-end", "1", "--stop-at", "2",
                     "--log-interval", "1"))
-    with pytest.raises(SystemExit, match=r"different settings: --temperature-end 1.5 \(checkpoint: 1.0\)"):
+    with pytest.raises(SystemExit,
+                       match=r"different settings: --temperature-end 1.5 \(checkpoint: 1.0\)"):
         train.main(["--out", str(out), "--resume", "--temperature-end", "1.5"])
-    result = train.main(["--out", str(out), "--resume", "--cache-dir", str(corpus[2]), "--log-interval", "1"])
+    result = train.main(["--out", str(out), "--resume", "--cache-dir", str(corpus[2]),
+                         "--log-interval", "1"])
     assert result["step"] == 5 and result["config"].temperature_end == 1.0
     assert [r["temperature"] for r in rows(out)] == [2.0, 1.75, 1.5, 1.25, 1.0]
 
@@ -259,13 +282,16 @@ def test_a_checkpoint_older_than_the_schedule_resumes_without_one(corpus, tmp_pa
 
 
 def test_temperature_end_needs_a_generator_that_samples(corpus, tmp_path):
-    with pytest.raises(SystemExit, match=r"^--temperature-end 1.0: must be left out with --objective bert"):
+    with pytest.raises(SystemExit,
+                       match=r"^--temperature-end 1.0: must be left out with --objective bert"):
         train.main(args(corpus, tmp_path / "run", "--objective", "bert", "--temperature-end", "1"))
     assert not (tmp_path / "run").exists()
 
 
-def test_gpu_sized_run_on_a_cpu_projects_its_time_and_names_the_cpu_preset(corpus, tmp_path, capsys):
-    small = [a if a != "tiny" else "small" for a in args(corpus, tmp_path / "small", "--steps", "6")]
+def test_gpu_sized_run_on_a_cpu_projects_its_time_and_names_the_cpu_preset(corpus, tmp_path,
+                                                                           capsys):
+    small = [a if a != "tiny" else "small"
+             for a in args(corpus, tmp_path / "small", "--steps", "6")]
     train.main(small)
     printed = capsys.readouterr().out
     assert "no GPU: --size small's remaining 2 updates take about" in printed
@@ -296,14 +322,16 @@ def test_resume_equals_an_uninterrupted_run(corpus, tmp_path):
     for ra, rb in zip(a, b):  # dropout, masks, samples and data order all continue exactly
         for key in ("loss", "mlm_loss", "disc_loss", "gen_acc", "disc_acc", "lr", "grad_norm"):
             assert ra[key] == rb[key], (ra["step"], key)
-    sa, sb = (torch.load(p / "ckpt.pt", weights_only=True)["model"] for p in (tmp_path / "a", tmp_path / "b"))
+    sa, sb = (torch.load(p / "ckpt.pt", weights_only=True)["model"]
+              for p in (tmp_path / "a", tmp_path / "b"))
     assert all(torch.equal(sa[k], sb[k]) for k in sa)
 
 
 def test_gpu_code_path_on_cpu_compile_bf16_and_exact_resume(corpus, tmp_path, capsys):
     """The GPU's settings (torch.compile, bf16 autocast, fused AdamW) run through train.py on a CPU:
     the run learns, and a compiled run stopped and resumed still equals an uninterrupted one."""
-    common = ["--steps", "8", "--log-interval", "1", "--eval-interval", "4", "--compile", "--precision", "bf16"]
+    common = ["--steps", "8", "--log-interval", "1", "--eval-interval", "4", "--compile",
+              "--precision", "bf16"]
     torch._dynamo.reset()
     counters.clear()
     train.main(args(corpus, tmp_path / "a", *common))
@@ -313,8 +341,8 @@ def test_gpu_code_path_on_cpu_compile_bf16_and_exact_resume(corpus, tmp_path, ca
     assert "device   cpu, bf16 (bf16 autocast; weights, optimizer and losses fp32), torch.compile" \
         in capsys.readouterr().out
     train.main(args(corpus, tmp_path / "b", *common, "--stop-at", "4"))
-    train.main(["--out", str(tmp_path / "b"), "--resume", "--cache-dir", str(corpus[2]), "--log-interval", "1",
-                "--eval-interval", "4", "--compile", "--precision", "bf16"])
+    train.main(["--out", str(tmp_path / "b"), "--resume", "--cache-dir", str(corpus[2]),
+                "--log-interval", "1", "--eval-interval", "4", "--compile", "--precision", "bf16"])
     a, b = rows(tmp_path / "a"), rows(tmp_path / "b")
     assert [r["step"] for r in a] == [r["step"] for r in b] == list(range(1, 9))
     for ra, rb in zip(a, b):
@@ -354,7 +382,8 @@ def test_cuda_graphs_compiles_in_reduce_overhead_mode_and_needs_compile(corpus, 
 
 @pytest.mark.parametrize("name, tflops", [("NVIDIA H100 80GB HBM3", 989), ("NVIDIA H100 PCIe", 756),
                                            ("NVIDIA A100-SXM4-80GB", 312), ("NVIDIA A10", 125),
-                                           ("NVIDIA L40S", 362), ("NVIDIA L4", 121), ("Tesla V100-SXM2-16GB", 125),
+                                           ("NVIDIA L40S", 362), ("NVIDIA L4", 121),
+                                           ("Tesla V100-SXM2-16GB", 125),
                                            ("Some Future GPU", None)])
 def test_peak_flops_looked_up_from_the_gpu_name(monkeypatch, name, tflops):
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: name)
@@ -364,7 +393,8 @@ def test_peak_flops_looked_up_from_the_gpu_name(monkeypatch, name, tflops):
 
 
 def test_mfu_is_model_flops_over_peak(corpus, tmp_path, capsys):
-    """MFU = flops_per_step x steps/s / peak. On a CPU only with --peak-tflops (a GPU looks it up)."""
+    """MFU = flops_per_step x steps/s / peak. On a CPU only with --peak-tflops (a GPU looks it
+    up)."""
     result = train.main(args(corpus, tmp_path / "run", "--steps", "4", "--log-interval", "2",
                              "--peak-tflops", "0.5"))
     assert "peak 0.5 TFLOP/s per GPU for MFU" in capsys.readouterr().out
@@ -376,9 +406,10 @@ def test_mfu_is_model_flops_over_peak(corpus, tmp_path, capsys):
 def test_ctrl_c_saves_a_loadable_checkpoint(corpus, tmp_path):
     out = tmp_path / "run"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen([sys.executable, str(ROOT / "train.py"), *args(corpus, out, "--steps", "100000",
-                                                                        "--log-interval", "1")],
-                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen([sys.executable, str(ROOT / "train.py"),
+                             *args(corpus, out, "--steps", "100000", "--log-interval", "1")],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
     metrics = out / "metrics.jsonl"
     # 180 s: on a loaded 2-core machine importing torch._dynamo alone took over a minute, and a
     # Ctrl-C sent before the loop has started tests nothing
@@ -407,7 +438,8 @@ DDP_SCRIPT = """
 import os, signal, sys, torch, train
 torch.set_num_threads(1)
 term_at = os.environ.get("SIGTERM_RANK1_AT")
-if term_at and os.environ["RANK"] == "1":  # only rank 1 is told to stop, during update term_at (0-based)
+# only rank 1 is told to stop, during update term_at (0-based)
+if term_at and os.environ["RANK"] == "1":
     lr = train.learning_rate
     def learning_rate(step, cfg):
         if step == int(term_at):
@@ -415,8 +447,10 @@ if term_at and os.environ["RANK"] == "1":  # only rank 1 is told to stop, during
         return lr(step, cfg)
     train.learning_rate = learning_rate
 result = train.main(sys.argv[1:])  # each rank saves the weights it ended with
-torch.save(result["model"].state_dict(), os.path.join(result["config"].out_dir, f"rank{os.environ['RANK']}.pt"))
-print(f"rank {os.environ['RANK']} ended at step {result['step']}, interrupted {result['interrupted']}")
+torch.save(result["model"].state_dict(),
+           os.path.join(result["config"].out_dir, f"rank{os.environ['RANK']}.pt"))
+print(f"rank {os.environ['RANK']} ended at step {result['step']}, "
+      f"interrupted {result['interrupted']}")
 """
 
 
@@ -425,8 +459,10 @@ def run_ddp(corpus, tmp_path, *extra, env=()):
     script.write_text(DDP_SCRIPT)
     out = tmp_path / "run"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT), **dict(env)}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(script),
-           *args(corpus, out, "--log-interval", "2", "--grad-accum", "2", "--device", "cpu", *extra)]
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+           str(script),
+           *args(corpus, out, "--log-interval", "2", "--grad-accum", "2", "--device", "cpu",
+                 *extra)]
     done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     w0, w1 = (torch.load(out / f"rank{r}.pt", weights_only=True) for r in (0, 1))
@@ -436,15 +472,18 @@ def run_ddp(corpus, tmp_path, *extra, env=()):
 
 @pytest.mark.parametrize("compile", [False, True], ids=["eager", "compiled"])
 def test_ddp_two_gloo_processes_end_with_identical_weights(corpus, tmp_path, compile):
-    out, printed, w0 = run_ddp(corpus, tmp_path, "--steps", "4", *(["--compile"] if compile else []))
+    out, printed, w0 = run_ddp(corpus, tmp_path, "--steps", "4",
+                               *(["--compile"] if compile else []))
     assert "x 2 processes" in printed and "= 2 x 2 accumulation x 2 process(es)" in printed
-    init = Electra(train.ElectraConfig(**torch.load(out / "ckpt.pt", weights_only=True)["model_config"])).state_dict()
+    init = Electra(train.ElectraConfig(
+        **torch.load(out / "ckpt.pt", weights_only=True)["model_config"])).state_dict()
     assert not all(torch.equal(w0[k], init[k]) for k in w0)  # and they did train
 
 
 def test_ddp_ranks_agree_on_the_step_they_stop_at(corpus, tmp_path):
-    """Only rank 1 gets SIGTERM, during update 3; the ranks compare notes at the log steps (every 2),
-    so both save and stop at step 4 with identical weights instead of one rank waiting forever."""
+    """Only rank 1 gets SIGTERM, during update 3; the ranks compare notes at the log steps (every
+    2), so both save and stop at step 4 with identical weights instead of one rank waiting
+    forever."""
     out, printed, _ = run_ddp(corpus, tmp_path, "--steps", "10", env={"SIGTERM_RANK1_AT": "2"})
     assert "rank 0 ended at step 4, interrupted True" in printed
     assert "rank 1 ended at step 4, interrupted True" in printed
@@ -456,14 +495,16 @@ def test_export_hf_matches_huggingface(corpus, tmp_path):
     train.main(args(corpus, out, "--steps", "3", "--log-interval", "1"))
     result = train.main(["--out", str(out), "--export-hf", str(tmp_path / "hf")])
     model = result["model"].eval()
-    disc = transformers.ElectraForPreTraining.from_pretrained(tmp_path / "hf" / "discriminator").eval()
+    disc = transformers.ElectraForPreTraining.from_pretrained(
+        tmp_path / "hf" / "discriminator").eval()
     gen = transformers.ElectraForMaskedLM.from_pretrained(tmp_path / "hf" / "generator").eval()
     x = torch.tensor([[2, 10, 11, 12, 3, 13, 14, 3]])
     seg = torch.tensor([[0, 0, 0, 0, 0, 1, 1, 1]])
     mask = torch.ones_like(x)
     with torch.no_grad():
         ours = model.discriminator(x, seg, mask)  # logit of "original"
-        theirs = disc(input_ids=x, token_type_ids=seg, attention_mask=mask).logits  # logit of "replaced"
+        # logit of "replaced"
+        theirs = disc(input_ids=x, token_type_ids=seg, attention_mask=mask).logits
         torch.testing.assert_close(theirs, -ours, atol=1e-5, rtol=1e-5)
         h = model.generator.hidden_states(x, seg, mask)
         ours_g = model.generator.logits(h, torch.arange(8)[None])  # [1, 8, V] at every position
@@ -471,11 +512,13 @@ def test_export_hf_matches_huggingface(corpus, tmp_path):
         torch.testing.assert_close(theirs_g, ours_g, atol=1e-4, rtol=1e-4)
     for d in ("discriminator", "generator"):
         assert (tmp_path / "hf" / d / "vocab.txt").read_text() == (out / "vocab.txt").read_text()
-        assert (tmp_path / "hf" / d / "model.safetensors").is_file()  # safetensors is installed here
+        # safetensors is installed here
+        assert (tmp_path / "hf" / d / "model.safetensors").is_file()
 
 
 def test_bert_objective_trains_the_mlm_baseline(corpus, tmp_path):
-    result = train.main(args(corpus, tmp_path / "bert", "--objective", "bert", "--steps", "6", "--log-interval", "3"))
+    result = train.main(args(corpus, tmp_path / "bert", "--objective", "bert", "--steps", "6",
+                             "--log-interval", "3"))
     assert result["model"].discriminator is None and result["model"].mlm is not None
     r = rows(tmp_path / "bert")[-1]
     assert r["disc_loss"] == 0 and r["loss"] == r["mlm_loss"] > 0
@@ -483,21 +526,25 @@ def test_bert_objective_trains_the_mlm_baseline(corpus, tmp_path):
 
 def test_known_corpus_downloads_from_the_mirror(http_server, tmp_path, monkeypatch):
     root, url = http_server
-    raw = " \n = Alpha = \n\n the cat sees the river . the dog likes a book .\n\n = = Life = = \n a child paints .\n" \
+    raw = " \n = Alpha = \n\n the cat sees the river . the dog likes a book .\n\n" \
+          " = = Life = = \n a child paints .\n" \
           " = Beta = \n\n the king hears an apple .\n"
     with zipfile.ZipFile(root / "wikitext-2-raw-v1.zip", "w") as z:
         z.writestr("wikitext-2-raw/wiki.train.raw", raw)
     size = (root / "wikitext-2-raw-v1.zip").stat().st_size
-    monkeypatch.setitem(data.KNOWN_CORPORA, "wikitext-2", ("wikitext-2-raw-v1.zip", size, "wikitext-2-raw",
-                                                            "wiki.train.raw"))
+    monkeypatch.setitem(data.KNOWN_CORPORA, "wikitext-2",
+                        ("wikitext-2-raw-v1.zip", size, "wikitext-2-raw", "wiki.train.raw"))
     folder = data.resolve_corpus("wikitext-2", tmp_path / "cache", url)
-    assert (folder / "train.txt").read_text() == ("the cat sees the river .\nthe dog likes a book .\n"
-                                                  "a child paints .\n\nthe king hears an apple .\n")
-    assert data.resolve_corpus("wikitext-2", tmp_path / "cache", "http://127.0.0.1:9") == folder  # cached
+    assert (folder / "train.txt").read_text() == ("the cat sees the river .\n"
+                                                  "the dog likes a book .\n"
+                                                  "a child paints .\n\n"
+                                                  "the king hears an apple .\n")
+    # cached
+    assert data.resolve_corpus("wikitext-2", tmp_path / "cache", "http://127.0.0.1:9") == folder
     # Offline (nothing listens on port 9): one message saying how to pass a local path instead.
     with pytest.raises(SystemExit, match=r"(?s)could not download wikitext-2.*--data PATH"):
-        train.main(["--data", "wikitext-2", "--data-url", "http://127.0.0.1:9", "--cache-dir", str(tmp_path / "c2"),
-                    "--out", str(tmp_path / "run"), *TINY])
+        train.main(["--data", "wikitext-2", "--data-url", "http://127.0.0.1:9",
+                    "--cache-dir", str(tmp_path / "c2"), "--out", str(tmp_path / "run"), *TINY])
     assert not (tmp_path / "c2" / "wikitext-2-raw-v1.zip").exists()
 
 
@@ -553,10 +600,11 @@ def test_unwritable_output_folder(corpus, tmp_path):
 # --- issue 15: nothing lost, one clear line for every user error
 
 def test_checkpoint_before_the_first_log_line(corpus, tmp_path):
-    """--ckpt-interval 2 with the default --log-interval 100: the checkpoint at step 2 comes before any
-    metrics line (plot_pretraining_curves once read a metrics.jsonl that did not exist yet)."""
+    """--ckpt-interval 2 with the default --log-interval 100: the checkpoint at step 2 comes before
+    any metrics line (plot_pretraining_curves once read a metrics.jsonl that did not exist yet)."""
     out = tmp_path / "run"
-    result = train.main(args(corpus, out, "--steps", "4", "--ckpt-interval", "2", "--eval-interval", "1000"))
+    result = train.main(args(corpus, out, "--steps", "4", "--ckpt-interval", "2",
+                             "--eval-interval", "1000"))
     assert result["step"] == 4 and torch.load(out / "ckpt.pt", weights_only=True)["step"] == 4
     assert [r["step"] for r in rows(out)] == [4]
 
@@ -564,14 +612,18 @@ def test_checkpoint_before_the_first_log_line(corpus, tmp_path):
 def test_a_diverged_run_stops_with_one_line(corpus, tmp_path):
     out = tmp_path / "run"
     with pytest.raises(SystemExit) as e:
-        train.main(args(corpus, out, "--lr", "1e6", "--warmup", "1", "--steps", "20", "--log-interval", "1",
-                        "--ckpt-interval", "1"))
+        train.main(args(corpus, out, "--lr", "1e6", "--warmup", "1", "--steps", "20",
+                        "--log-interval", "1", "--ckpt-interval", "1"))
     message = str(e.value.code)  # a message, so the exit status is 1
-    assert re.fullmatch(r"the loss is not finite at step \d+ \(lr 1e\+06\): the run diverged and was stopped; "
-                        r".*Start a new run with a lower --lr \(e.g. 100000\) or a longer --warmup", message)
-    assert all(math.isfinite(r["loss"]) for r in rows(out))  # no NaN row written (NaN is not JSON either)
+    assert re.fullmatch(r"the loss is not finite at step \d+ \(lr 1e\+06\): "
+                        r"the run diverged and was stopped; "
+                        r".*Start a new run with a lower --lr \(e.g. 100000\) "
+                        r"or a longer --warmup", message)
+    # no NaN row written (NaN is not JSON either)
+    assert all(math.isfinite(r["loss"]) for r in rows(out))
     if (out / "ckpt.pt").exists():  # every checkpoint written holds finite weights
-        assert all(torch.isfinite(t).all() for t in torch.load(out / "ckpt.pt", weights_only=True)["model"].values())
+        assert all(torch.isfinite(t).all()
+                   for t in torch.load(out / "ckpt.pt", weights_only=True)["model"].values())
 
 
 def test_divergence_keeps_the_last_good_checkpoint(corpus, tmp_path, monkeypatch):
@@ -585,8 +637,8 @@ def test_divergence_keeps_the_last_good_checkpoint(corpus, tmp_path, monkeypatch
         return out
     monkeypatch.setattr(Electra, "forward", nan_from_update_5)
     out = tmp_path / "run"
-    with pytest.raises(SystemExit, match=r"not finite at step 5 .*the last good checkpoint, .*ckpt.pt at step 4, "
-                                         r"is untouched"):
+    with pytest.raises(SystemExit, match=r"not finite at step 5 .*the last good checkpoint, "
+                                         r".*ckpt.pt at step 4, is untouched"):
         train.main(args(corpus, out, "--steps", "10", "--ckpt-interval", "2", "--log-interval", "3",
                         "--eval-interval", "1000"))
     saved = torch.load(out / "ckpt.pt", weights_only=True)
@@ -597,51 +649,62 @@ def test_divergence_keeps_the_last_good_checkpoint(corpus, tmp_path, monkeypatch
 def test_one_run_per_out_folder(corpus, tmp_path):
     out = tmp_path / "run"
     out.mkdir()
-    with open(out / "train.lock", "a+") as held:  # another run holds the lock (flock is per open file)
+    # another run holds the lock (flock is per open file)
+    with open(out / "train.lock", "a+") as held:
         fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
         held.write("pid 4242\n")
         held.flush()
-        with pytest.raises(SystemExit, match=r"--out .*run is in use by another train.py run \(pid 4242\): wait "
+        with pytest.raises(SystemExit, match=r"--out .*run is in use by another train.py run "
+                                             r"\(pid 4242\): wait "
                                              r"for it to finish, or choose another --out"):
             train.main(args(corpus, out, "--steps", "2"))
     assert not (out / "metrics.jsonl").exists() and not (out / "ckpt.pt").exists()
     train.main(args(corpus, out, "--steps", "2"))  # released: the folder is free again
-    train.main(["--out", str(out), "--resume", "--cache-dir", str(corpus[2]), "--steps", "2"])  # and after a run
+    # and after a run
+    train.main(["--out", str(out), "--resume", "--cache-dir", str(corpus[2]), "--steps", "2"])
 
 
 def test_unreadable_checkpoint_falls_back_to_the_previous_one(corpus, tmp_path, capsys):
     out = tmp_path / "run"
-    train.main(args(corpus, out, "--steps", "6", "--ckpt-interval", "2", "--stop-at", "4", "--log-interval", "1"))
+    train.main(args(corpus, out, "--steps", "6", "--ckpt-interval", "2", "--stop-at", "4",
+                    "--log-interval", "1"))
     assert torch.load(out / "ckpt.prev.pt", weights_only=True)["step"] == 2
     data = (out / "ckpt.pt").read_bytes()
     (out / "ckpt.pt").write_bytes(data[:len(data) // 2])  # an interrupted copy
-    with pytest.raises(SystemExit, match=r"holds a run \(.*ckpt.pt, .*ckpt.prev.pt\): continue it with --resume "
-                                         r"\(which falls back to ckpt.prev.pt if ckpt.pt is unreadable\)"):
+    with pytest.raises(SystemExit, match=r"holds a run \(.*ckpt.pt, .*ckpt.prev.pt\): "
+                                         r"continue it with --resume "
+                                         r"\(which falls back to ckpt.prev.pt "
+                                         r"if ckpt.pt is unreadable\)"):
         train.main(args(corpus, out, "--steps", "6"))
     exported = train.main(["--out", str(out), "--export-hf", str(tmp_path / "hf")])
     assert exported["step"] == 2 and (out / "ckpt.pt").exists()  # export only reads
     capsys.readouterr()
-    result = train.main(["--out", str(out), "--resume", "--cache-dir", str(corpus[2]), "--log-interval", "1"])
+    result = train.main(["--out", str(out), "--resume", "--cache-dir", str(corpus[2]),
+                         "--log-interval", "1"])
     printed = capsys.readouterr().out
-    assert re.search(r"--resume: .*ckpt.pt is unreadable: .*; falling back to the previous checkpoint "
+    assert re.search(r"--resume: .*ckpt.pt is unreadable: .*; "
+                     r"falling back to the previous checkpoint "
                      r".*ckpt.prev.pt \(step 2\) \(ckpt.pt moved to ckpt.pt.unreadable\)", printed)
     assert result["step"] == 6 and [r["step"] for r in rows(out)] == list(range(1, 7))
     assert (out / "ckpt.pt.unreadable").read_bytes() == data[:len(data) // 2]  # nothing deleted
     for name in ("ckpt.pt", "ckpt.prev.pt"):
         (out / name).write_bytes(b"not a checkpoint")
-    with pytest.raises(SystemExit, match=r"no readable checkpoint: .*ckpt.pt is unreadable: .*; the previous one "
-                                         r".*ckpt.prev.pt is unreadable"):
+    with pytest.raises(SystemExit, match=r"no readable checkpoint: .*ckpt.pt is unreadable: .*; "
+                                         r"the previous one .*ckpt.prev.pt is unreadable"):
         train.main(["--out", str(out), "--resume"])
 
 
 def test_a_5_mb_line_is_split_into_whole_examples(corpus, tmp_path):
-    """A 5 MB file with no newline: every token reaches an example (it was 1 example of 126 tokens)."""
+    """A 5 MB file with no newline: every token reaches an example (it was 1 example of 126
+    tokens)."""
     rng = random.Random(0)
-    sentences = [f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)} ." for _ in range(220_000)]
+    sentences = [f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)} ."
+                 for _ in range(220_000)]
     text = " ".join(sentences)[:5_000_000]  # the last sentence is cut: a piece may end without "."
     (tmp_path / "one_line.txt").write_text(text)
     tok = Tokenizer.load(corpus[1])
-    ids, offsets = data.encode_corpus(tmp_path / "one_line.txt", tok, tmp_path / "cache", progress=False)
+    ids, offsets = data.encode_corpus(tmp_path / "one_line.txt", tok, tmp_path / "cache",
+                                      progress=False)
     assert len(np.diff(offsets)[np.diff(offsets) > 0]) == 1  # one line of text
     seq = 128
     pieces_offsets, n_split = data.split_long_lines(ids, offsets, seq - 2, [tok.vocab["."]])
@@ -650,7 +713,8 @@ def test_a_5_mb_line_is_split_into_whole_examples(corpus, tmp_path):
     assert pieces.sum() == len(ids) and pieces.max() <= seq - 2
     ends = pieces_offsets[1:][np.diff(pieces_offsets) > 0]
     assert (ids[ends[:-1] - 1] == tok.vocab["."]).all()  # each piece but the last ends a sentence
-    # a piece is cut only where the next sentence would not fit: shorter than 126 by less than a sentence
+    # a piece is cut only where the next sentence would not fit: shorter than 126 by less than a
+    # sentence
     longest_sentence = np.diff(np.flatnonzero(ids == tok.vocab["."])).max()
     assert pieces[:-1].min() > seq - 2 - longest_sentence
     train_ex, held = data.build_examples(pieces_offsets, seq, seed=0, eval_fraction=0.01)
@@ -664,7 +728,8 @@ def test_a_5_mb_line_is_split_into_whole_examples(corpus, tmp_path):
 def test_long_lines_are_reported(corpus, tmp_path, capsys):
     folder = tmp_path / "data"
     write_corpus(folder, paragraphs=40)
-    (folder / "c.txt").write_text(" ".join(["the cat sees the river ."] * 60) + "\n")  # 360 tokens, one line
+    # 360 tokens, one line
+    (folder / "c.txt").write_text(" ".join(["the cat sees the river ."] * 60) + "\n")
     train.main(args((folder, corpus[1], corpus[2]), tmp_path / "run", "--steps", "2"))
     assert "split 1 line(s) longer than 30 tokens (--seq-len 32 less [CLS] and [SEP]) into pieces" \
         in capsys.readouterr().out
@@ -715,7 +780,8 @@ def test_set_values_are_checked_against_the_model(corpus, tmp_path, override, me
 
 def test_a_binary_file_is_refused_by_name(corpus, tmp_path):
     (tmp_path / "data").mkdir()
-    (tmp_path / "data" / "ls.txt").write_bytes(Path("/bin/ls").read_bytes() if Path("/bin/ls").is_file()
+    (tmp_path / "data" / "ls.txt").write_bytes(Path("/bin/ls").read_bytes()
+                                               if Path("/bin/ls").is_file()
                                                else b"\x7fELF\x02\x01\x01\x00" * 100)
     with pytest.raises(SystemExit, match=r"ls.txt is not a text file \(it has NUL bytes\)"):
         train.main(args(corpus, tmp_path / "run", "--data", str(tmp_path / "data"), "--steps", "2"))
@@ -727,18 +793,24 @@ def test_disk_full_while_checkpointing(corpus, tmp_path, monkeypatch, error):
     save = torch.save
 
     def full_disk(obj, f, *a, **k):
-        if torch.load(out / "ckpt.pt", weights_only=True)["step"] if (out / "ckpt.pt").exists() else False:
+        if (torch.load(out / "ckpt.pt", weights_only=True)["step"] if (out / "ckpt.pt").exists()
+                else False):
             Path(f).write_bytes(b"half a checkpoint")
             if error == "enospc":
                 raise OSError(errno.ENOSPC, "No space left on device")
-            raise RuntimeError("[enforce fail at inline_container.cc:626] . unexpected pos 256 vs 128")
+            raise RuntimeError("[enforce fail at inline_container.cc:626] . "
+                               "unexpected pos 256 vs 128")
         return save(obj, f, *a, **k)
     monkeypatch.setattr(plumbing.torch, "save", full_disk)
     if error == "torch_write_failed":  # torch's own writer reports no errno: the free space tells
-        monkeypatch.setattr(shutil, "disk_usage", lambda p: shutil._ntuple_diskusage(10 ** 9, 10 ** 9, 4096))
-    with pytest.raises(SystemExit, match=r"^disk full: could not write .*ckpt.pt .*; 4,096 bytes free on its disk. "
-                                         r"ckpt.pt.tmp was removed" if error != "enospc" else r"^disk full: "):
-        train.main(args(corpus, out, "--steps", "6", "--ckpt-interval", "2", "--log-interval", "1"))
+        monkeypatch.setattr(shutil, "disk_usage",
+                            lambda p: shutil._ntuple_diskusage(10 ** 9, 10 ** 9, 4096))
+    with pytest.raises(SystemExit, match=r"^disk full: could not write .*ckpt.pt .*; "
+                                         r"4,096 bytes free on its disk. "
+                                         r"ckpt.pt.tmp was removed"
+                                         if error != "enospc" else r"^disk full: "):
+        train.main(args(corpus, out, "--steps", "6", "--ckpt-interval", "2",
+                        "--log-interval", "1"))
     assert not list(out.glob("*.tmp"))
     assert torch.load(out / "ckpt.pt", weights_only=True)["step"] == 2  # the last good checkpoint
 
@@ -748,7 +820,8 @@ def test_a_partial_last_metrics_line_is_tolerated_on_resume(corpus, tmp_path):
     train.main(args(corpus, out, "--steps", "4", "--stop-at", "2", "--log-interval", "1"))
     with open(out / "metrics.jsonl", "a") as f:
         f.write('{"step": 3, "split": "tr')  # killed mid-write
-    result = train.main(["--out", str(out), "--resume", "--cache-dir", str(corpus[2]), "--log-interval", "1"])
+    result = train.main(["--out", str(out), "--resume", "--cache-dir", str(corpus[2]),
+                         "--log-interval", "1"])
     assert result["step"] == 4 and [r["step"] for r in rows(out)] == [1, 2, 3, 4]
     lines = (out / "metrics.jsonl").read_text().splitlines()
     lines[1] = lines[1][:10]  # a broken line in the middle is not silently dropped
@@ -763,6 +836,7 @@ def test_ctrl_c_while_training_the_vocabulary(corpus, tmp_path, monkeypatch):
     monkeypatch.setattr(data, "train_vocab", interrupted)
     out = tmp_path / "run"
     folder, _, cache = corpus
-    with pytest.raises(SystemExit, match="interrupted while preparing the data .* nothing partial was written"):
+    with pytest.raises(SystemExit,
+                       match="interrupted while preparing the data .* nothing partial was written"):
         train.main(["--data", str(folder), "--cache-dir", str(cache), "--out", str(out), *TINY])
     assert not (out / "vocab.txt").exists() and not (out / "ckpt.pt").exists()

@@ -1,4 +1,5 @@
-"""plumbing.download / plumbing.extract_zip against a local HTTP server on 127.0.0.1 (never the internet)."""
+"""plumbing.download / plumbing.extract_zip against a local HTTP server on 127.0.0.1 (never the
+internet)."""
 import http.server
 import threading
 import zipfile
@@ -17,7 +18,8 @@ def _make_zip(path, files):
 
 def test_download_then_extract(http_server, tmp_path):
     root, url = http_server
-    served = _make_zip(root / "corpus.zip", {"corpus/wiki.train.raw": " = A = \n\n hello world .\n" * 50})
+    served = _make_zip(root / "corpus.zip",
+                       {"corpus/wiki.train.raw": " = A = \n\n hello world .\n" * 50})
     size = served.stat().st_size
     dest = tmp_path / "cache" / "corpus.zip"
     got = download(f"{url}/corpus.zip", dest, expected_size=size, desc="corpus")
@@ -71,7 +73,8 @@ def test_truncated_transfer_raises_and_leaves_nothing(tmp_path):
         with pytest.raises(DownloadError, match="cut.zip"):
             download(f"http://127.0.0.1:{server.server_address[1]}/cut.zip", dest)
         assert not dest.exists() and not (tmp_path / "cut.zip.part").exists()
-        # A later run must not trust anything: a retry hits the same truncated server and fails again.
+        # A later run must not trust anything: a retry hits the same truncated server and fails
+        # again.
         with pytest.raises(DownloadError):
             download(f"http://127.0.0.1:{server.server_address[1]}/cut.zip", dest)
     finally:
@@ -109,7 +112,8 @@ def test_corrupt_zip_is_rejected_and_not_extracted(tmp_path, compression):
     _flip_byte_in_member(z, "a.txt")
     # Stored: the bytes read fine but CRC-32 differs (testzip names the member); deflated: the
     # stream itself breaks. Either way, one clear error and nothing extracted.
-    expected = "CRC check failed for 'a.txt'" if compression == zipfile.ZIP_STORED else "not a valid zip"
+    expected = ("CRC check failed for 'a.txt'" if compression == zipfile.ZIP_STORED
+                else "not a valid zip")
     with pytest.raises(DownloadError, match=expected):
         extract_zip(z, tmp_path / "out")
     assert not (tmp_path / "out").exists()

@@ -20,8 +20,11 @@ def test_no_weight_decay_on_layernorm_or_bias():
     opt = build_optimizer(model, TrainConfig())
     decay, no_decay = opt.param_groups
     assert decay["weight_decay"] == 0.01 and no_decay["weight_decay"] == 0.0
-    layer_norm = {id(p) for mod in model.modules() if isinstance(mod, nn.LayerNorm) for p in mod.parameters()}
-    biases = {id(p) for n, p in model.named_parameters() if n.endswith("bias")}  # incl. the MLM output_bias
+    layer_norm = {id(p) for mod in model.modules() if isinstance(mod, nn.LayerNorm)
+                  for p in mod.parameters()}
+    # incl. the MLM output_bias
+    biases = {id(p) for n, p in model.named_parameters() if n.endswith("bias")}
     assert {id(p) for p in no_decay["params"]} == layer_norm | biases
-    assert {id(p) for p in decay["params"]} == {id(p) for p in model.parameters()} - layer_norm - biases
+    assert ({id(p) for p in decay["params"]}
+            == {id(p) for p in model.parameters()} - layer_norm - biases)
     assert opt.defaults["eps"] == 1e-6 and opt.defaults["betas"] == (0.9, 0.999)
