@@ -16,6 +16,13 @@ sys.path.insert(0, str(ROOT))  # the core files are flat modules at the top leve
 torch.set_num_threads(1)
 
 
+def pytest_configure(config):
+    # torch's own warning, not ours: torch.compile on a CPU imports torch.utils.mkldnn, whose
+    # MkldnnLinear still uses torch.jit.script_method (torch 2.13); 14 lines of noise a run.
+    config.addinivalue_line(
+        "filterwarnings", "ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
+
+
 @pytest.fixture
 def http_server(tmp_path):
     """Serve a folder over HTTP on 127.0.0.1 (never the internet), for the download code.
