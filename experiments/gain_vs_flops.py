@@ -39,7 +39,6 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # the core files are flat modules at the repo's top level
 
 import train  # noqa: E402
-from electra import get_config  # noqa: E402
 from report import flops_per_step  # noqa: E402
 
 TABLES = ROOT / "experiments" / "results" / "transfer"
@@ -64,13 +63,12 @@ CPU_15 = "tiny, 15 min on 2 CPU cores (tapt corpus, vocab 4,096)"
 CPU_60 = "tiny-hour, 60 min on 2 CPU cores (tapt corpus, vocab 8,192)"
 GPU_BOOKS = "ELECTRA-Small, one H100 (books + WikiText-2)"
 GPU_TAPT = "ELECTRA-Small, one H100 (+ SST-2's unlabelled sentences)"
+SEED_SUFFIXES = ("", "s1", "s2")  # pre-training seeds 0, 1, 2: runs/X, runs/Xs1, runs/Xs2
 RUNS = [
-    Run(CPU_15, "v4096-lpft-sst2.md", "runs/v4096", "tiny", 4096, 1800),
-    Run(CPU_15, "v4096-lpft-sst2.md", "runs/v4096s1", "tiny", 4096, 1800),
-    Run(CPU_15, "v4096-lpft-sst2.md", "runs/v4096s2", "tiny", 4096, 1800),
-    Run(CPU_15, "v4096-2700-lpft-sst2.md", "runs/v4096-2700", "tiny", 4096, 2700),
-    Run(CPU_15, "v4096-2700-lpft-sst2.md", "runs/v4096-2700s1", "tiny", 4096, 2700),
-    Run(CPU_15, "v4096-2700-lpft-sst2.md", "runs/v4096-2700s2", "tiny", 4096, 2700),
+    *(Run(CPU_15, "v4096-lpft-sst2.md", f"runs/v4096{s}", "tiny", 4096, 1800)
+      for s in SEED_SUFFIXES),
+    *(Run(CPU_15, "v4096-2700-lpft-sst2.md", f"runs/v4096-2700{s}", "tiny", 4096, 2700)
+      for s in SEED_SUFFIXES),
     Run(CPU_60, "tiny-hour-9600-sst2.md", "runs/hour", "tiny-hour", 8192, 9600),
     Run(CPU_60, "hours1-sst2.md", "runs/hours1", "tiny-hour", 8192, 9600),
     Run(CPU_60, "hours2-sst2.md", "runs/hours2", "tiny-hour", 8192, 9600),
@@ -108,12 +106,10 @@ def read_row(table: Path, init: str) -> dict:
 
 
 def run_flops(run: Run) -> float:
-    """Pre-training FLOPs of `run`: its updates x flops_per_step of its preset with its vocab, at
-    its recipe's batch and sequence length, with k capped as train.model_config caps it."""
+    """Pre-training FLOPs of `run`: its updates x flops_per_step of its preset as its recipe builds
+    it (train.preset_configs) with its vocab, at the recipe's batch and sequence length."""
     recipe = train.RECIPES[run.size]
-    config = get_config(run.size, vocab_size=run.vocab_size)
-    k_cap = train.max_predictions(config.mask_prob, recipe.seq_len)
-    config = replace(config, max_predictions=k_cap)
+    config = replace(train.preset_configs()[run.size], vocab_size=run.vocab_size)
     return run.updates * flops_per_step(config, recipe.batch_size, recipe.seq_len)
 
 
