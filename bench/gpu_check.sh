@@ -33,8 +33,9 @@
 # run), profile.txt, sst2_check.md (the SST-2 table) and finetune.json (its figures). The checkpoint
 # (G, D and Adam's moments: ~170 MB) cannot come back, and carrying .gpurun/ would replace it: the
 # run continues only while the machine stays warm (on a fresh one --run starts it again, and says
-# so). BRING_BACK=1 with --run also brings the discriminator (HuggingFace layout, ~54 MB) in 15 MiB
-# parts: cat discriminator.tar.part-* | tar x. BRING_BACK=generator brings G instead (~18 MB), for
+# so). BRING_BACK=1 with --run also brings the discriminator (HuggingFace layout, ~54 MB, and
+# step.txt, the checkpoint's update) in 15 MiB parts: cat discriminator.tar.part-* | tar x.
+# BRING_BACK=generator brings G instead (~18 MB), for
 # G's BLiMP: the device returns at most 64 MiB a call, too little for both, so G comes in a second
 # --run call with RUN_S=0 (the run untouched, only the export), while the machine is warm.
 set -uo pipefail  # no -e: a failed step is logged and the next one runs
@@ -249,6 +250,12 @@ else
     if [ "$bring" = discriminator ] || [ "$bring" = generator ]; then
         step export 60 "$PYTHON" train.py --out "$RUN" --export-hf "$WORK/hf"
         if [ -d "$WORK/hf/$bring" ]; then
+            # the checkpoint's update, which bench/gpu_run_folder.py labels the run with: a run
+            # stopped by its time limit saves after its last metrics row, so that row's step is
+            # not it
+            "$PYTHON" -c 'import sys, torch
+print(torch.load(sys.argv[1], map_location="cpu", weights_only=True, mmap=True)["step"])' \
+                "$RUN/ckpt.pt" > "$WORK/hf/$bring/step.txt"
             tar -C "$WORK/hf" -cf - "$bring" | split -b 15M - "$OUT/$bring.tar.part-"
         fi
     fi

@@ -3,7 +3,10 @@ the CPU machine can fine-tune it (experiments/sst2_check.py, with its random-wei
 evaluate it (evaluate.py) as any run of its own.
 
     cat gpu_out/discriminator.tar.part-* | tar x -C runs/gpu_small
-    python bench/gpu_run_folder.py runs/gpu_small --step 4100 --size small
+    python bench/gpu_run_folder.py runs/gpu_small --size small
+
+The step is the checkpoint's, from discriminator/step.txt (gpu_check.sh writes it beside the
+export; --step for an export without it).
 
 The GPU machine cannot send back the run's checkpoint (G, D and Adam's moments: ~170 MB), only
 D in HuggingFace's layout (~54 MB in 15 MiB parts). This writes RUN/ckpt.pt and RUN/vocab.txt
@@ -32,7 +35,8 @@ def main(argv=None) -> Path:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("run", help="the folder holding discriminator/ (config.json, "
                                "model.safetensors, vocab.txt)")
-    p.add_argument("--step", type=int, required=True, help="the update D was exported at")
+    p.add_argument("--step", type=int,
+                   help="the update D was exported at (default: discriminator/step.txt)")
     p.add_argument("--size", required=True, help="the run's train.py --size")
     p.add_argument("--seed", type=int, default=train.TrainConfig.seed,
                    help="the run's train.py --seed (default %(default)s)")
@@ -42,6 +46,13 @@ def main(argv=None) -> Path:
     if not (folder / "model.safetensors").is_file():
         raise SystemExit(f"{folder}: no model.safetensors; unpack the parts first: "
                          f"cat gpu_out/discriminator.tar.part-* | tar x -C {run}")
+    step = args.step
+    if step is None:
+        step_file = folder / "step.txt"
+        if not step_file.is_file():
+            raise SystemExit(f"{step_file}: not there (an export older than gpu_check.sh's "
+                             f"step.txt): give the update D was exported at with --step")
+        step = int(step_file.read_text())
     vocab = folder / "vocab.txt"
     flags = ["--size", args.size, "--seed", str(args.seed), "--vocab", str(vocab),
              "--out", str(run)]
@@ -50,10 +61,10 @@ def main(argv=None) -> Path:
     mc = train.model_config(cfg, tok)
     model = hf.from_hf_state_dicts(mc, hf.read_weights(folder))
     optimizer = train.build_optimizer(model, cfg, fused=False)
-    state = train.checkpoint(model, optimizer, args.step, cfg, tok.hash(), rng=[])
+    state = train.checkpoint(model, optimizer, step, cfg, tok.hash(), rng=[])
     (run / "vocab.txt").write_bytes(vocab.read_bytes())
     plumbing.write_checkpoint(run / hf.TRAIN_CHECKPOINT, state)
-    print(f"{run / hf.TRAIN_CHECKPOINT}: D at step {args.step:,} of --size {args.size}, "
+    print(f"{run / hf.TRAIN_CHECKPOINT}: D at step {step:,} of --size {args.size}, "
           f"seed {args.seed}; G at its random initialisation")
     return run / hf.TRAIN_CHECKPOINT
 

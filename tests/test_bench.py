@@ -170,6 +170,8 @@ def test_gpu_check_script_runs_its_steps_and_continues_its_run(tmp_path):
     assert tar.returncode == 0, tar.stderr
     assert {p.name for p in (unpacked / "generator").iterdir()} >= {"config.json",
                                                                     "model.safetensors"}
+    # the checkpoint's update beside the export, for gpu_run_folder.py
+    assert (unpacked / "generator" / "step.txt").read_text() == "3\n"
 
 
 def test_gpu_run_folder_makes_a_run_of_the_discriminator_brought_back(tmp_path, capsys):
@@ -204,6 +206,13 @@ def test_gpu_run_folder_makes_a_run_of_the_discriminator_brought_back(tmp_path, 
 
     saved = torch.load(run / hf.TRAIN_CHECKPOINT, map_location="cpu", weights_only=True)
     assert saved["step"] == 7 and saved["train_config"]["seed"] == 0
+    # without --step: gpu_check.sh's step.txt beside the export, or one line saying to give it
+    with pytest.raises(SystemExit, match="give the update D was exported at with --step"):
+        load("gpu_run_folder").main([str(run), "--size", "tiny"])
+    (run / "discriminator" / "step.txt").write_text("29651\n")
+    load("gpu_run_folder").main([str(run), "--size", "tiny"])
+    saved_29651 = torch.load(run / hf.TRAIN_CHECKPOINT, map_location="cpu", weights_only=True)
+    assert saved_29651["step"] == 29651
     pre = hf.load_train_checkpoint(run / hf.TRAIN_CHECKPOINT)
     want = trained.fine_tuning_encoder().state_dict()
     assert pre.encoder_state.keys() == want.keys()
