@@ -68,8 +68,8 @@ EAGER = torch.compiler.set_stance("force_eager")
 
 @torch.no_grad()
 @EAGER
-def evaluate_heldout(model: torch.nn.Module, examples: np.ndarray, batches, cfg,
-                     device: torch.device, autocast, temperature: float | None = None) -> dict:
+def evaluate_heldout(model: torch.nn.Module, examples: np.ndarray, batches, cfg, autocast,
+                     temperature: float | None = None) -> dict:
     """Held-out metrics: the same quantities as training, dropout off, the same masks every time,
     and D's context AUC: disc_auc against G's samples drawn at CONTEXT_TEMPERATURE = 1.
     `examples` are laid out as the training `batches` (a data.Batches: its ids, micro-batch size,
@@ -88,6 +88,7 @@ def evaluate_heldout(model: torch.nn.Module, examples: np.ndarray, batches, cfg,
     """
     if temperature is None:
         temperature = model.config.temperature
+    device = next(model.parameters()).device  # the batches go where the model is
     model.eval()
     inputs = [tuple(torch.from_numpy(a).to(device) for a in arrays)
               for arrays in heldout_batches(examples, batches, cfg.eval_batches)]
@@ -358,13 +359,14 @@ def marked_sentence(tokens: list[str], x: torch.Tensor, x_corrupt: torch.Tensor,
 @torch.no_grad()
 @EAGER
 def heldout_example(model: torch.nn.Module, examples: np.ndarray, batches, cfg,
-                    device: torch.device, temperature: float | None = None
+                    temperature: float | None = None
                     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """One held-out example through the model, the same each time: the longest of the first
     micro-batch (the first is often a book's title), dropout off, the torch RNG forked and seeded
     with cfg.seed so that every evaluation masks the same positions, G sampling at `temperature`
     (training's at this step; None: the model's). Returns x, x_corrupt and D's p_original over its
     n real tokens, [n] each, on the CPU (marked_sentence's input)."""
+    device = next(model.parameters()).device
     model.eval()
     first = examples[:batches.micro_batch]  # [b, 4] (a_start, a_len, b_start, b_len)
     i = int(np.argmax(first[:, 1] + first[:, 3]))

@@ -583,7 +583,7 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device) -
                 bar.set_postfix_str(report.progress_line(last_train, cfg.objective), refresh=False)
             if master and len(run.data.eval_ex) and eval_step:
                 # D against G's samples at the temperature of the update just made, as in training
-                held = report.evaluate_heldout(run.raw, run.data.eval_ex, batches, cfg, device,
+                held = report.evaluate_heldout(run.raw, run.data.eval_ex, batches, cfg,
                                                run.autocast, temperature)
                 last_eval = {"step": step, "split": "eval", **held, **logged,
                              "elapsed_s": log.elapsed()}
@@ -592,7 +592,7 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device) -
                 line = report.progress_line(last_eval, cfg.objective)
                 bar.write(f"step {step:,} held-out: {line}")
                 if run.raw.discriminator is not None:  # the same sentence each time, D improving
-                    sample = report.heldout_example(run.raw, run.data.eval_ex, batches, cfg, device,
+                    sample = report.heldout_example(run.raw, run.data.eval_ex, batches, cfg,
                                                     temperature)
                     bar.write(report.marked_sentence(run.data.tok.id_to_token, *sample,
                                                      tty=sys.stdout.isatty()))

@@ -20,8 +20,6 @@ import dataclasses
 import sys
 from pathlib import Path
 
-import torch
-
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # the core files are flat modules at the repo's top level
@@ -61,7 +59,7 @@ def heldout_auc(init: str, corpus: str, cache_dir: str) -> dict:
     model.load_state_dict(saved["model"])
     # Sampled at temperature 1 itself, so the context AUC is the pass's disc_auc (one pass).
     stats = report.evaluate_heldout(model, heldout.eval_ex, heldout.batches, cfg,
-                                    torch.device("cpu"), contextlib.nullcontext(),
+                                    contextlib.nullcontext(),
                                     temperature=report.CONTEXT_TEMPERATURE)
     return {"init": init, "data": corpus, "step": saved["step"],
             "examples": len(heldout.eval_ex), "context_auc": stats["context_auc"],

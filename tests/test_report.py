@@ -62,8 +62,7 @@ def test_context_auc_is_d_against_samples_at_temperature_1():
     examples, layout = held_out()
     cfg = train.TrainConfig(eval_batches=3, seed=5)
     model = tiny_model(temperature=2.0)
-    got = report.evaluate_heldout(model, examples, layout, cfg, torch.device("cpu"),
-                                  contextlib.nullcontext())
+    got = report.evaluate_heldout(model, examples, layout, cfg, contextlib.nullcontext())
     assert model.training  # back in training mode (dropout on)
     at_2, masked_2 = pass_by_hand(model, examples, layout, cfg.seed, None)
     at_1, masked_1 = pass_by_hand(model, examples, layout, cfg.seed, 1.0)
@@ -77,8 +76,7 @@ def test_context_auc_equals_the_auc_when_training_samples_at_temperature_1():
     examples, layout = held_out()
     cfg = train.TrainConfig(eval_batches=3, seed=5)
     model = tiny_model(temperature=1.0)
-    got = report.evaluate_heldout(model, examples, layout, cfg, torch.device("cpu"),
-                                  contextlib.nullcontext())
+    got = report.evaluate_heldout(model, examples, layout, cfg, contextlib.nullcontext())
     at_1, _ = pass_by_hand(model, examples, layout, cfg.seed, None)
     assert got["context_auc"] == got["disc_auc"] == pytest.approx(at_1, abs=1e-6)
 
@@ -89,16 +87,16 @@ def test_a_scheduled_temperature_is_the_training_auc_pass():
     examples, layout = held_out()
     cfg = train.TrainConfig(eval_batches=3, seed=5)
     model = tiny_model(temperature=2.0)
-    got = report.evaluate_heldout(model, examples, layout, cfg, torch.device("cpu"),
-                                  contextlib.nullcontext(), temperature=1.5)
+    got = report.evaluate_heldout(model, examples, layout, cfg, contextlib.nullcontext(),
+                                  temperature=1.5)
     at_1_5, _ = pass_by_hand(model, examples, layout, cfg.seed, 1.5)
     at_1, _ = pass_by_hand(model, examples, layout, cfg.seed, 1.0)
     at_2, _ = pass_by_hand(model, examples, layout, cfg.seed, None)
     assert (got["disc_auc"] == pytest.approx(at_1_5, abs=1e-6)
             and got["context_auc"] == pytest.approx(at_1, abs=1e-6))
     assert abs(at_1_5 - at_2) > 1e-3  # the model's own temperature would have given another AUC
-    got = report.evaluate_heldout(model, examples, layout, cfg, torch.device("cpu"),
-                                  contextlib.nullcontext(), temperature=1.0)
+    got = report.evaluate_heldout(model, examples, layout, cfg, contextlib.nullcontext(),
+                                  temperature=1.0)
     assert got["context_auc"] == got["disc_auc"] == pytest.approx(at_1, abs=1e-6)
 
 
@@ -108,7 +106,7 @@ def test_bert_objective_has_no_context_auc():
                                num_layers=1, num_heads=1, intermediate_size=64, pad_id=0,
                                cls_id=2, sep_id=3, mask_id=4, objective="bert"))
     got = report.evaluate_heldout(model, examples, layout, train.TrainConfig(eval_batches=1),
-                                  torch.device("cpu"), contextlib.nullcontext())
+                                  contextlib.nullcontext())
     assert "context_auc" not in got
 
 

@@ -126,8 +126,7 @@ def test_held_out_auc_ranks_all_held_out_tokens_together(corpus, tmp_path):
     special = (tok.cls_id, tok.sep_id, tok.pad_id)
     # micro-batches of 8
     layout = data.Batches(ids, eval_ex, 8, 8, 0, 1, cfg.seq_len, special, cfg.seed)
-    got = report.evaluate_heldout(model, eval_ex, layout, cfg, torch.device("cpu"),
-                                  contextlib.nullcontext())
+    got = report.evaluate_heldout(model, eval_ex, layout, cfg, contextlib.nullcontext())
     # the same held-out batches and corruptions, redone by hand
     model.eval()
     torch.manual_seed(cfg.seed)
