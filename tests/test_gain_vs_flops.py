@@ -1,6 +1,7 @@
 """experiments/gain_vs_flops.py: the rows it reads, the FLOPs it computes, the figure it draws."""
 import doctest
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -54,6 +55,10 @@ def test_the_flops_are_those_the_runs_printed():
     small = g.Run("small", "s.md", "runs/s", "small", 30522, 4136)
     assert g.run_flops(tiny) == pytest.approx(7.64e13, rel=1e-3)
     assert g.run_flops(small) == pytest.approx(4.76e15, rel=1e-3)
+    # BERT (no G) at candidate 20's FLOPs: 2,955 updates of 2.59e10 (its start-up line)
+    bert = g.Run("bert", "b.md", "runs/b", "tiny", 4096, 2955, "bert")
+    assert g.run_flops(bert) == pytest.approx(7.64e13, rel=1e-3)
+    assert g.run_flops(bert) < g.run_flops(replace(bert, objective="electra"))
 
 
 def test_every_point_of_the_figure_is_a_committed_row_whose_gain_is_its_means_difference():
