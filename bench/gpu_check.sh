@@ -250,12 +250,14 @@ else
     if [ "$bring" = discriminator ] || [ "$bring" = generator ]; then
         step export 60 "$PYTHON" train.py --out "$RUN" --export-hf "$WORK/hf"
         if [ -d "$WORK/hf/$bring" ]; then
-            # the checkpoint's update, which bench/gpu_run_folder.py labels the run with: a run
-            # stopped by its time limit saves after its last metrics row, so that row's step is
-            # not it
-            "$PYTHON" -c 'import sys, torch
-print(torch.load(sys.argv[1], map_location="cpu", weights_only=True, mmap=True)["step"])' \
-                "$RUN/ckpt.pt" > "$WORK/hf/$bring/step.txt"
+            # the exported checkpoint's update, which bench/gpu_run_folder.py labels the run
+            # with: a run stopped by its time limit saves after its last metrics row, so that
+            # row's step is not it. plumbing.load_checkpoint, as the export read it (the same
+            # fallback to the previous checkpoint)
+            "$PYTHON" -c 'import sys; from pathlib import Path; import plumbing
+saved = plumbing.load_checkpoint(Path(sys.argv[1]), "--export-hf")
+Path(sys.argv[2]).write_text(str(saved["step"]) + "\n")' \
+                "$RUN/ckpt.pt" "$WORK/hf/$bring/step.txt" >> "$LOG" 2>&1
             tar -C "$WORK/hf" -cf - "$bring" | split -b 15M - "$OUT/$bring.tar.part-"
         fi
     fi
