@@ -50,6 +50,7 @@ TARGET = 2.0  # issue 27: SST-2 >= random weights + 2 points
 # the y axis starts here: a fine-tuning job that failed (the majority class, 50.92) reaches -28,
 # and would squash every other point into a band; a bar cut here is labelled with its end
 Y_BOTTOM = -20.0
+COLOURS = ("C0", "C1", "C7", "C3", "C4")  # one a group, in RUNS' order (grey: the books runs)
 
 
 @dataclass
@@ -132,7 +133,9 @@ def plot(runs: list[Run], png: Path, tables: Path = TABLES) -> list[dict]:
     fig = Figure(figsize=(8, 4.8))
     ax = fig.add_subplot()
     groups = list(dict.fromkeys(r.group for r in runs))
-    for colour, group in zip(("C0", "C1", "C7", "C3", "C4"), groups):
+    if len(groups) > len(COLOURS):  # zip would drop the groups past the last colour, silently
+        raise ValueError(f"{len(groups)} groups, {len(COLOURS)} colours: add one to COLOURS")
+    for colour, group in zip(COLOURS, groups):
         mine = [p for p in points if p["run"].group == group]
         x = np.array([p["flops"] for p in mine])
         gain = np.array([p["gain"] for p in mine])

@@ -80,3 +80,11 @@ def test_the_figure_is_written_with_one_point_per_run(tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert [p["gain"] for p in points] == [-1.48, 4.03]
     assert points[0]["flops"] < points[1]["flops"]
+
+
+def test_more_groups_than_colours_is_an_error_not_a_missing_group(tmp_path):
+    (tmp_path / "old.md").write_text(TABLE)
+    runs = [g.Run(f"group {i}", "old.md", "runs/old", "tiny", 4096, 1800)
+            for i in range(len(g.COLOURS) + 1)]
+    with pytest.raises(ValueError, match="add one to COLOURS"):
+        g.plot(runs, tmp_path / "gain.png", tables=tmp_path)
