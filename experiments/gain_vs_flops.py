@@ -25,6 +25,11 @@ reads it with (the protocol: 20,000 SST-2 rows, 1 epoch, seeds 0 1 2):
   (seed 1, 18,719 updates); Table 7's Small recipe;
 - BERT's objective at candidate 20's FLOPs (2,955 updates), the same corpus, vocab and recipe as
   candidate 20, three seeds: the paper's Figure-1 comparison at one budget.
+
+A second panel reads the runs fine-tuned with every block drawn afresh (finetune.py
+--reinit-layers set to the config's layers: the pre-trained embeddings alone), where RESULTS.md
+found Small's gain ("Where ELECTRA-Small's gain lives"): candidate 20, BERT at its FLOPs, and
+ELECTRA-Small's two seed-1 runs. Their zero point is the twin fine-tuned with the same flag.
 """
 from __future__ import annotations
 
@@ -51,6 +56,10 @@ TARGET = 2.0  # issue 27: SST-2 >= random weights + 2 points
 # and would squash every other point into a band; a bar cut here is labelled with its end
 Y_BOTTOM = -20.0
 COLOURS = ("C0", "C1", "C7", "C3", "C4")  # one a group, in RUNS' order (grey: the books runs)
+# what fine-tuning starts from: every pre-trained weight (the protocol, the paper's fine-tuning),
+# or the pre-trained embeddings alone (finetune.py --reinit-layers set to the config's layers)
+WHOLE = "whole encoder"
+EMBEDDINGS = "embeddings alone (every block redrawn)"
 
 
 @dataclass
@@ -64,6 +73,7 @@ class Run:
     vocab_size: int  # its vocab (the FLOPs of G's output layer)
     updates: int  # the updates made
     objective: str = "electra"  # train.py --objective: BERT's has no G (fewer FLOPs an update)
+    start: str = WHOLE  # what fine-tuning started from: WHOLE or EMBEDDINGS
 
 
 CPU_15 = "tiny, 15 min on 2 CPU cores (tapt corpus, vocab 4,096)"
@@ -87,6 +97,16 @@ RUNS = [
     *(Run(CPU_15_BERT, "v4096-bert-2955-sst2.md", f"runs/v4096-bert-2955{s}", "tiny", 4096, 2955,
           "bert")
       for s in SEED_SUFFIXES),
+    *(Run(CPU_15, "v4096-2700-reinit4-sst2.md", f"runs/v4096-2700{s}", "tiny", 4096, 2700,
+          start=EMBEDDINGS)
+      for s in SEED_SUFFIXES),
+    *(Run(CPU_15_BERT, "v4096-bert-2955-reinit4-sst2.md", f"runs/v4096-bert-2955{s}", "tiny",
+          4096, 2955, "bert", EMBEDDINGS)
+      for s in SEED_SUFFIXES),
+    Run(GPU_BOOKS, "gpu_small-reinit12-sst2.md", "runs/gpu_small3", "small", 30522, 24669,
+        start=EMBEDDINGS),
+    Run(GPU_TAPT, "gpu_small-reinit12-sst2.md", "runs/gpu_small_tapt", "small", 30522, 18719,
+        start=EMBEDDINGS),
 ]
 
 
@@ -126,45 +146,66 @@ def run_flops(run: Run) -> float:
 
 
 def plot(runs: list[Run], png: Path, tables: Path = TABLES) -> list[dict]:
-    """The figure, written to `png`; returns each run's point (its FLOPs and row)."""
-    from matplotlib.figure import Figure
-
+    """The figure (`figure`), written to `png`; returns each run's point (its FLOPs and row)."""
     points = [{"run": r, "flops": run_flops(r), **read_row(tables / r.table, r.init)} for r in runs]
-    fig = Figure(figsize=(8, 4.8))
-    ax = fig.add_subplot()
-    groups = list(dict.fromkeys(r.group for r in runs))
-    if len(groups) > len(COLOURS):  # zip would drop the groups past the last colour, silently
-        raise ValueError(f"{len(groups)} groups, {len(COLOURS)} colours: add one to COLOURS")
-    for colour, group in zip(COLOURS, groups):
-        mine = [p for p in points if p["run"].group == group]
-        x = np.array([p["flops"] for p in mine])
-        gain = np.array([p["gain"] for p in mine])
-        # each run's fine-tuning seeds, less the same random mean as its gain
-        low = np.array([p["pretrained"][1] - p["random"][0] for p in mine])
-        high = np.array([p["pretrained"][2] - p["random"][0] for p in mine])
-        ax.errorbar(x, gain, yerr=[gain - low, high - gain], fmt="o", color=colour, capsize=3,
-                    label=group)
-        for xi, lowest in zip(x, low):
-            if lowest < Y_BOTTOM:
-                ax.annotate(f"bar to {lowest:.0f}", (xi, Y_BOTTOM), xytext=(4, 4),
-                            textcoords="offset points", fontsize=7, color=colour)
-        for p in mine:  # the random jobs' spread at this run's FLOPs: what a gain must clear
-            mean, lo, hi = p["random"]
-            ax.plot([p["flops"]] * 2, [lo - mean, hi - mean], color="grey", lw=6, alpha=0.25,
-                    solid_capstyle="butt")
-    ax.axhline(0.0, color="black", lw=0.8)
-    ax.axhline(TARGET, color="C2", ls="--", lw=1, label=f"target: random weights + {TARGET:g}")
-    ax.set_ylim(bottom=Y_BOTTOM)
-    ax.set_xscale("log")
-    ax.set_xlabel("pre-training FLOPs (report.flops_per_step)")
-    ax.set_ylabel("SST-2 gain over random weights (points)")
-    ax.set_title("SST-2 after fine-tuning, against random weights of the same config\n"
-                 "dots: mean over 3 fine-tuning seeds; bars: their min-max; grey: random jobs")
-    ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
+    fig = figure(points)
     png.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(png, dpi=120)
     return points
+
+
+def figure(points: list[dict]):
+    """One panel per Run.start, in the points' order, one colour per group across the panels."""
+    from matplotlib.figure import Figure
+
+    runs = [p["run"] for p in points]
+    groups = list(dict.fromkeys(r.group for r in runs))
+    if len(groups) > len(COLOURS):  # zip would drop the groups past the last colour, silently
+        raise ValueError(f"{len(groups)} groups, {len(COLOURS)} colours: add one to COLOURS")
+    colour_of = dict(zip(groups, COLOURS))
+    starts = list(dict.fromkeys(r.start for r in runs))
+    fig = Figure(figsize=(8 * len(starts), 5.4))
+    axes = fig.subplots(1, len(starts), sharey=True, squeeze=False)[0]
+    for ax, start in zip(axes, starts):
+        for group in groups:
+            mine = [p for p in points if p["run"].group == group and p["run"].start == start]
+            if mine:
+                draw_group(ax, mine, colour_of[group], group)
+        ax.axhline(0.0, color="black", lw=0.8)
+        ax.axhline(TARGET, color="C2", ls="--", lw=1, label=f"target: random weights + {TARGET:g}")
+        ax.set_xscale("log")
+        ax.set_xlabel("pre-training FLOPs (report.flops_per_step)")
+        ax.set_title(f"fine-tuned from the {start}")
+        ax.legend(fontsize=8, loc="lower right")
+    # after every panel is drawn: the panels share y, and a limit set earlier would stop the
+    # later panels' points from widening it
+    axes[0].set_ylim(bottom=Y_BOTTOM)
+    axes[0].set_ylabel("SST-2 gain over random weights (points)")
+    fig.suptitle("SST-2 after fine-tuning, against random weights of the same config "
+                 "(dots: mean over 3 fine-tuning seeds; bars: their min-max; grey: random jobs)",
+                 fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def draw_group(ax, points: list[dict], colour: str, label: str) -> None:
+    """One group's runs on `ax`: each gain with its fine-tuning seeds' bar, and the random jobs'
+    spread at its FLOPs in grey (what a gain must clear)."""
+    x = np.array([p["flops"] for p in points])
+    gain = np.array([p["gain"] for p in points])
+    # each run's fine-tuning seeds, less the same random mean as its gain
+    low = np.array([p["pretrained"][1] - p["random"][0] for p in points])
+    high = np.array([p["pretrained"][2] - p["random"][0] for p in points])
+    ax.errorbar(x, gain, yerr=[gain - low, high - gain], fmt="o", color=colour, capsize=3,
+                label=label)
+    for xi, lowest in zip(x, low):
+        if lowest < Y_BOTTOM:
+            ax.annotate(f"bar to {lowest:.0f}", (xi, Y_BOTTOM), xytext=(4, 4),
+                        textcoords="offset points", fontsize=7, color=colour)
+    for p in points:
+        mean, lo, hi = p["random"]
+        ax.plot([p["flops"]] * 2, [lo - mean, hi - mean], color="grey", lw=6, alpha=0.25,
+                solid_capstyle="butt")
 
 
 def main(argv=None) -> list[dict]:
@@ -175,7 +216,8 @@ def main(argv=None) -> list[dict]:
     points = plot(RUNS, Path(args.out))
     for p in points:
         r = p["run"]
-        print(f"{r.init:24} {r.updates:>7,} updates {p['flops']:.2e} FLOPs  gain {p['gain']:+.2f}")
+        print(f"{r.init:24} {r.updates:>7,} updates {p['flops']:.2e} FLOPs  gain {p['gain']:+6.2f}"
+              f"  ({r.start})")
     print(f"wrote {args.out}")
     return points
 

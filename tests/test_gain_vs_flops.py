@@ -88,3 +88,38 @@ def test_more_groups_than_colours_is_an_error_not_a_missing_group(tmp_path):
             for i in range(len(g.COLOURS) + 1)]
     with pytest.raises(ValueError, match="add one to COLOURS"):
         g.plot(runs, tmp_path / "gain.png", tables=tmp_path)
+
+
+def test_each_start_is_a_panel_and_a_group_keeps_its_colour_across_panels(tmp_path):
+    from matplotlib.colors import to_hex
+
+    (tmp_path / "old.md").write_text(TABLE)
+    (tmp_path / "new.md").write_text(TABLE_WITH_MEDIANS)
+    # the embeddings panel's one point is higher than anything in the first panel
+    high = TABLE_WITH_MEDIANS.replace("70.60 [69.38-71.33]", "80.60 [79.38-81.33]")
+    (tmp_path / "high.md").write_text(high.replace("| +4.03 |", "| +14.02 |"))
+    runs = [g.Run("cpu", "old.md", "runs/old", "tiny", 4096, 1800),
+            g.Run("gpu", "new.md", "runs/new", "small", 30522, 18719),
+            g.Run("gpu", "high.md", "runs/new", "small", 30522, 18719, start=g.EMBEDDINGS)]
+    points = g.plot(runs, tmp_path / "gain.png", tables=tmp_path)
+    fig = g.figure(points)
+    whole, embeddings = fig.axes
+    assert whole.get_title() == f"fine-tuned from the {g.WHOLE}"
+    assert embeddings.get_title() == f"fine-tuned from the {g.EMBEDDINGS}"
+
+    def colours(ax):  # each group's errorbar: its label and its dots' colour
+        return {c.get_label(): to_hex(c.lines[0].get_color()) for c in ax.containers}
+
+    assert colours(whole) == {"cpu": to_hex("C0"), "gpu": to_hex("C1")}
+    assert colours(embeddings) == {"gpu": to_hex("C1")}  # not the first colour: gpu's own
+    # the shared y axis holds every panel's bars, the later panels' too
+    for ax in fig.axes:
+        for container in ax.containers:
+            _, top = container.lines[2][0].get_segments()[0][:, 1]
+            assert ax.get_ylim()[1] >= top
+
+
+def test_a_single_start_draws_one_panel(tmp_path):
+    (tmp_path / "old.md").write_text(TABLE)
+    runs = [g.Run("cpu", "old.md", "runs/old", "tiny", 4096, 1800)]
+    assert len(g.figure(g.plot(runs, tmp_path / "gain.png", tables=tmp_path)).axes) == 1
