@@ -24,12 +24,18 @@ reads it with (the protocol: 20,000 SST-2 rows, 1 epoch, seeds 0 1 2):
   updates, seed 1 at 24,669), and the books, WikiText-2 and SST-2's unlabelled training sentences
   (seed 1, 18,719 updates); Table 7's Small recipe;
 - BERT's objective at candidate 20's FLOPs (2,955 updates), the same corpus, vocab and recipe as
-  candidate 20, three seeds: the paper's Figure-1 comparison at one budget.
+  candidate 20, three seeds: the paper's Figure-1 comparison at one budget;
+- candidate 21, candidate 20's preset over the hour (10,800 updates, seed 0) and its checkpoint at
+  5,400, read as candidate 20.
 
 A second panel reads the runs fine-tuned with every block drawn afresh (finetune.py
 --reinit-layers set to the config's layers: the pre-trained embeddings alone), where RESULTS.md
 found Small's gain ("Where ELECTRA-Small's gain lives"): candidate 20, BERT at its FLOPs, and
-ELECTRA-Small's two seed-1 runs. Their zero point is the twin fine-tuned with the same flag.
+ELECTRA-Small's two seed-1 runs. Their zero point is the twin fine-tuned with the same flag,
+except for the tiny ELECTRA runs: one job of seed 0's twin with the flag collapsed (59.63), which
+would put those runs 5 to 7 points up, so they are read against the draws their whole encoder
+was read against (Run.zero; random weights with their blocks redrawn are random weights of the
+same distribution), as RESULTS.md reads them.
 """
 from __future__ import annotations
 
@@ -55,7 +61,7 @@ TARGET = 2.0  # issue 27: SST-2 >= random weights + 2 points
 # the y axis starts here: a fine-tuning job that failed (the majority class, 50.92) reaches -28,
 # and would squash every other point into a band; a bar cut here is labelled with its end
 Y_BOTTOM = -20.0
-COLOURS = ("C0", "C1", "C7", "C3", "C4")  # one a group, in RUNS' order (grey: the books runs)
+COLOURS = ("C0", "C1", "C7", "C3", "C4", "C9")  # one a group, in RUNS' order (grey: the books runs)
 # what fine-tuning starts from: every pre-trained weight (the protocol, the paper's fine-tuning),
 # or the pre-trained embeddings alone (finetune.py --reinit-layers set to the config's layers)
 WHOLE = "whole encoder"
@@ -74,6 +80,7 @@ class Run:
     updates: int  # the updates made
     objective: str = "electra"  # train.py --objective: BERT's has no G (fewer FLOPs an update)
     start: str = WHOLE  # what fine-tuning started from: WHOLE or EMBEDDINGS
+    zero: str = ""  # a table whose row for `init` gives the zero point ("": `table`'s own)
 
 
 CPU_15 = "tiny, 15 min on 2 CPU cores (tapt corpus, vocab 4,096)"
@@ -81,6 +88,7 @@ CPU_60 = "tiny-hour, 60 min on 2 CPU cores (tapt corpus, vocab 8,192)"
 GPU_BOOKS = "ELECTRA-Small, one H100 (books + WikiText-2)"
 GPU_TAPT = "ELECTRA-Small, one H100 (+ SST-2's unlabelled sentences)"
 CPU_15_BERT = "BERT, tiny, candidate 20's FLOPs on 2 CPU cores (tapt corpus, vocab 4,096)"
+CPU_15_HOUR = "tiny, the 15-minute preset over 60 min (candidate 21; the 30-min checkpoint too)"
 SEED_SUFFIXES = ("", "s1", "s2")  # pre-training seeds 0, 1, 2: runs/X, runs/Xs1, runs/Xs2
 RUNS = [
     *(Run(CPU_15, "v4096-lpft-sst2.md", f"runs/v4096{s}", "tiny", 4096, 1800)
@@ -97,9 +105,14 @@ RUNS = [
     *(Run(CPU_15_BERT, "v4096-bert-2955-sst2.md", f"runs/v4096-bert-2955{s}", "tiny", 4096, 2955,
           "bert")
       for s in SEED_SUFFIXES),
+    *(Run(CPU_15_HOUR, "v4096-10800-lpft-sst2.md", f"runs/v4096-10800{at}", "tiny", 4096, n)
+      for at, n in (("-at5400", 5400), ("", 10800))),
     *(Run(CPU_15, "v4096-2700-reinit4-sst2.md", f"runs/v4096-2700{s}", "tiny", 4096, 2700,
-          start=EMBEDDINGS)
+          start=EMBEDDINGS, zero="v4096-2700-lpft-sst2.md")
       for s in SEED_SUFFIXES),
+    *(Run(CPU_15_HOUR, "v4096-10800-reinit4-sst2.md", f"runs/v4096-10800{at}", "tiny", 4096, n,
+          start=EMBEDDINGS, zero="v4096-10800-lpft-sst2.md")
+      for at, n in (("-at5400", 5400), ("", 10800))),
     *(Run(CPU_15_BERT, "v4096-bert-2955-reinit4-sst2.md", f"runs/v4096-bert-2955{s}", "tiny",
           4096, 2955, "bert", EMBEDDINGS)
       for s in SEED_SUFFIXES),
@@ -147,11 +160,21 @@ def run_flops(run: Run) -> float:
 
 def plot(runs: list[Run], png: Path, tables: Path = TABLES) -> list[dict]:
     """The figure (`figure`), written to `png`; returns each run's point (its FLOPs and row)."""
-    points = [{"run": r, "flops": run_flops(r), **read_row(tables / r.table, r.init)} for r in runs]
+    points = [point(r, tables) for r in runs]
     fig = figure(points)
     png.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(png, dpi=120)
     return points
+
+
+def point(run: Run, tables: Path = TABLES) -> dict:
+    """`run`'s point: its FLOPs and its row (read_row), the random column and the gain taken from
+    run.zero's row when it names a table (the gain then the difference of the printed means)."""
+    row = read_row(tables / run.table, run.init)
+    if run.zero:
+        row["random"] = read_row(tables / run.zero, run.init)["random"]
+        row["gain"] = round(row["pretrained"][0] - row["random"][0], 2)
+    return {"run": run, "flops": run_flops(run), **row}
 
 
 def figure(points: list[dict]):

@@ -63,7 +63,7 @@ def test_the_flops_are_those_the_runs_printed():
 
 def test_every_point_of_the_figure_is_a_committed_row_whose_gain_is_its_means_difference():
     for run in g.RUNS:
-        row = g.read_row(g.TABLES / run.table, run.init)
+        row = g.point(run)
         # the tables print two decimals, so the difference of the rounded means is within 0.01
         assert row["gain"] == pytest.approx(row["pretrained"][0] - row["random"][0], abs=0.011)
         lo, hi = row["pretrained"][1:]
@@ -123,3 +123,16 @@ def test_a_single_start_draws_one_panel(tmp_path):
     (tmp_path / "old.md").write_text(TABLE)
     runs = [g.Run("cpu", "old.md", "runs/old", "tiny", 4096, 1800)]
     assert len(g.figure(g.plot(runs, tmp_path / "gain.png", tables=tmp_path)).axes) == 1
+
+
+def test_a_zero_table_replaces_the_random_column_and_the_gain(tmp_path):
+    (tmp_path / "old.md").write_text(TABLE)
+    (tmp_path / "zero.md").write_text(TABLE.replace("77.85 [76.38-79.47]", "75.00 [74.00-76.00]"))
+    run = g.Run("cpu", "old.md", "runs/old", "tiny", 4096, 1800, start=g.EMBEDDINGS,
+                zero="zero.md")
+    p = g.point(run, tables=tmp_path)
+    assert p["pretrained"] == (76.38, 74.54, 77.64)  # from the run's own table
+    assert p["random"] == (75.00, 74.00, 76.00)  # from the zero table
+    assert p["gain"] == 1.38  # 76.38 - 75.00, not the printed -1.48
+    own = g.Run("cpu", "old.md", "runs/old", "tiny", 4096, 1800)  # no zero: the table's gain
+    assert g.point(own, tables=tmp_path)["gain"] == -1.48
