@@ -124,15 +124,3 @@ def test_a_single_start_draws_one_panel(tmp_path):
     runs = [g.Run("cpu", "old.md", "runs/old", "tiny", 4096, 1800)]
     assert len(g.figure(g.plot(runs, tmp_path / "gain.png", tables=tmp_path)).axes) == 1
 
-
-def test_a_zero_table_replaces_the_random_column_and_the_gain(tmp_path):
-    (tmp_path / "old.md").write_text(TABLE)
-    (tmp_path / "zero.md").write_text(TABLE.replace("77.85 [76.38-79.47]", "75.00 [74.00-76.00]"))
-    run = g.Run("cpu", "old.md", "runs/old", "tiny", 4096, 1800, start=g.EMBEDDINGS,
-                zero="zero.md")
-    p = g.point(run, tables=tmp_path)
-    assert p["pretrained"] == (76.38, 74.54, 77.64)  # from the run's own table
-    assert p["random"] == (75.00, 74.00, 76.00)  # from the zero table
-    assert p["gain"] == 1.38  # 76.38 - 75.00, not the printed -1.48
-    own = g.Run("cpu", "old.md", "runs/old", "tiny", 4096, 1800)  # no zero: the table's gain
-    assert g.point(own, tables=tmp_path)["gain"] == -1.48
