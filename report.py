@@ -66,6 +66,12 @@ CONTEXT_TEMPERATURE = ElectraConfig.temperature
 EAGER = torch.compiler.set_stance("force_eager")
 
 
+def forked_rng(device: torch.device):
+    """torch's RNG forked for a `with` block (the GPU's too when the model is on one), so that an
+    evaluation's draws leave training's random stream where it was."""
+    return torch.random.fork_rng(devices=[device.index or 0] if device.type == "cuda" else [])
+
+
 @torch.no_grad()
 @EAGER
 def evaluate_heldout(model: torch.nn.Module, examples: np.ndarray, batches, cfg, autocast,
@@ -92,8 +98,7 @@ def evaluate_heldout(model: torch.nn.Module, examples: np.ndarray, batches, cfg,
     model.eval()
     inputs = [tuple(torch.from_numpy(a).to(device) for a in arrays)
               for arrays in heldout_batches(examples, batches, cfg.eval_batches)]
-    devices = [device.index or 0] if device.type == "cuda" else []
-    with torch.random.fork_rng(devices=devices):
+    with forked_rng(device):
         stats = heldout_pass(model, inputs, autocast, cfg.seed, temperature)
         has_d = model.discriminator is not None
         if has_d and temperature == CONTEXT_TEMPERATURE:
@@ -372,8 +377,7 @@ def heldout_example(model: torch.nn.Module, examples: np.ndarray, batches, cfg,
     i = int(np.argmax(first[:, 1] + first[:, 3]))
     arrays = heldout_batches(first[i:i + 1], batches, 1)[0]
     x, segment_ids, attention_mask = (torch.from_numpy(a).to(device) for a in arrays)  # [1, T]
-    devices = [device.index or 0] if device.type == "cuda" else []
-    with torch.random.fork_rng(devices=devices):
+    with forked_rng(device):
         torch.manual_seed(cfg.seed)
         out = model(x, segment_ids, attention_mask, temperature=temperature)
     model.train()
