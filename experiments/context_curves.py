@@ -42,6 +42,20 @@ def context_curve(run: Path) -> tuple[list[int], list[float]]:
     return steps, [curve[s] for s in steps]
 
 
+def run_name(run: Path) -> str:
+    """The legend's name of `run`: a run folder's name, or that of the folder holding its
+    metrics.jsonl; a copy of metrics.jsonl by its own name.
+
+    >>> run_name(Path("runs/v4096-10800")), run_name(Path("runs/v4096-10800/metrics.jsonl"))
+    ('v4096-10800', 'v4096-10800')
+    >>> run_name(Path("hours1-metrics.jsonl"))
+    'hours1-metrics'
+    """
+    if run.name == "metrics.jsonl":
+        return run.parent.name
+    return run.stem if run.suffix == ".jsonl" else run.name
+
+
 def first_at(steps: list[int], values: list[float], level: float) -> int | None:
     """The first update whose value is `level` or more (None: never).
 
@@ -62,7 +76,7 @@ def plot(runs: list[Path], png: Path, rise: float = RISE) -> list[dict]:
     summary = []
     for run in runs:
         steps, values = context_curve(run)
-        name = run.name if run.is_dir() else run.parent.name + "/" + run.name
+        name = run_name(run)
         ax.plot(steps, values, "o-", ms=2.5, label=name)
         summary.append({"run": name, "last_step": steps[-1], "last": values[-1],
                         "rise": first_at(steps, values, rise)})
