@@ -25,15 +25,16 @@ reads it with (the protocol: 20,000 SST-2 rows, 1 epoch, seeds 0 1 2):
   (seed 1, 18,719 updates); Table 7's Small recipe;
 - BERT's objective at candidate 20's FLOPs (2,955 updates), the same corpus, vocab and recipe as
   candidate 20, three seeds: the paper's Figure-1 comparison at one budget;
-- candidate 21, candidate 20's preset over the hour (10,800 updates, seed 0) and its checkpoint at
-  5,400, read as candidate 20.
+- candidate 21, candidate 20's preset over the hour (10,800 updates, seeds 0, 1 and 2) and seed 0's
+  checkpoint at 5,400, read as candidate 20.
 
 A second panel reads the runs fine-tuned with every block drawn afresh (finetune.py
 --reinit-layers set to the config's layers: the pre-trained embeddings alone), where RESULTS.md
-found Small's gain ("Where ELECTRA-Small's gain lives"): candidate 20, BERT at its FLOPs, and
-ELECTRA-Small's two seed-1 runs. Their zero point is random weights fine-tuned with the same
-flag: the twin for BERT and Small, three draws pooled for the tiny ELECTRA runs (one job of seed
-0's twin collapsed, 59.63, and a draw of random weights can fail again: the grey bars).
+found Small's gain ("Where ELECTRA-Small's gain lives"): candidates 20 and 21, BERT at candidate
+20's FLOPs, and ELECTRA-Small's two seed-1 runs. Their zero point is random weights fine-tuned
+with the same flag: the twin for BERT and Small, three draws pooled for the tiny ELECTRA runs
+(one job of seed 0's twin collapsed, 59.63, and a draw of random weights can fail again: the
+grey bars).
 """
 from __future__ import annotations
 
@@ -85,8 +86,10 @@ CPU_60 = "tiny-hour, 60 min on 2 CPU cores (tapt corpus, vocab 8,192)"
 GPU_BOOKS = "ELECTRA-Small, one H100 (books + WikiText-2)"
 GPU_TAPT = "ELECTRA-Small, one H100 (+ SST-2's unlabelled sentences)"
 CPU_15_BERT = "BERT, tiny, candidate 20's FLOPs on 2 CPU cores (tapt corpus, vocab 4,096)"
-CPU_15_HOUR = "tiny, the 15-minute preset over 60 min (candidate 21; the 30-min checkpoint too)"
+CPU_15_HOUR = "tiny, the 15-minute preset over 60 min (candidate 21, 3 seeds; a 30-min checkpoint)"
 SEED_SUFFIXES = ("", "s1", "s2")  # pre-training seeds 0, 1, 2: runs/X, runs/Xs1, runs/Xs2
+# candidate 21's runs: seed 0's checkpoint at update 5,400, then seeds 0, 1, 2 at 10,800
+CANDIDATE_21 = (("-at5400", 5400), *((s, 10800) for s in SEED_SUFFIXES))
 RUNS = [
     *(Run(CPU_15, "v4096-lpft-sst2.md", f"runs/v4096{s}", "tiny", 4096, 1800)
       for s in SEED_SUFFIXES),
@@ -103,13 +106,13 @@ RUNS = [
           "bert")
       for s in SEED_SUFFIXES),
     *(Run(CPU_15_HOUR, "v4096-10800-lpft-sst2.md", f"runs/v4096-10800{at}", "tiny", 4096, n)
-      for at, n in (("-at5400", 5400), ("", 10800))),
+      for at, n in CANDIDATE_21),
     *(Run(CPU_15, "v4096-reinit4-draws3-sst2.md", f"runs/v4096-2700{s}", "tiny", 4096, 2700,
           start=EMBEDDINGS)
       for s in SEED_SUFFIXES),
     *(Run(CPU_15_HOUR, "v4096-reinit4-draws3-sst2.md", f"runs/v4096-10800{at}", "tiny", 4096, n,
           start=EMBEDDINGS)
-      for at, n in (("-at5400", 5400), ("", 10800))),
+      for at, n in CANDIDATE_21),
     *(Run(CPU_15_BERT, "v4096-bert-2955-reinit4-sst2.md", f"runs/v4096-bert-2955{s}", "tiny",
           4096, 2955, "bert", EMBEDDINGS)
       for s in SEED_SUFFIXES),
