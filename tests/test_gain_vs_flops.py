@@ -123,4 +123,3 @@ def test_a_single_start_draws_one_panel(tmp_path):
     (tmp_path / "old.md").write_text(TABLE)
     runs = [g.Run("cpu", "old.md", "runs/old", "tiny", 4096, 1800)]
     assert len(g.figure(g.plot(runs, tmp_path / "gain.png", tables=tmp_path)).axes) == 1
-
