@@ -61,7 +61,7 @@ TARGET = 2.0  # issue 27: SST-2 >= random weights + 2 points
 # and would squash every other point into a band; a bar cut here is labelled with its end
 Y_BOTTOM = -20.0
 # one a group, in RUNS' order (grey: the books runs; no C2, the target line's green)
-COLOURS = ("C0", "C1", "C7", "C3", "C4", "C9", "C6")
+COLOURS = ("C0", "C1", "C7", "C3", "C4", "C9", "C6", "C5")
 # what fine-tuning starts from: every pre-trained weight (the protocol, the paper's fine-tuning),
 # or the pre-trained embeddings alone (finetune.py --reinit-layers set to the config's layers)
 WHOLE = "whole encoder"
@@ -89,7 +89,9 @@ GPU_TAPT = "ELECTRA-Small, one H100 (+ SST-2's unlabelled sentences)"
 CPU_15_BERT = "BERT, tiny, candidate 20's FLOPs on 2 CPU cores (tapt corpus, vocab 4,096)"
 CPU_15_HOUR = "tiny, the 15-minute preset over 60 min (candidate 21, 3 seeds; a 30-min checkpoint)"
 CPU_HOUR_STRETCHED = ("tiny, candidate 21 with the lr's decay stretched to 21,600 updates, "
-                      "stopped at 10,800 (60 min, seeds 0 and 2)")
+                      "stopped at 10,800 (60 min, 3 seeds)")
+CPU_15_DROPOUT = ("tiny, candidate 20 with the paper's dropout 0.1 in pre-training (candidate 22; "
+                  "fine-tuned at dropout 0)")
 SEED_SUFFIXES = ("", "s1", "s2")  # pre-training seeds 0, 1, 2: runs/X, runs/Xs1, runs/Xs2
 # candidate 21's runs: seed 0's checkpoint at update 5,400, then seeds 0, 1, 2 at 10,800
 CANDIDATE_21 = (("-at5400", 5400), *((s, 10800) for s in SEED_SUFFIXES))
@@ -121,7 +123,10 @@ RUNS = [
       for s in SEED_SUFFIXES),
     *(Run(CPU_HOUR_STRETCHED, "v4096-21600-at10800-sst2.md", f"runs/v4096-21600-at10800{s}",
           "tiny", 4096, 10800)
-      for s in ("", "s2")),
+      for s in SEED_SUFFIXES),
+    *(Run(CPU_15_DROPOUT, "v4096-2700-drop-sst2.md", f"runs/v4096-2700-drop{s}", "tiny", 4096,
+          2700)
+      for s in SEED_SUFFIXES),
     Run(GPU_BOOKS, "gpu_small-reinit12-sst2.md", "runs/gpu_small3", "small", 30522, 24669,
         start=EMBEDDINGS),
     Run(GPU_TAPT, "gpu_small-reinit12-sst2.md", "runs/gpu_small_tapt", "small", 30522, 18719,
