@@ -489,7 +489,8 @@ def test_tiny_step_is_fast_on_cpu():
     cfg = get_config("tiny")
     model = Electra(cfg)
     x = torch.randint(1000, cfg.vocab_size, (32, 128))
-    x[:, 0], x[:, -1] = cfg.cls_id, cfg.sep_id
+    x[:, 0] = cfg.cls_id
+    x[:, -1] = cfg.sep_id
     seg, am = torch.zeros_like(x), torch.ones_like(x)
     assert torch.get_num_threads() == 1  # conftest's setting: one thread's CPU time is steady
     model(x, seg, am).loss.backward()  # warm-up
