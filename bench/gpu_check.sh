@@ -25,19 +25,27 @@
 #   finetune  experiments/sst2_check.py: that run fine-tuned on SST-2 (issue 27's protocol:
 #             20,000 rows, 1 epoch; seed 0 only) against its random-weights twin, the zero
 #             point, with finetune.py's recipe for the size (Table 7)
-# --run: only the train step, for RUN_S seconds, resuming the run in $RUN from its checkpoint.
+# --run: the train step, for RUN_S seconds, resuming the run in $RUN from its checkpoint, the
+# export of BRING_BACK below; then
+#   blimp     evaluate.py blimp on the run, on the GPU: D's sentence scores and G's
+#             pseudo-log-likelihood (issue 27), 200 pairs per paradigm, into blimp.json. Scoring
+#             there brings back a few kB instead of the weights, so D and G are both scored in one
+#             call (the weights of both do not fit in what a call returns). Skipped, and said so,
+#             without BLiMP's files in $BLIMP (bench/gpu_prepare.sh copies them).
 #
 # What comes back, in $OUT (default gpu_out/; at most 8 files of 16 MiB each): gpu_check.log (every
 # step's output), summary.json (versions, each step's status and seconds, the bench's figures, the
-# run's last rows, SST-2's dev accuracy against random weights), metrics.jsonl and curves.png (the
-# run), profile.txt, sst2_check.md (the SST-2 table) and finetune.json (its figures). The checkpoint
+# run's last rows, SST-2's dev accuracy against random weights, BLiMP's overall accuracies),
+# metrics.jsonl and curves.png (the run), profile.txt, sst2_check.md (the SST-2 table),
+# finetune.json (its figures) and, after --run, blimp.json (evaluate.py's results). The checkpoint
 # (G, D and Adam's moments: ~170 MB) cannot come back, and carrying .gpurun/ would replace it: the
 # run continues only while the machine stays warm (on a fresh one --run starts it again, and says
 # so). BRING_BACK=1 with --run also brings the discriminator (HuggingFace layout, ~54 MB, and
 # step.txt, the checkpoint's update) in 15 MiB parts: cat discriminator.tar.part-* | tar x.
 # BRING_BACK=generator brings G instead (~18 MB), for
-# G's BLiMP: the device returns at most 64 MiB a call, too little for both, so G comes in a second
-# --run call with RUN_S=0 (the run untouched, only the export), while the machine is warm.
+# fine-tuning it elsewhere: the device returns at most 64 MiB a call, too little for both, so G
+# comes in a second --run call with RUN_S=0 (the run untouched, only the export), while the machine
+# is warm. For BLiMP neither has to come back: the blimp step scores both on the GPU.
 set -uo pipefail  # no -e: a failed step is logged and the next one runs
 cd "$(dirname "$0")/.."
 
@@ -55,6 +63,7 @@ OUT=${OUT:-gpu_out}
 DATA=${DATA:-.gpudata}              # bench/gpu_prepare.sh's folder
 CORPUS=${CORPUS:-$DATA/corpus}      # WikiText-2 valid/test + 13 Gutenberg books, 8 MB
 SST2=${SST2:-$DATA/SST-2}           # GLUE SST-2: train.tsv, dev.tsv
+BLIMP=${BLIMP:-$DATA/blimp}         # BLiMP's 67 jsonl files (29 MB), for the blimp step of --run
 VOCAB=${VOCAB:-$DATA/vocab.txt}     # the corpus's 30,522 pieces (else train.py trains them)
 CACHE=${CACHE:-$DATA/cache}         # the corpus tokenised (else train.py tokenises it)
 RUN=${RUN:-${defaults[0]}}          # the run (git-ignored, never carried: it stays there)
@@ -71,13 +80,15 @@ CUDA_GRAPHS=${CUDA_GRAPHS:-1}
 RUN_S=${RUN_S:-${defaults[3]}}      # --run: seconds of training in the call
 STOP_AT=${STOP_AT:-}                # an update to stop the run at (the dry-run test's bound)
 SEED=${SEED:-0}                     # the run's seed: a second pre-training seed for its spread
-STEPS=${STEPS:-versions tests bench train profile finetune export}  # which to run, e.g. "bench"
+STEPS=${STEPS:-versions tests bench train profile finetune blimp export}  # e.g. "bench"
 TOTAL_S=${TOTAL_S:-570}             # the whole script: a device call ends at 600 s
 T_VERSIONS=${T_VERSIONS:-30}        # the other steps' limits, in seconds
 T_TESTS=${T_TESTS:-120}     # measured 64 s, then 83 s with 9 tests, on an H100 (2026-11-26)
 T_BENCH=${T_BENCH:-300}     # 180 s and 330 s both cut HF's compiled variant short on an H100
 T_PROFILE=${T_PROFILE:-60}  # 45 s cut it short on an H100, after profiling
 T_FINETUNE=${T_FINETUNE:-100}  # 2 jobs (pre-trained, random) of about 40 s on an H100
+T_BLIMP=${T_BLIMP:-90}      # Small's D and G: 184 s on 2 CPU threads; not yet timed on a GPU
+# (RUN_S=470 TOTAL_S=560 left 71 s after the export on an H100: RUN_S=440 leaves it 100)
 
 compile=()
 train_compile=()
@@ -95,12 +106,14 @@ if [ "$DRY" = 1 ]; then
          --eval-batches 1)
     profile=(--size tiny --batch 2 --seq 32 --steps 2 --warmup 1 --rows 5)
     finetune=(--max-train-examples 64 --seeds 0 --max-seq-len 32)
+    blimp=(--per-paradigm 2)
 else
     device=cuda
     bench=(--size small --batch 128 --seq 128 --cuda-graphs)  # --cuda-graphs only with --compile
     run=(--size small --log-interval 50 --eval-interval 500)
     profile=(--size small --batch 128 --seq 128 --steps 20 --warmup 10)
     finetune=(--seeds 0)  # one seed each: the step checks the path, a 3-minute run is no claim
+    blimp=()  # evaluate.py's 200 pairs per paradigm, as every BLiMP number in RESULTS.md
 fi
 if [ -n "$STOP_AT" ]; then
     run+=(--stop-at "$STOP_AT")
@@ -260,6 +273,14 @@ Path(sys.argv[2]).write_text(str(saved["step"]) + "\n")' \
                 "$RUN/ckpt.pt" "$WORK/hf/$bring/step.txt" >> "$LOG" 2>&1
             tar -C "$WORK/hf" -cf - "$bring" | split -b 15M - "$OUT/$bring.tar.part-"
         fi
+    fi
+    # after the export, which SST-2 needs: BLiMP gets the time left
+    if [ -d "$BLIMP" ]; then
+        step blimp "$T_BLIMP" "$PYTHON" evaluate.py blimp --init "$RUN" --data-dir "$BLIMP" \
+            --device "$device" --out "$WORK/blimp" "${blimp[@]}"
+        cp "$WORK/blimp/blimp.json" "$OUT/blimp.json" 2> /dev/null
+    else
+        echo "gpu_check --run: no BLiMP files in $BLIMP: the blimp step is skipped" | tee -a "$LOG"
     fi
 fi
 cp "$RUN/metrics.jsonl" "$RUN/curves.png" "$OUT/" 2> /dev/null

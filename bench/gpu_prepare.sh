@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Run on the CPU machine, once, before a GPU call: everything bench/gpu_check.sh needs that is not
-# in the repository goes into .gpudata/ (git-ignored, 17 MB), so the GPU's minutes go to measuring.
+# in the repository goes into .gpudata/ (git-ignored, 46 MB), so the GPU's minutes go to measuring.
 #
 #     SHARED=/work/shared/data bash bench/gpu_prepare.sh
 #
 # .gpudata/corpus   a copy of $SHARED/corpus (WikiText-2 valid/test + 13 Gutenberg books, 8 MB)
 # .gpudata/SST-2    a copy of $SHARED/glue/SST-2 (train.tsv, dev.tsv)
+# .gpudata/blimp    a copy of $SHARED/blimp (BLiMP's 67 jsonl files, 29 MB), when it is there
 # .gpudata/vocab.txt  the 30,522-piece WordPiece vocabulary that train.py --size small trains on it
 # .gpudata/cache/   that corpus tokenised with it (train.py's cache: found by content, not by path)
 #
@@ -26,6 +27,10 @@ chmod -R u+w "$DEST"
 rm -rf "$DEST/corpus" "$DEST/SST-2"
 cp -r "$SHARED/corpus" "$DEST/corpus"
 cp -r "$SHARED/glue/SST-2" "$DEST/SST-2"
+rm -rf "$DEST/blimp"
+if [ -d "$SHARED/blimp" ]; then  # gpu_check.sh --run scores the run on it (its blimp step)
+    cp -r "$SHARED/blimp" "$DEST/blimp"
+fi
 chmod -R u+w "$DEST"  # the shared copies are read-only; a later run replaces them
 if [ ! -f "$DEST/vocab.txt" ]; then
     # One CPU update of a small batch: the vocabulary and the tokenised corpus are what it leaves.

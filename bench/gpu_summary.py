@@ -4,8 +4,8 @@ the files the steps wrote, and printed, so that the end of a device call's outpu
     python bench/gpu_summary.py WORK RUN OUT_JSON SECONDS
 
 WORK holds steps.tsv (name, exit status, seconds, limit: one line a step) and what the steps wrote
-(versions.json, bench.json, profile.txt, sst2/sst2_check.json); RUN is the train step's run
-folder (metrics.jsonl). A file a step did not write reads as null.
+(versions.json, bench.json, profile.txt, sst2/sst2_check.json, blimp/blimp.json); RUN is the train
+step's run folder (metrics.jsonl). A file a step did not write reads as null.
 """
 import json
 import statistics
@@ -59,6 +59,8 @@ def summarize(work: Path, run: Path, seconds: int) -> dict:
                                for name in ("pretrained", "random", "gain")}}
                      if sst2_rows else {}),
         "profile": profile.read_text().splitlines()[0] if profile.is_file() else None,
+        # BLiMP's accuracies over every pair: D's sum and mean, G's pseudo-log-likelihood
+        "blimp": (load(work / "blimp" / "blimp.json") or {}).get("overall"),
     }
 
 
@@ -79,6 +81,8 @@ def main(argv=None) -> dict:
     print(f"eval  last {json.dumps(train['last_eval'])}")
     if summary["finetune"]:
         print(f"finetune {json.dumps(summary['finetune'])}")
+    if summary["blimp"]:
+        print(f"blimp {json.dumps(summary['blimp'])}")
     return summary
 
 

@@ -114,7 +114,8 @@ def gpu_check(tmp_path, *args, **env):
            "OUT": str(tmp_path / "out"), "WORK": str(tmp_path / "work"),
            "RUN": str(tmp_path / "run"),
            "CORPUS": str(tmp_path / "corpus"), "SST2": str(tmp_path / "SST-2"),
-           "VOCAB": str(tmp_path / "vocab.txt"), "CACHE": str(tmp_path / "cache"), **env}
+           "VOCAB": str(tmp_path / "vocab.txt"), "CACHE": str(tmp_path / "cache"),
+           "BLIMP": str(tmp_path / "blimp"), **env}
     done = subprocess.run(["bash", str(ROOT / "bench" / "gpu_check.sh"), *args], env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -124,7 +125,7 @@ def gpu_check(tmp_path, *args, **env):
 def test_gpu_check_script_runs_its_steps_and_continues_its_run(tmp_path):
     """The GPU call's script parses, and its dry run chains the steps that hand files on: train.py
     writes the run that sst2_check.py fine-tunes on SST-2 beside its random twin, then --run resumes
-    it. (The other steps'
+    it and scores it on BLiMP. (The other steps'
     commands, run by GPU_CHECK_DRY=1 bash bench/gpu_check.sh, take a minute: they are the
     benchmarks tested above and tests/test_gpu.py.)"""
     from tokenizer import train as train_vocab
@@ -141,6 +142,12 @@ def test_gpu_check_script_runs_its_steps_and_continues_its_run(tmp_path):
         rows = [f"{lines[i]}\t{i % 2}" for i in range(n)]
         text = "sentence\tlabel\n" + "\n".join(rows) + "\n"
         (tmp_path / "SST-2" / f"{split}.tsv").write_text(text)
+    (tmp_path / "blimp").mkdir()
+    for uid, good, bad in (("p1", "the film was good .", "the film good was ."),
+                           ("p2", "a plot is dull .", "a plot dull is .")):
+        pair = {"sentence_good": good, "sentence_bad": bad, "field": "syntax", "UID": uid,
+                "pairID": "0"}
+        (tmp_path / "blimp" / f"{uid}.jsonl").write_text(json.dumps(pair) + "\n")
 
     printed, summary = gpu_check(tmp_path, STEPS="train finetune", STOP_AT="2")
     statuses = {name: s["exit"] for name, s in summary["steps"].items()}
@@ -156,9 +163,19 @@ def test_gpu_check_script_runs_its_steps_and_continues_its_run(tmp_path):
     printed, summary = gpu_check(tmp_path, "--run", STOP_AT="3")
     assert "continuing the run in" in printed and summary["train"]["step"] == 3
     assert "resuming at step 2" in (out / "gpu_run.log").read_text()
+    # the blimp step: D and G of the run scored there, two pairs, every score a credit of 0, 1/2
+    # or 1 a pair
+    assert summary["steps"]["blimp"]["exit"] == "0"
+    scored = json.loads((out / "blimp.json").read_text())
+    # the run as the train step left it, at update 3
+    assert scored["init"].endswith("run/ckpt.pt (step 3)") and not scored["random"]
+    assert summary["blimp"] == scored["overall"] and summary["blimp"]["pairs"] == 2
+    assert {summary["blimp"][s] for s in ("d_sum", "d_mean", "mlm_pll")} <= {0, 0.25, 0.5, 0.75, 1}
 
     # RUN_S=0 with BRING_BACK=generator: the run untouched, only G exported, in parts that unpack
-    printed, summary = gpu_check(tmp_path, "--run", RUN_S="0", BRING_BACK="generator")
+    printed, summary = gpu_check(tmp_path, "--run", RUN_S="0", BRING_BACK="generator",
+                                 BLIMP=str(tmp_path / "none"))
+    assert "no BLiMP files in" in printed and "blimp" not in summary["steps"]
     assert summary["steps"]["train"]["exit"] == "skipped" and summary["train"]["step"] == 3
     assert summary["steps"]["export"]["exit"] == "0"
     parts = sorted(out.glob("generator.tar.part-*"))
