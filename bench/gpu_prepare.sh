@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Run on the CPU machine, once, before a GPU call: everything bench/gpu_check.sh needs that is not
-# in the repository goes into .gpudata/ (git-ignored, 46 MB), so the GPU's minutes go to measuring.
+# in the repository goes into .gpudata/ (git-ignored, 23 MB), so the GPU's minutes go to measuring.
 #
 #     SHARED=/work/shared/data bash bench/gpu_prepare.sh
 #
 # .gpudata/corpus   a copy of $SHARED/corpus (WikiText-2 valid/test + 13 Gutenberg books, 8 MB)
 # .gpudata/SST-2    a copy of $SHARED/glue/SST-2 (train.tsv, dev.tsv)
-# .gpudata/blimp    a copy of $SHARED/blimp (BLiMP's 67 jsonl files, 29 MB), when it is there
+# .gpudata/blimp    the first evaluate.PER_PARADIGM pairs of each of $SHARED/blimp's 67 files (what
+#                   evaluate.py scores; 6 MB of the 29), when it is there
 # .gpudata/vocab.txt  the 30,522-piece WordPiece vocabulary that train.py --size small trains on it
 # .gpudata/cache/   that corpus tokenised with it (train.py's cache: found by content, not by path)
 #
@@ -29,7 +30,20 @@ cp -r "$SHARED/corpus" "$DEST/corpus"
 cp -r "$SHARED/glue/SST-2" "$DEST/SST-2"
 rm -rf "$DEST/blimp"
 if [ -d "$SHARED/blimp" ]; then  # gpu_check.sh --run scores the run on it (its blimp step)
-    cp -r "$SHARED/blimp" "$DEST/blimp"
+    # only the pairs scored: the carried folder's limit is 64 MiB, and a second corpus with its
+    # cache (CORPUS=.gpudata/tapt) needs room beside these
+    "$PYTHON" - "$SHARED/blimp" "$DEST/blimp" <<'EOF'
+import sys
+from pathlib import Path
+
+from evaluate import PER_PARADIGM
+
+source, dest = Path(sys.argv[1]), Path(sys.argv[2])
+dest.mkdir()
+for path in sorted(source.glob("*.jsonl")):
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    (dest / path.name).write_text("\n".join(lines[:PER_PARADIGM]) + "\n", encoding="utf-8")
+EOF
 fi
 chmod -R u+w "$DEST"  # the shared copies are read-only; a later run replaces them
 if [ ! -f "$DEST/vocab.txt" ]; then
