@@ -182,7 +182,8 @@ def spread(scores: list[float]) -> dict:
 
 def format_table(rows: list[dict], args: argparse.Namespace) -> str:
     """The markdown table: one line per init, pre-trained against its random weights (with
-    --draws, the draws pooled, and each draw's mean in a column of its own)."""
+    --draws, the draws pooled, and each draw's mean in a column of its own), and last every job's
+    score, so that the committed table alone can be pooled again once the job folders are gone."""
     seeds = " ".join(str(s) for s in args.seeds)
     lines = [f"SST-2 dev accuracy, {args.max_train_examples:,} training rows, {args.epochs} "
              f"epoch(s), seeds {seeds}: mean [min-max] std, median; the gain of the means "
@@ -190,22 +191,24 @@ def format_table(rows: list[dict], args: argparse.Namespace) -> str:
     if args.draws == 1:
         lines += ["",
                   "| init | pre-trained | random weights, same config and vocab | gain | "
-                  "median gain |",
-                  "|---|---|---|---:|---:|"]
+                  "median gain | every job: pre-trained; random |",
+                  "|---|---|---|---:|---:|---|"]
     else:
         lines += [f"Random weights: {args.draws} draws x {len(args.seeds)} seeds, pooled.",
                   "",
                   "| init | pre-trained | random weights, same config and vocab | "
-                  "mean of each draw | gain | median gain |",
-                  "|---|---|---|---|---:|---:|"]
+                  "mean of each draw | gain | median gain | every job: pre-trained; each draw |",
+                  "|---|---|---|---|---:|---:|---|"]
     for r in rows:
         cells = [f"{s['mean']:.2f} [{s['min']:.2f}-{s['max']:.2f}] {s['std']:.2f}, "
                  f"{s['median']:.2f}"
                  for s in (r["pretrained"], r["random"])]
         if args.draws > 1:
             cells.append(" / ".join(f"{d['mean']:.2f}" for d in r["draws"]))
+        jobs = [r["pretrained"]["scores"]] + [d["scores"] for d in r["draws"]]
+        every_job = "; ".join(" / ".join(f"{x:.2f}" for x in scores) for scores in jobs)
         lines.append(f"| {r['init']} | {' | '.join(cells)} | {r['gain']:+.2f} | "
-                     f"{r['median_gain']:+.2f} |")
+                     f"{r['median_gain']:+.2f} | {every_job} |")
     return "\n".join(lines)
 
 

@@ -42,6 +42,22 @@ def test_a_row_of_either_format_is_read_as_printed(tmp_path):
                    "gain": 4.03}
 
 
+def test_a_table_sst2_check_writes_now_is_read(tmp_path):
+    """The format of today's sst2_check.format_table, every job's scores in its last column."""
+    from argparse import Namespace
+
+    from sst2_check import format_table, spread
+
+    draws = [spread([66.0, 68.0]), spread([65.0, 67.0])]
+    row = {"init": "runs/now", "pretrained": spread([70.0, 72.0]),
+           "random": spread([66.0, 68.0, 65.0, 67.0]), "draws": draws, "gain": 4.5,
+           "median_gain": 4.5}
+    args = Namespace(seeds=[0, 1], max_train_examples=20000, epochs=1, draws=2)
+    (tmp_path / "now.md").write_text(format_table([row], args) + "\n")
+    assert g.read_row(tmp_path / "now.md", "runs/now") == {
+        "pretrained": (71.0, 70.0, 72.0), "random": (66.5, 65.0, 68.0), "gain": 4.5}
+
+
 def test_a_missing_row_is_one_line_that_names_the_table(tmp_path):
     (tmp_path / "old.md").write_text(TABLE)
     with pytest.raises(SystemExit, match="old.md has no row for runs/other"):

@@ -175,6 +175,8 @@ def test_draws_pool_several_random_inits_into_the_zero_point(tmp_path, monkeypat
     table = (tmp_path / "sst2_check.md").read_text()
     assert "2 draws x 2 seeds, pooled" in table
     assert "| 74.00 [70.00-78.00] 3.65, 74.00 | 71.00 / 77.00 | +8.00 | +8.00 |" in table
+    # every job's score last: the pre-trained ones, then each draw's
+    assert "| +8.00 | 80.00 / 84.00; 70.00 / 72.00; 76.00 / 78.00 |" in table
 
 
 def test_one_failed_random_job_moves_the_median_gain_less_than_the_gain(tmp_path, monkeypatch):
