@@ -99,6 +99,8 @@ def parse(p: argparse.ArgumentParser, argv, name: str) -> argparse.Namespace:
         p.error(f"--ft-lr {args.ft_lr}: must be a positive number (fine-tuning's peak lr)")
     if args.ft_layer_decay is not None and not 0 < args.ft_layer_decay <= 1:
         p.error(f"--ft-layer-decay {args.ft_layer_decay}: must be in (0, 1] (1: no decay)")
+    if args.ft_head_first_epochs is not None and args.ft_head_first_epochs < 0:
+        p.error(f"--ft-head-first-epochs {args.ft_head_first_epochs}: must be >= 0")
     if args.blimp_pairs < 0:
         p.error(f"--blimp-pairs {args.blimp_pairs}: must be >= 0 (0: every pair)")
     if args.vocab is not None and args.vocab_size is not None:
@@ -213,6 +215,9 @@ def add_common_args(p: argparse.ArgumentParser, default_tasks: str) -> None:
     plumbing.add_flag(p, "ft_layer_decay", type=float, default=None,
                       help="fine-tuning layer-wise lr decay (finetune.py --layer-decay; default: "
                            "Table 7's)")
+    plumbing.add_flag(p, "ft_head_first_epochs", type=int, default=None,
+                      help="fine-tuning epochs of the head alone on the frozen encoder first "
+                           "(finetune.py --head-first-epochs; default: none, as Table 7)")
     plumbing.add_flag(p, "blimp_dir", default=None,
                       help="a folder of BLiMP's jsonl files (evaluate.py --data-dir): score every "
                            "fine-tuned snapshot zero-shot on BLiMP too (default: no BLiMP)")
@@ -477,6 +482,8 @@ def ft_signature(args: argparse.Namespace, task: str) -> str:
         signature += f"-lr{args.ft_lr:g}"
     if args.ft_layer_decay is not None:
         signature += f"-ld{args.ft_layer_decay:g}"
+    if args.ft_head_first_epochs:
+        signature += f"-hf{args.ft_head_first_epochs}"
     if args.single_order:
         signature += "-single"
     return signature
@@ -507,6 +514,8 @@ def fine_tune(ctx: Context, run: Run, step: int, task: str, seed: int) -> dict:
         argv += ["--lr", str(a.ft_lr)]
     if a.ft_layer_decay is not None:
         argv += ["--layer-decay", str(a.ft_layer_decay)]
+    if a.ft_head_first_epochs:
+        argv += ["--head-first-epochs", str(a.ft_head_first_epochs)]
     if a.single_order:
         argv += ["--single-order"]
     report = finetune.main(argv)

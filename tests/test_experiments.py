@@ -255,7 +255,8 @@ def _protocol_argv(data, vocab, *extra):
              "--threads", "1", "--vocab", str(vocab), "--checkpoints", "2",
              "--ft-checkpoints", "2", "--seeds", "1", "--tasks", "sst2,mrpc",
              "--ft-examples", "sst2=10", "--ft-epochs", "SST-2=2", "--ft-lr", "1e-3",
-             "--ft-layer-decay", "0.9", "--blimp-dir", str(data / "blimp"), "--blimp-pairs", "2"]
+             "--ft-layer-decay", "0.9", "--ft-head-first-epochs", "1",
+             "--blimp-dir", str(data / "blimp"), "--blimp-pairs", "2"]
             + model + list(extra))
 
 
@@ -286,6 +287,7 @@ def test_protocol_settings_reach_finetune(data, exp1, fig1):
         recipe = out["recipe"]
         history = out["tasks"][task]["seeds"][0]["history"]
         assert (recipe["lr"], recipe["layer_decay"]) == (1e-3, 0.9)  # for every task
+        assert recipe["head_first_epochs"] == 1
         if task == "sst2":  # its own rows and epochs
             assert (_flag(argv, "--max-train-examples"), _flag(argv, "--epochs")) == ("10", "2")
             assert (recipe["max_train_examples"], recipe["epochs"], len(history)) == (10, 2, 2)
@@ -293,8 +295,8 @@ def test_protocol_settings_reach_finetune(data, exp1, fig1):
             assert "--max-train-examples" not in argv and "--epochs" not in argv
             assert (recipe["max_train_examples"], recipe["epochs"], len(history)) == (None, None, 3)
     keys = sorted(results["finetune"])
-    assert sum(k.endswith("sst2/seed0/n10-e2-lr0.001-ld0.9") for k in keys) == 4
-    assert sum(k.endswith("mrpc/seed0/nall-erecipe-lr0.001-ld0.9") for k in keys) == 4
+    assert sum(k.endswith("sst2/seed0/n10-e2-lr0.001-ld0.9-hf1") for k in keys) == 4
+    assert sum(k.endswith("mrpc/seed0/nall-erecipe-lr0.001-ld0.9-hf1") for k in keys) == 4
 
 
 def test_protocol_zero_points_blimp_and_context_auc(data, fig1):
@@ -431,6 +433,7 @@ def test_another_vocab_is_another_run(data, exp1, tmp_path):
     ("--ft-examples", "sst2=0", "N must be at least 1"),
     ("--ft-lr", "-1", "--ft-lr -1.0: must be a positive number"),
     ("--ft-layer-decay", "1.5", "--ft-layer-decay 1.5: must be in (0, 1]"),
+    ("--ft-head-first-epochs", "-1", "--ft-head-first-epochs -1: must be >= 0"),
     ("--vocab", "vocab.txt", "--vocab and --vocab-size: give one"),
 ])
 def test_protocol_user_errors(data, capsys, flag, value, message):
