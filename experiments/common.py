@@ -880,6 +880,8 @@ def settings_line(results: dict, runs: list[Run], stat: str = "median") -> str:
         recipe += f", lr {s['ft_lr']:g}"
     if s["ft_layer_decay"] is not None:
         recipe += f", layer-wise lr decay {s['ft_layer_decay']:g}"
+    if s.get("ft_head_first_epochs"):  # absent from results written before the flag
+        recipe += f", the head alone first for {s['ft_head_first_epochs']} epoch(s)"
     spread = "[min-max]" if stat == "mean" else "(min-max)"
     blimp = ""
     if s["blimp_dir"] is not None:

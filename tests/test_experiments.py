@@ -294,6 +294,8 @@ def test_protocol_settings_reach_finetune(data, exp1, fig1):
         else:  # MRPC, not named: every training row, Table 7's 3 epochs
             assert "--max-train-examples" not in argv and "--epochs" not in argv
             assert (recipe["max_train_examples"], recipe["epochs"], len(history)) == (None, None, 3)
+    table = (data / "out" / "fig1" / "electra_vs_bert.md").read_text()
+    assert "the head alone first for 1 epoch(s)" in table
     keys = sorted(results["finetune"])
     assert sum(k.endswith("sst2/seed0/n10-e2-lr0.001-ld0.9-hf1") for k in keys) == 4
     assert sum(k.endswith("mrpc/seed0/nall-erecipe-lr0.001-ld0.9-hf1") for k in keys) == 4
