@@ -226,6 +226,11 @@ def add_common_args(p: argparse.ArgumentParser, default_tasks: str) -> None:
     p.add_argument("--single-order", action="store_true",
                    help="fine-tune MRPC/STS-B on one sentence order only "
                         "(finetune.py --single-order)")
+    p.add_argument("--reuse", action="append", default=[], metavar="RESULTS_JSON",
+                   help="results.json of an earlier experiment (a committed experiments/results/"
+                        "*/results.json): its fine-tuning and BLiMP results, and D's context AUC, "
+                        "count as done for the same runs and settings, for a machine without the "
+                        "run folders (repeatable)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
 
@@ -622,6 +627,8 @@ def run_experiment(ctx: Context, name: str, runs: list[Run], steps: str, markdow
                                 step, task, seed))
         if ctx.blimp is not None:
             jobs.append(Job(blimp_key(ctx, run, step), run, "blimp", step))
+    for path in a.reuse:
+        reuse(results, Path(path), jobs, runs)
     for job in jobs:  # a result another script already has (same run, same settings) is reused
         _finished(job, results)
     pending_scores = [j for j in jobs if j.key not in results[j.kind]]
@@ -636,6 +643,27 @@ def run_experiment(ctx: Context, name: str, runs: list[Run], steps: str, markdow
                          f"and {ctx.runs_dir}; run the same command again to continue.") from None
     write(results)
     return results
+
+
+def reuse(results: dict, path: Path, jobs: list[Job], runs: list[Run]) -> None:
+    """Copy into `results` the entries of the earlier results JSON `path` that `jobs` would redo,
+    and its context AUCs of `runs`. A job's key names its run by a hash of everything that defines
+    the run, and its snapshot and settings, so an entry with the same key is the same result."""
+    try:
+        earlier = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise SystemExit(f"--reuse {path}: no such file") from None
+    except json.JSONDecodeError as e:
+        raise SystemExit(f"--reuse {path}: not a results JSON ({e})") from None
+    for job in jobs:
+        entry = earlier.get(job.kind, {}).get(job.key)
+        if entry is not None and job.key not in results[job.kind]:
+            results[job.kind][job.key] = entry
+    names = {run.name for run in runs}
+    for row in earlier.get("rows", []):
+        if row.get("run") in names and row.get("context_auc") is not None:
+            key = f"{row['run']}/step{row['step']}"
+            results.setdefault("context_auc", {}).setdefault(key, row["context_auc"])
 
 
 def _work(ctx: Context, pending: list[Job], results: dict, write, total: int, initial: int,
@@ -795,7 +823,10 @@ def summarize(results: dict, ctx: Context, runs: list[Run], steps: str,
         if blimp is not None:
             overall = blimp["overall"]
             row["blimp"] = {s: overall[s] for s in evaluate.SCORES if s in overall}
-        row["context_auc"] = context_auc(run, step) if step else None
+        auc = context_auc(run, step) if step else None
+        if auc is None and step:  # pre-trained on another machine: the AUC --reuse brought
+            auc = results.get("context_auc", {}).get(f"{run.name}/step{step}")
+        row["context_auc"] = auc
         rows.append(row)
     return rows
 

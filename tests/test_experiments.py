@@ -359,6 +359,21 @@ def test_protocol_resume_redoes_nothing(data, exp1, fig1, monkeypatch):
     assert len(scored) == 4
 
 
+def test_reuse_on_a_machine_without_the_runs(data, exp1, fig1, tmp_path, monkeypatch):
+    """--reuse: a committed results.json stands in for run folders another machine had."""
+    before = json.loads((data / "out" / "fig1" / "results.json").read_text())
+    assert any(r["context_auc"] is not None for r in before["rows"])  # something to carry over
+    Calls(monkeypatch, fail=True)
+    monkeypatch.setattr(common, "score_blimp", lambda *a: pytest.fail("BLiMP was redone"))
+    argv = _protocol_argv(data, exp1[0]["vocab"], "--runs-dir", str(tmp_path / "runs"),
+                          "--out", str(tmp_path / "out"))
+    again = electra_vs_bert.main(argv + ["--reuse", str(data / "out" / "fig1" / "results.json")])
+    assert again["rows"] == before["rows"]  # scores, BLiMP and D's context AUC alike
+    assert not list((tmp_path / "runs").glob("*/snapshots"))  # nothing was pre-trained either
+    with pytest.raises(SystemExit, match="--reuse .*missing.json: no such file"):
+        electra_vs_bert.main(argv + ["--reuse", str(tmp_path / "missing.json")])
+
+
 def test_protocol_plot(fig1):
     """A panel per task, the mean and BLiMP; each objective's zero point a dashed line in its
     colour."""
