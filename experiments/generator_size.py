@@ -84,6 +84,8 @@ def plot(plt, rows: list[dict], tasks: list[str]):
     for size in dict.fromkeys(r["size"] for r in rows):
         for random in (False, True):
             mine = [r for r in rows if r["size"] == size and r["random"] == random]
+            # left to right, whatever order --fractions gave the runs in
+            mine.sort(key=lambda r: r["generator_fraction"])
             style = {"ls": ":", "mfc": "none"} if random else {"ls": "-"}
             kind = "random weights" if random else "pre-trained"
             for i, task in enumerate(tasks):

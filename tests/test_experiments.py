@@ -435,6 +435,30 @@ def test_ablations_plot_blimp_panel():
     plt.close(fig)
 
 
+def test_generator_size_plot_runs_left_to_right():
+    """--fractions 1/4 1/2 1 1/8 (1/8 added last, as the STS-B run did): each line still goes
+    from the smallest G to the largest, not back from 1 to 1/8."""
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = []
+    for fraction, score in ((0.25, 28.0), (0.5, 22.0), (1.0, 21.0), (0.125, 29.0)):
+        for is_random in (True, False):
+            stsb = {"mean": score - 12 * is_random, "min": score - 13 * is_random - 1,
+                    "max": score - 11 * is_random + 1}
+            rows.append({"size": "tiny", "random": is_random, "generator_fraction": fraction,
+                         "tasks": {"stsb": stsb}, "blimp": {"d_sum": 0.47, "mlm_pll": 0.52}})
+    fig = generator_size.plot(plt, rows, ["stsb"])
+    # the data lines (errorbar's caps are lines too, of marker "_")
+    lines = [line for ax in fig.axes[:2] for line in ax.get_lines() if line.get_marker() == "o"]
+    assert len(lines) == 6  # STS-B and BLiMP's two scores, pre-trained and random
+    for line in lines:
+        assert list(line.get_xdata()) == [0.125, 0.25, 0.5, 1.0]
+    pre_trained = next(line for line in lines if line.get_linestyle() == "-")
+    assert list(pre_trained.get_ydata()) == [29.0, 28.0, 22.0, 21.0]
+    plt.close(fig)
+
+
 def test_another_vocab_is_another_run(data, exp1, tmp_path):
     vocab = tmp_path / "vocab.txt"
     vocab.write_text(common.Path(exp1[0]["vocab"]).read_text() + "zebra\n")
