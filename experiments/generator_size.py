@@ -58,13 +58,18 @@ def main(argv=None) -> dict:
 
 
 def markdown(results: dict, runs, tasks: list[str]) -> str:
-    """The table: per generator size, its random weights (update 0) and then its final snapshot."""
+    """The table: per generator size, smallest G first, its random weights (update 0) and then its
+    final snapshot."""
     rows = results["rows"]
     blimp = any("blimp" in r for r in rows)  # with --blimp-dir
+    sizes = list(dict.fromkeys(r["size"] for r in rows))
+    # rows come in --fractions order; the table reads top to bottom as Figure 3 reads left to
+    # right (a stable sort: random weights stay before their run's snapshot)
+    table_rows = sorted(rows, key=lambda r: (sizes.index(r["size"]), r["generator_fraction"]))
     header = (["generator / discriminator", "G hidden", "size", "update", "pre-train FLOPs"]
               + common.protocol_headers(tasks, blimp, GAIN_TASK))
     lines = []
-    for r in rows:
+    for r in table_rows:
         line = [r["label"], f"{r['generator_hidden']}", r["size"]]
         line += ["0 (random weights)" if r["random"] else f"{r['step']:,}", f"{r['flops']:.2e}"]
         line += common.protocol_cells(r, rows, tasks, blimp, GAIN_TASK, STAT)

@@ -8,6 +8,8 @@ also check that identical runs are reused across experiments rather than trained
 import doctest
 import json
 import random
+from pathlib import Path
+from types import SimpleNamespace
 
 import matplotlib
 import pytest
@@ -18,6 +20,7 @@ import finetune
 import train
 from experiments import ablations, common, electra_vs_bert, generator_size
 
+ROOT = Path(__file__).resolve().parents[1]
 WORDS = ("the cat sat on a mat while dogs ran over green hills and birds sang songs of old "
          "kings who ruled wide lands near the sea").split()
 # A model small enough that a pre-training update takes milliseconds (1 layer, hidden 16).
@@ -457,6 +460,21 @@ def test_generator_size_plot_runs_left_to_right():
     pre_trained = next(line for line in lines if line.get_linestyle() == "-")
     assert list(pre_trained.get_ydata()) == [29.0, 28.0, 22.0, 21.0]
     plt.close(fig)
+
+
+def test_generator_size_table_lists_the_smallest_g_first():
+    """The committed STS-B run gave --fractions 1/4 1/2 1 1/8: its table still reads 1/8, 1/4,
+    1/2, 1, each size's random weights before its snapshot, and keeps every row's numbers."""
+    results = json.loads((ROOT / "experiments/results/generator_size-stsb/results.json")
+                         .read_text())
+    assert [r["label"] for r in results["rows"][::2]] == ["1/4", "1/2", "1", "1/8"]
+    runs = [SimpleNamespace(label=r["label"], steps=r["steps"]) for r in results["runs"]]
+    table = generator_size.markdown(results, runs, ["stsb"]).splitlines()
+    body = [line.split(" | ") for line in table if line.startswith("| 1")]
+    assert [cells[0] for cells in body] == ["| 1/8", "| 1/8", "| 1/4", "| 1/4", "| 1/2", "| 1/2",
+                                            "| 1", "| 1"]
+    assert [cells[3] for cells in body[:2]] == ["0 (random weights)", "1,881"]
+    assert body[0][5] == "15.9 [14.7-16.7]" and body[1][5] == "28.7 [27.7-29.5]"
 
 
 def test_another_vocab_is_another_run(data, exp1, tmp_path):
