@@ -8,6 +8,7 @@ also check that identical runs are reused across experiments rather than trained
 import doctest
 import json
 import random
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -18,7 +19,7 @@ import torch
 import evaluate
 import finetune
 import train
-from experiments import ablations, common, electra_vs_bert, generator_size
+from experiments import ablations, common, electra_vs_bert, generator_size, pool_seeds
 
 ROOT = Path(__file__).resolve().parents[1]
 WORDS = ("the cat sat on a mat while dogs ran over green hills and birds sang songs of old "
@@ -475,6 +476,59 @@ def test_generator_size_table_lists_the_smallest_g_first():
                                             "| 1", "| 1"]
     assert [cells[3] for cells in body[:2]] == ["0 (random weights)", "1,881"]
     assert body[0][5] == "15.9 [14.7-16.7]" and body[1][5] == "28.7 [27.7-29.5]"
+
+
+def _figure1_seed(seed: int, scores: list[float], d_sum: float, auc: float) -> dict:
+    """The committed Figure 1 on STS-B results, as if run with --seed `seed`, with ELECTRA's
+    update-450 jobs scoring `scores`, its D sum `d_sum` and its context AUC `auc`."""
+    results = json.loads((ROOT / "experiments/results/figure1-stsb/results.json").read_text())
+    results["settings"].update(seed=seed, out=f"runs/seed{seed}")
+    row = next(r for r in results["rows"] if r["label"] == "ELECTRA" and r["step"] == 450)
+    row["tasks"]["stsb"].update(seeds=scores, mean=sum(scores) / 3, min=min(scores),
+                                max=max(scores), median=sorted(scores)[1])
+    row["blimp"]["d_sum"] = d_sum
+    row["context_auc"] = auc
+    return results
+
+
+def test_pool_seeds_puts_every_job_in_one_cell(tmp_path):
+    """Two pre-training seeds' three jobs each make one cell of six: 1 2 3 and 30 10 20 give
+    mean 66 / 6 = 11.0, median (3 + 10) / 2 = 6.5, spread 1-30; D sum and context AUC are the
+    mean of the two runs'."""
+    paths = []
+    for seed, scores, d_sum, auc in ((0, [1.0, 2.0, 3.0], 0.40, 0.50),
+                                     (1, [30.0, 10.0, 20.0], 0.50, 0.60)):
+        paths.append(tmp_path / f"seed{seed}.json")
+        paths[-1].write_text(json.dumps(_figure1_seed(seed, scores, d_sum, auc)))
+    results = pool_seeds.main([str(p) for p in paths] + ["--out", str(tmp_path / "out")])
+    row = next(r for r in results["rows"] if r["label"] == "ELECTRA" and r["step"] == 450)
+    stsb = row["tasks"]["stsb"]
+    assert stsb["seeds"] == [1.0, 2.0, 3.0, 30.0, 10.0, 20.0]
+    assert (stsb["mean"], stsb["median"], stsb["min"], stsb["max"]) == (11.0, 6.5, 1.0, 30.0)
+    assert row["score_mean"] == 11.0 and row["pretraining_seeds"] == [0, 1]
+    assert row["blimp"]["d_sum"] == pytest.approx(0.45)
+    assert row["context_auc"] == pytest.approx(0.55)
+    markdown = (tmp_path / "out" / "electra_vs_bert.md").read_text()
+    assert "Pooled over pre-training seeds 0, 1:** a cell is over 6 fine-tuning jobs" in markdown
+    assert "| ELECTRA | 450 | 1.42e+13 | 11.0 [1.0-30.0] | 0.450 |" in markdown
+    assert (tmp_path / "out" / "electra_vs_bert.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("change, message", [
+    (("settings", "ft_lr", 3e-4), "has ft_lr 0.0003, "),
+    (("settings", "seed", 0), "pre-training seeds [0, 0] repeat"),
+    (("", "experiment", "ablations"), "pool one experiment"),
+])
+def test_pool_seeds_refuses_what_is_not_one_commands_seeds(tmp_path, change, message):
+    other = _figure1_seed(1, [1.0, 2.0, 3.0], 0.4, 0.5)
+    where, key, value = change
+    (other[where] if where else other)[key] = value
+    paths = [tmp_path / "a.json", tmp_path / "b.json"]
+    paths[0].write_text(json.dumps(_figure1_seed(0, [1.0, 2.0, 3.0], 0.4, 0.5)))
+    paths[1].write_text(json.dumps(other))
+    with pytest.raises(SystemExit, match=re.escape(message)):
+        pool_seeds.main([str(p) for p in paths] + ["--out", str(tmp_path / "out")])
+    assert not (tmp_path / "out").exists()
 
 
 def test_another_vocab_is_another_run(data, exp1, tmp_path):
