@@ -119,7 +119,8 @@ def main(argv=None) -> dict:
     sources = "".join(f"\n- seed {r['settings']['seed']}: `{r['command']}`" for r in loaded)
     results = dict(loaded[0], rows=rows,
                    command="python " + " ".join(["experiments/pool_seeds.py"] + argv),
-                   pooled=[str(p) for p in args.results])
+                   pooled=[str(p) for p in args.results],
+                   seconds=sum(r.get("seconds", 0) for r in loaded))
     tasks = list(dict.fromkeys(t for r in rows for t in r["tasks"]))
     runs = [SimpleNamespace(label=r["label"], steps=r["steps"]) for r in loaded[0]["runs"]]
     jobs = len(loaded) * loaded[0]["settings"]["seeds"]
