@@ -11,8 +11,9 @@ become their mean over the seeds. Figure 1 on STS-B, pre-training seeds 0 and 1:
         experiments/results/figure1-stsb/seed1/results.json \\
         --out experiments/results/figure1-stsb/seeds01
 
-Writes --out/results.json (the pooled rows), <experiment>.md and <experiment>.png, drawn by the
-experiment's own markdown and plot. Runs nothing: every job must be in the files already.
+Writes --out/results.json (the pooled rows, every file's runs and jobs), <experiment>.md and
+<experiment>.png, drawn by the experiment's own markdown and plot. Runs nothing: every job must
+be in the files already.
 """
 from __future__ import annotations
 
@@ -117,9 +118,13 @@ def main(argv=None) -> dict:
     rows = pool_rows(loaded)
     seeds = ", ".join(str(r["settings"]["seed"]) for r in loaded)
     sources = "".join(f"\n- seed {r['settings']['seed']}: `{r['command']}`" for r in loaded)
+    # every file's runs and jobs (run folder names differ by seed, so nothing collides)
     results = dict(loaded[0], rows=rows,
                    command="python " + " ".join(["experiments/pool_seeds.py"] + argv),
                    pooled=[str(p) for p in args.results],
+                   runs=[run for r in loaded for run in r["runs"]],
+                   finetune={k: v for r in loaded for k, v in r["finetune"].items()},
+                   blimp={k: v for r in loaded for k, v in r.get("blimp", {}).items()},
                    seconds=sum(r.get("seconds", 0) for r in loaded))
     tasks = list(dict.fromkeys(t for r in rows for t in r["tasks"]))
     runs = [SimpleNamespace(label=r["label"], steps=r["steps"]) for r in loaded[0]["runs"]]

@@ -508,6 +508,7 @@ def test_pool_seeds_puts_every_job_in_one_cell(tmp_path):
     assert row["score_mean"] == 11.0 and row["pretraining_seeds"] == [0, 1]
     assert row["blimp"]["d_sum"] == pytest.approx(0.45)
     assert row["context_auc"] == pytest.approx(0.55)
+    assert len(results["runs"]) == 4  # ELECTRA and BERT, from each file
     markdown = (tmp_path / "out" / "electra_vs_bert.md").read_text()
     assert "Pooled over pre-training seeds 0, 1:** a cell is over 6 fine-tuning jobs" in markdown
     assert "| ELECTRA | 450 | 1.42e+13 | 11.0 [1.0-30.0] | 0.450 |" in markdown
