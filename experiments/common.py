@@ -809,16 +809,10 @@ def summarize(results: dict, ctx: Context, runs: list[Run], steps: str,
             done = [results["finetune"][k] for k in keys if k in results["finetune"]]
             scores = [entry["dev"][metric] for entry in done]
             if scores:
-                row["tasks"][task] = {"metric": metric, "mean": float(np.mean(scores)),
-                                      "median": float(np.median(scores)),
-                                      "min": float(min(scores)), "max": float(max(scores)),
-                                      "seeds": scores}
+                row["tasks"][task] = seed_stats(metric, scores)
         complete = all(len(t["seeds"]) == a.seeds for t in row["tasks"].values())
         if len(row["tasks"]) == len(ctx.tasks) and complete:
-            medians = {t: {v["metric"]: v["median"]} for t, v in row["tasks"].items()}
-            means = {t: {v["metric"]: v["mean"]} for t, v in row["tasks"].items()}
-            row["score"] = glue.glue_score(medians)
-            row["score_mean"] = glue.glue_score(means)
+            row["score"], row["score_mean"] = glue_scores(row["tasks"])
         blimp = results["blimp"].get(blimp_key(ctx, run, step)) if ctx.blimp is not None else None
         if blimp is not None:
             overall = blimp["overall"]
@@ -829,6 +823,21 @@ def summarize(results: dict, ctx: Context, runs: list[Run], steps: str,
         row["context_auc"] = auc
         rows.append(row)
     return rows
+
+
+def seed_stats(metric: str, scores: list[float]) -> dict:
+    """A row's cell for one task: `metric`'s mean, median, min and max over `scores`, one per
+    fine-tuning job, and the scores themselves."""
+    return {"metric": metric, "mean": float(np.mean(scores)), "median": float(np.median(scores)),
+            "min": float(min(scores)), "max": float(max(scores)), "seeds": scores}
+
+
+def glue_scores(tasks: dict) -> tuple[float, float]:
+    """(score, score_mean) of a row's tasks (seed_stats cells): the GLUE average of the task
+    medians (the paper's) and of the task means."""
+    medians = {t: {v["metric"]: v["median"]} for t, v in tasks.items()}
+    means = {t: {v["metric"]: v["mean"]} for t, v in tasks.items()}
+    return glue.glue_score(medians), glue.glue_score(means)
 
 
 def cell(row: dict, task: str, stat: str = "median") -> str:

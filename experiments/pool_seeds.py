@@ -26,7 +26,6 @@ from types import SimpleNamespace
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import glue  # noqa: E402
 from experiments import ablations, common, electra_vs_bert, generator_size  # noqa: E402
 
 EXPERIMENTS = {m.NAME: m for m in (electra_vs_bert, ablations, generator_size)}
@@ -90,16 +89,11 @@ def pool_rows(loaded: list[dict]) -> list[dict]:
         row = dict(first, pretraining_seeds=seeds, tasks={})
         for task, first_task in first["tasks"].items():
             scores = [s for r in rows for s in r["tasks"].get(task, {}).get("seeds", [])]
-            row["tasks"][task] = {"metric": first_task["metric"], "mean": float(np.mean(scores)),
-                                  "median": float(np.median(scores)), "min": float(min(scores)),
-                                  "max": float(max(scores)), "seeds": scores}
+            row["tasks"][task] = common.seed_stats(first_task["metric"], scores)
         row.pop("score", None)
         row.pop("score_mean", None)
         if all("score" in r for r in rows):
-            medians = {t: {v["metric"]: v["median"]} for t, v in row["tasks"].items()}
-            means = {t: {v["metric"]: v["mean"]} for t, v in row["tasks"].items()}
-            row["score"] = glue.glue_score(medians)
-            row["score_mean"] = glue.glue_score(means)
+            row["score"], row["score_mean"] = common.glue_scores(row["tasks"])
         if all("blimp" in r for r in rows):
             row["blimp"] = {s: float(np.mean([r["blimp"][s] for r in rows]))
                             for s in first["blimp"]}
