@@ -923,6 +923,13 @@ def settings_line(results: dict, runs: list[Run], stat: str = "median") -> str:
     if s.get("ft_head_first_epochs"):  # absent from results written before the flag
         recipe += f", the head alone first for {s['ft_head_first_epochs']} epoch(s)"
     spread = "[min-max]" if stat == "mean" else "(min-max)"
+    # pool_seeds' results: a cell holds every fine-tuning seed of every pre-training seed
+    pooled = results.get("pooled", [])
+    seeds = f"{s['seeds']} seed(s)"
+    over = "seeds"
+    if pooled:
+        seeds += f" on each of {len(pooled)} pre-training seeds"
+        over = "jobs"
     blimp = ""
     if s["blimp_dir"] is not None:
         pairs = s["blimp_pairs"] or "all"
@@ -932,11 +939,12 @@ def settings_line(results: dict, runs: list[Run], stat: str = "median") -> str:
             f"Pre-training budget {s['flops']:.3g} FLOPs per run (report.flops_per_step), size(s) "
             f"{', '.join(s['size'])}, corpus `{results['corpus']}`, vocab `{results['vocab']}`; "
             f"updates per run: {steps}. "
-            f"Fine-tuning: {s['seeds']} seed(s), training examples per task "
+            f"Fine-tuning: {seeds}, training examples per task "
             f"{_per_task_text(s['ft_examples'], 'all')}, "
             f"epochs {_per_task_text(s['ft_epochs'], 'Table 7')}"
             f"{recipe}{', one sentence order' if s['single_order'] else ''}; cells "
-            f"are the {stat} over seeds of the dev metric the paper reports, {spread} over seeds. "
+            f"are the {stat} over {over} of the dev metric the paper reports, {spread} over "
+            f"{over}. "
             f"{blimp}"
             f"Time spent on jobs so far: {results.get('seconds', 0) / 60:.1f} min (summed over "
             f"invocations and processes, including waiting for jobs another process held).\n")

@@ -512,6 +512,8 @@ def test_pool_seeds_puts_every_job_in_one_cell(tmp_path):
     markdown = (tmp_path / "out" / "electra_vs_bert.md").read_text()
     assert "Pooled over pre-training seeds 0, 1:** a cell is over 6 fine-tuning jobs" in markdown
     assert "| ELECTRA | 450 | 1.42e+13 | 11.0 [1.0-30.0] | 0.450 |" in markdown
+    assert "Fine-tuning: 3 seed(s) on each of 2 pre-training seeds," in markdown
+    assert "cells are the mean over jobs of the dev metric" in markdown
     assert (tmp_path / "out" / "electra_vs_bert.png").stat().st_size > 0
 
 
