@@ -73,7 +73,8 @@ from experiments import sst2_check  # noqa: E402
 from hf import TRAIN_CHECKPOINT  # noqa: E402
 
 TASK = "sst2"
-TRAIN_ROWS = sst2_check.TRAIN_ROWS  # the first 20,000 rows of train.tsv, as the fine-tuning check
+# the first 20,000 rows of train.tsv, as the fine-tuning check
+TRAIN_ROWS = sst2_check.PROTOCOLS["sst2"].train_rows
 COSINE_SENTENCES = 200  # dev sentences whose token states give the mean cosine (as in issue 27)
 BATCH_SIZE = 256  # sentences per forward pass: memory and speed only, padding is masked out
 PROBE_C = 1.0  # inverse strength of the probe's L2 penalty: scikit-learn's default

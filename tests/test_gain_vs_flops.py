@@ -52,7 +52,7 @@ def test_a_table_sst2_check_writes_now_is_read(tmp_path):
     row = {"init": "runs/now", "pretrained": spread([70.0, 72.0]),
            "random": spread([66.0, 68.0, 65.0, 67.0]), "draws": draws, "gain": 4.5,
            "median_gain": 4.5}
-    args = Namespace(seeds=[0, 1], max_train_examples=20000, epochs=1, draws=2)
+    args = Namespace(task="sst2", seeds=[0, 1], max_train_examples=20000, epochs=1, draws=2)
     (tmp_path / "now.md").write_text(format_table([row], args) + "\n")
     assert g.read_row(tmp_path / "now.md", "runs/now") == {
         "pretrained": (71.0, 70.0, 72.0), "random": (66.5, 65.0, 68.0), "gain": 4.5}

@@ -15,7 +15,8 @@ from experiments import sst2_check
 
 GOOD = ["the film is good .", "a great movie .", "very good .", "the movie was great ."]
 BAD = ["the film is bad .", "an awful movie .", "very bad .", "the movie was not good ."]
-RECIPE = {"max_train_examples": 6, "epochs": 1, "data_dir": None, "finetune_flags": []}
+RECIPE = {"task": "sst2", "max_train_examples": 6, "epochs": 1, "data_dir": None,
+          "finetune_flags": []}
 
 
 def fake_sst2(folder):
@@ -73,6 +74,51 @@ def test_sst2_check_fine_tunes_a_run_and_its_random_twin(tmp_path, monkeypatch, 
 
     monkeypatch.setattr(subprocess, "run", no_subprocess)
     assert sst2_check.main(argv) == rows
+
+
+def fake_stsb(folder):
+    """train.tsv and dev.tsv as GLUE's STS-B has them: ten columns, the pair in 8 and 9 and the
+    0-5 score in 10, a header first."""
+    folder.mkdir(parents=True)
+    pairs = [(GOOD[i], GOOD[i + 1], 4.5) for i in range(3)] + [(GOOD[i], BAD[i], 0.5)
+                                                               for i in range(4)]
+    rows = [f"{i}\tmain-captions\tMSRvid\t2012test\t{i:04d}\tnone\tnone\t{a}\t{b}\t{score:.3f}"
+            for i, (a, b, score) in enumerate(pairs)]
+    header = ("index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\t"
+              "sentence2\tscore")
+    for name in ("train.tsv", "dev.tsv"):
+        (folder / name).write_text(header + "\n" + "\n".join(rows) + "\n")
+    return folder
+
+
+def test_task_stsb_runs_its_protocol_reads_spearman_and_the_users_flags_win(tmp_path, capsys):
+    tok = tiny_tokenizer()
+    run = tmp_path / "run"
+    save_train_checkpoint(run, tok, tiny_config(tok), seed=1)
+    data = fake_stsb(tmp_path / "STS-B")
+    out = tmp_path / "check"
+    # --epochs 1 and --lr 3e-4 over the protocol's 3 and 1e-3 (kept short for the test)
+    (row,) = sst2_check.main(["--task", "stsb", "--init", str(run), "--data-dir", str(data),
+                              "--seeds", "0", "--out", str(out), "--device", "cpu",
+                              "--epochs", "1", "--lr", "3e-4"])
+    job = out / row["folder"].split("/")[-1] / "pretrained-seed0"
+    results = json.loads((job / "results.json").read_text())
+    recipe = results["recipe"]
+    assert recipe["lr"] == 3e-4 and recipe["epochs"] == 1  # the user's flags win
+    assert recipe["head_first_epochs"] == 1  # the protocol's, not finetune.py's default 0
+    assert recipe["max_train_examples"] is None  # every pair: the protocol's train_rows
+    spearman = results["tasks"]["stsb"]["seeds"][0]["dev"]["spearman"]
+    assert row["pretrained"]["scores"] == [spearman]
+    table = (out / "stsb_check.md").read_text()
+    assert table.startswith("STS-B dev Spearman, all training rows, 1 epoch(s) (--lr 1e-3 "
+                            "--head-first-epochs 1), seeds 0")
+    assert json.loads((out / "stsb_check.json").read_text())["task"] == "stsb"
+    assert not (out / "sst2_check.md").exists()
+    # without the overrides, the protocol's epochs and rows, and runs/stsb_check by default
+    args, flags = sst2_check.parse_args(["--task", "stsb", "--init", str(run)])
+    assert (args.epochs, args.max_train_examples, args.out) == (3, None, "runs/stsb_check")
+    args, flags = sst2_check.parse_args(["--init", str(run)])
+    assert (args.epochs, args.max_train_examples, args.out) == (1, 20_000, "runs/sst2_check")
 
 
 def test_finetune_flags_such_as_dropout_are_passed_on_and_name_the_job_folder(tmp_path):
