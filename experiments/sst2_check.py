@@ -223,7 +223,8 @@ def spread(scores: list[float]) -> dict:
             "max": max(scores), "std": std, "median": float(np.median(scores))}
 
 
-def format_table(rows: list[dict], args: argparse.Namespace) -> str:
+def format_table(rows: list[dict], args: argparse.Namespace,
+                 finetune_flags: list[str] = ()) -> str:
     """The markdown table: one line per init, pre-trained against its random weights (with
     --draws, the draws pooled, and each draw's mean in a column of its own), and last every job's
     score, so that the committed table alone can be pooled again once the job folders are gone."""
@@ -232,10 +233,11 @@ def format_table(rows: list[dict], args: argparse.Namespace) -> str:
         rows_used = "all training rows"
     else:
         rows_used = f"{args.max_train_examples:,} training rows"
-    protocol_flags = " ".join(PROTOCOLS[args.task].flags)
-    recipe = f" ({protocol_flags})" if protocol_flags else ""
-    lines = [f"{PROTOCOLS[args.task].name}, {rows_used}, {args.epochs} epoch(s){recipe}, "
-             f"seeds {seeds}: mean [min-max] std, median; the gain of the means and of the "
+    # the protocol's finetune.py flags, then the user's (--reinit-layers, --lr, ...): the recipe
+    flags = " ".join([*PROTOCOLS[args.task].flags, *finetune_flags])
+    recipe = f", finetune.py flags `{flags}`" if flags else ""
+    lines = [f"{PROTOCOLS[args.task].name}, {rows_used}, {args.epochs} epoch(s), seeds "
+             f"{seeds}{recipe}: mean [min-max] std, median; the gain of the means and of the "
              f"medians"]
     if args.draws == 1:
         lines += ["",
@@ -322,7 +324,7 @@ def main(argv=None) -> list[dict]:
                      "median_gain": pretrained["median"] - random["median"]})
     header = {**recipe, "seeds": args.seeds, "draws": args.draws}
     table_rows = earlier_rows(out / f"{args.task}_check.json", header, args.init) + rows
-    table = format_table(table_rows, args)
+    table = format_table(table_rows, args, flags)
     plumbing.atomic_write(out / f"{args.task}_check.json",
                           json.dumps({**header, "rows": table_rows}, indent=2))
     plumbing.atomic_write(out / f"{args.task}_check.md", table + "\n")

@@ -110,8 +110,9 @@ def test_task_stsb_runs_its_protocol_reads_spearman_and_the_users_flags_win(tmp_
     spearman = results["tasks"]["stsb"]["seeds"][0]["dev"]["spearman"]
     assert row["pretrained"]["scores"] == [spearman]
     table = (out / "stsb_check.md").read_text()
-    assert table.startswith("STS-B dev Spearman, all training rows, 1 epoch(s) (--lr 1e-3 "
-                            "--head-first-epochs 1), seeds 0")
+    assert table.startswith("STS-B dev Spearman, all training rows, 1 epoch(s), seeds 0, "
+                            "finetune.py flags `--lr 1e-3 --head-first-epochs 1 --device cpu "
+                            "--lr 3e-4`:")  # the protocol's, then the user's, which win
     assert json.loads((out / "stsb_check.json").read_text())["task"] == "stsb"
     assert not (out / "sst2_check.md").exists()
     # without the overrides, the protocol's epochs and rows, and runs/stsb_check by default
