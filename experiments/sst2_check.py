@@ -103,11 +103,12 @@ def parse_args(argv=None) -> tuple[argparse.Namespace, list[str]]:
                    help="the task fine-tuned, with its protocol (PROTOCOLS) (default %(default)s)")
     plumbing.add_flag(p, "data_dir", help="the task's folder: train.tsv, dev.tsv (default: "
                                           "finetune.py downloads GLUE's)")
+    # the defaults are the task's protocol's, listed from PROTOCOLS
+    rows_by_task = ", ".join(f"{t} {proto.train_rows or 'all'}" for t, proto in PROTOCOLS.items())
+    epochs_by_task = ", ".join(f"{t} {proto.epochs}" for t, proto in PROTOCOLS.items())
     plumbing.add_flag(p, "max_train_examples", type=int,
-                      help="first N rows of train.tsv (default: the task's protocol, sst2 20000, "
-                           "stsb all)")
-    p.add_argument("--epochs", type=int,
-                   help="default: the task's protocol, sst2 1, stsb 3")
+                      help=f"first N rows of train.tsv (default: the task's, {rows_by_task})")
+    p.add_argument("--epochs", type=int, help=f"default: the task's, {epochs_by_task}")
     p.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS),
                    help="fine-tuning seeds (default %(default)s)")
     p.add_argument("--draws", type=int, default=1,
