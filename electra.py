@@ -79,6 +79,8 @@ FFN_RATIO = 4  # FFN inner size = 4 * hidden (Vaswani et al. 2017; BERT)
 # other three are Section 3.5's efficiency ablations (Table 5), each defined where
 # Electra.forward runs it.
 OBJECTIVES = ("electra", "bert", "electra_15", "replace_mlm", "all_tokens_mlm")
+# The objectives that train a discriminator; the others train a full-size masked LM instead.
+WITH_DISCRIMINATOR = ("electra", "electra_15")
 
 # Model presets: each lists what differs from ElectraConfig's defaults, which are ELECTRA-Small's.
 # small/base/large are the paper's (Table 6; official configure_pretraining.py). Training recipes
@@ -518,8 +520,7 @@ class Electra(nn.Module):
         check_config(config)
         self.config = config
         obj = config.objective
-        # the objectives without D train a full-size masked LM
-        has_d = obj in ("electra", "electra_15")
+        has_d = obj in WITH_DISCRIMINATOR
         self.embeddings = Embeddings(config)  # one module, the same Parameters in G and D
         self.generator = (Generator(generator_config(config), self.embeddings)
                           if obj != "bert" else None)

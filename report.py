@@ -28,6 +28,7 @@ from data import pretraining_batch
 from electra import (
     HEAD_SIZE,
     METRICS,
+    WITH_DISCRIMINATOR,
     Electra,
     ElectraConfig,
     count_params,
@@ -240,9 +241,42 @@ def read_metrics(metrics_path: Path) -> list[dict]:
     return rows
 
 
-def plot_pretraining_curves(metrics_path: Path, png_path: Path) -> None:
+def curve_panels(objective: str) -> dict[tuple[int, int], tuple[str, list[tuple[str, str]]]]:
+    """What curves.png draws for `objective`: {(row, column): (title, [(metric, label)])}. The
+    objectives without D (BERT, Replace MLM, All-Tokens MLM) get no D curves: their metrics rows
+    hold D's fields as zeros, which would draw a D that never learns.
+
+    >>> sorted(curve_panels("bert"))
+    [(0, 0), (1, 0)]
+    """
+    if objective in WITH_DISCRIMINATOR:
+        return {
+            (0, 0): ("L_MLM (generator)", [("mlm_loss", "")]),
+            (0, 1): ("L_Disc (discriminator)", [("disc_loss", "")]),
+            (1, 0): ("accuracy", [("gen_acc", "G top-1 on masked"),
+                                  ("disc_acc", "D, all tokens"),
+                                  ("all_original_acc", "D baseline: all original"),
+                                  ("disc_precision", "D precision (replaced)"),
+                                  ("disc_recall", "D recall (replaced)"),
+                                  ("disc_auc", "D AUC, replaced vs original (0.5 = chance)"),
+                                  ("context_auc", "D AUC vs G's samples at temperature 1")]),
+        }
+    if objective == "bert":
+        return {
+            (0, 0): ("L_MLM (BERT's masked LM)", [("mlm_loss", "")]),
+            (1, 0): ("accuracy", [("gen_acc", "top-1 on masked")]),
+        }
+    # replace_mlm, all_tokens_mlm (Sec. 3.5): G, and the main model's MLM loss on x_corrupt
+    return {
+        (0, 0): ("L_MLM (generator)", [("mlm_loss", "")]),
+        (0, 1): ("L_MLM (main model, on x_corrupt)", [("main_mlm_loss", "")]),
+        (1, 0): ("accuracy", [("gen_acc", "G top-1 on masked")]),
+    }
+
+
+def plot_pretraining_curves(metrics_path: Path, png_path: Path, objective: str) -> None:
     """Redraw curves.png from metrics.jsonl: losses, accuracies (with D's all-original baseline,
-    its AUC and its held-out context AUC), lr."""
+    its AUC and its held-out context AUC), lr; for an objective without D, its masked LM's."""
     # its own canvas: no pyplot, no switch of the global backend
     from matplotlib.figure import Figure
 
@@ -254,17 +288,9 @@ def plot_pretraining_curves(metrics_path: Path, png_path: Path) -> None:
     held = [r for r in rows if r["split"] == "eval"]
     fig = Figure(figsize=(11, 7.5))
     axes = fig.subplots(2, 2)
-    panels = [
-        (axes[0, 0], "L_MLM (generator)", [("mlm_loss", "")]),
-        (axes[0, 1], "L_Disc (discriminator)", [("disc_loss", "")]),
-        (axes[1, 0], "accuracy", [("gen_acc", "G top-1 on masked"),
-                                  ("disc_acc", "D, all tokens"),
-                                  ("all_original_acc", "D baseline: all original"),
-                                  ("disc_precision", "D precision (replaced)"),
-                                  ("disc_recall", "D recall (replaced)"),
-                                  ("disc_auc", "D AUC, replaced vs original (0.5 = chance)"),
-                                  ("context_auc", "D AUC vs G's samples at temperature 1")]),
-    ]
+    panels = [(axes[at], title, keys) for at, (title, keys) in curve_panels(objective).items()]
+    if (0, 1) not in curve_panels(objective):
+        axes[0, 1].axis("off")  # BERT: no second loss
     for ax, title, keys in panels:
         # one colour per quantity: train solid, held-out dashed
         for i, (key, label) in enumerate(keys):
@@ -463,7 +489,7 @@ def _forward_flops(config: ElectraConfig, seq: int, masked: float, count: Counti
         return main + count.mlm_output(config, masked)
     g = generator_config(config)
     fwd = main + count.encoder(g) + count.mlm_output(g, masked)
-    if config.objective in ("electra", "electra_15"):
+    if config.objective in WITH_DISCRIMINATOR:
         return fwd + count.disc_head
     if config.objective == "replace_mlm":
         return fwd + count.mlm_output(config, masked)

@@ -494,7 +494,8 @@ def save_run(cfg: TrainConfig, run: Run, step: int) -> None:
         out_dir = Path(cfg.out_dir)
         state = checkpoint(run.raw, run.optimizer, step, cfg, run.data.tok.hash(), states)
         plumbing.write_checkpoint(out_dir / "ckpt.pt", state)
-        report.plot_pretraining_curves(out_dir / "metrics.jsonl", out_dir / "curves.png")
+        report.plot_pretraining_curves(out_dir / "metrics.jsonl", out_dir / "curves.png",
+                                       cfg.objective)
 
 
 def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device) -> dict:
@@ -588,7 +589,7 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device) -
                 last_eval = {"step": step, "split": "eval", **held, **logged,
                              "elapsed_s": log.elapsed()}
                 log.write(last_eval)
-                report.plot_pretraining_curves(metrics_path, curves_path)
+                report.plot_pretraining_curves(metrics_path, curves_path, cfg.objective)
                 line = report.progress_line(last_eval, cfg.objective)
                 bar.write(f"step {step:,} held-out: {line}")
                 if run.raw.discriminator is not None:  # the same sentence each time, D improving

@@ -1,6 +1,7 @@
 """report.py's measures of a run: the held-out context AUC (D against G's samples at temperature 1)
 and the held-out sentence printed at each evaluation, plain and coloured."""
 import contextlib
+import json
 from types import SimpleNamespace
 
 import numpy as np
@@ -10,7 +11,7 @@ import torch
 import data
 import report
 import train
-from electra import Electra, disc_auc, get_config
+from electra import OBJECTIVES, Electra, disc_auc, get_config
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(27)]
 
@@ -117,6 +118,29 @@ def test_progress_line_shows_the_context_auc_of_held_out_rows():
     line = report.progress_line({**row, "context_auc": 0.535}, "electra")
     assert "D_AUC 0.815 ctx_AUC 0.535" in line
 
+
+
+D_METRICS = {"disc_loss", "disc_acc", "all_original_acc", "disc_precision", "disc_recall",
+             "disc_auc", "context_auc"}
+
+
+@pytest.mark.parametrize("objective", OBJECTIVES)
+def test_curves_draw_d_only_for_the_objectives_that_train_one(objective, tmp_path):
+    """A BERT run's curves.png once drew D's fields of its metrics rows, zeros: a D baseline at
+    1.0 and a D AUC at 0, a discriminator that never learns in a run that has none."""
+    model = Electra(get_config("tiny", vocab_size=len(VOCAB), hidden_size=32, embedding_size=32,
+                               num_layers=1, num_heads=1, intermediate_size=64, pad_id=0,
+                               cls_id=2, sep_id=3, mask_id=4, objective=objective))
+    drawn = {key for _, keys in report.curve_panels(objective).values() for key, _ in keys}
+    assert bool(drawn & D_METRICS) == (model.discriminator is not None)
+    assert ("main_mlm_loss" in drawn) == (objective in ("replace_mlm", "all_tokens_mlm"))
+    # a metrics row as train.py writes it, D's fields zero for the objectives without D
+    row = {"step": 1, "split": "train", "lr": 1e-3, "mlm_loss": 7.0, "gen_acc": 0.1,
+           "main_mlm_loss": 0.0, **dict.fromkeys(D_METRICS - {"context_auc"}, 0.0)}
+    metrics = tmp_path / "metrics.jsonl"
+    metrics.write_text(json.dumps(row) + "\n" + json.dumps({**row, "split": "eval"}) + "\n")
+    report.plot_pretraining_curves(metrics, tmp_path / "curves.png", objective)
+    assert (tmp_path / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 # the sentence of marked_sentence's docstring: "the cat sat", cat replaced by dog; D flags "the"
 # (original: a false alarm) and "dog" (replaced: caught)
