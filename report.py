@@ -288,8 +288,9 @@ def plot_pretraining_curves(metrics_path: Path, png_path: Path, objective: str) 
     held = [r for r in rows if r["split"] == "eval"]
     fig = Figure(figsize=(11, 7.5))
     axes = fig.subplots(2, 2)
-    panels = [(axes[at], title, keys) for at, (title, keys) in curve_panels(objective).items()]
-    if (0, 1) not in curve_panels(objective):
+    spec = curve_panels(objective)
+    panels = [(axes[at], title, keys) for at, (title, keys) in spec.items()]
+    if (0, 1) not in spec:
         axes[0, 1].axis("off")  # BERT: no second loss
     for ax, title, keys in panels:
         # one colour per quantity: train solid, held-out dashed
