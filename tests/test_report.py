@@ -119,7 +119,6 @@ def test_progress_line_shows_the_context_auc_of_held_out_rows():
     assert "D_AUC 0.815 ctx_AUC 0.535" in line
 
 
-
 D_METRICS = {"disc_loss", "disc_acc", "all_original_acc", "disc_precision", "disc_recall",
              "disc_auc", "context_auc"}
 
@@ -141,6 +140,7 @@ def test_curves_draw_d_only_for_the_objectives_that_train_one(objective, tmp_pat
     metrics.write_text(json.dumps(row) + "\n" + json.dumps({**row, "split": "eval"}) + "\n")
     report.plot_pretraining_curves(metrics, tmp_path / "curves.png", objective)
     assert (tmp_path / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
 
 # the sentence of marked_sentence's docstring: "the cat sat", cat replaced by dog; D flags "the"
 # (original: a false alarm) and "dog" (replaced: caught)
