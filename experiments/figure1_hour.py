@@ -1,0 +1,155 @@
+"""The hour's Figure 1 on STS-B: ELECTRA and BERT at equal pre-training FLOPs, at the quarters of
+the CPU hour's budget (experiments/RESULTS.md, "The hour's Figure 1 on STS-B").
+
+Each point is a snapshot of one pre-training run (one seed per objective) fine-tuned on STS-B by
+sst2_check.py (every training row, 3 epochs, seeds 0 1 2). Its row is read from the table
+sst2_check wrote (experiments/results/transfer/*.md), not retyped. Its x is the snapshot's
+pre-training FLOPs, updates x report.flops_per_step (gain_vs_flops.run_flops); its bar spans the
+fine-tuning seeds, lowest to highest. Each objective's random weights (update 0, the same config
+and vocab) are the dashed line in its colour over the band of their jobs: the zero point its
+pre-training has to beat.
+
+    python experiments/figure1_hour.py   # experiments/results/transfer/figure1-hour.png and .md
+
+It also writes (and prints) the table RESULTS.md gives: at each quarter both objectives' mean
+[min-max], the difference of the means and what the protocol reads from it. ELECTRA is *ahead
+beyond the spread* at a quarter if its lowest job is above BERT's highest (*behind* if its highest
+is below BERT's lowest); otherwise the difference is inside the fine-tuning seeds' spread.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT / "experiments") not in sys.path:
+    sys.path.insert(0, str(ROOT / "experiments"))  # gain_vs_flops: its rows and FLOPs
+
+import gain_vs_flops as g  # noqa: E402
+
+VOCAB = 8192  # runs/tiny-books/vocab.txt, the books' vocab both runs share
+ELECTRA = "ELECTRA (tiny preset)"
+BERT = "BERT (the same preset, --objective bert)"
+COLOURS = {ELECTRA: "C0", BERT: "C1"}  # the colours of electra_vs_bert.py's Figure 1
+# equal compute: BERT's update count is ELECTRA's FLOPs over BERT's cheaper update, rounded to a
+# whole update, so a pair's FLOPs differ by less than an update's worth
+SAME_FLOPS = 1e-3  # relative
+# ELECTRA's hour (10,800 updates, 3.406e14 FLOPs) and BERT at the same FLOPs (11,707 updates),
+# each stopped at its quarters with --stop-at and --resume; the last quarter is the whole run
+RUNS = [
+    *(g.Run(ELECTRA, "tiny-books-stsb-check.md", f"runs/electra-hour-q/step{n}", "tiny", VOCAB, n)
+      for n in (2700, 5400, 8100)),
+    g.Run(ELECTRA, "tiny-books-stsb-check.md", "runs/tiny-books-hour", "tiny", VOCAB, 10800),
+    *(g.Run(BERT, "tiny-books-hour-bert-stsb-check.md", f"runs/bert-hour-q/step{n}", "tiny", VOCAB,
+            n, "bert")
+      for n in (2927, 5854, 8780)),
+    g.Run(BERT, "tiny-books-hour-bert-stsb-check.md", "runs/tiny-books-hour-bert", "tiny", VOCAB,
+          11707, "bert"),
+]
+
+
+def verdict(electra: tuple, bert: tuple) -> str:
+    """What the protocol reads from two (mean, min, max) cells of the same FLOPs.
+
+    >>> verdict((57.82, 56.02, 60.84), (27.96, 27.30, 28.37))
+    'ahead beyond the spread'
+    >>> verdict((30.0, 28.0, 32.0), (29.0, 27.0, 31.0))
+    'inside the spread'
+    >>> verdict((20.0, 19.0, 21.0), (23.0, 22.0, 24.0))
+    'behind beyond the spread'
+    """
+    if electra[1] > bert[2]:
+        return "ahead beyond the spread"
+    if electra[2] < bert[1]:
+        return "behind beyond the spread"
+    return "inside the spread"
+
+
+def pairs(points: list[dict]) -> list[tuple[dict, dict]]:
+    """ELECTRA's and BERT's points matched in order, the i-th snapshot of each; an error if a pair
+    is not at the same FLOPs (the comparison is at equal compute or it is not Figure 1)."""
+    electra = [p for p in points if p["run"].group == ELECTRA]
+    bert = [p for p in points if p["run"].group == BERT]
+    if len(electra) != len(bert):
+        raise ValueError(f"{len(electra)} ELECTRA snapshots against {len(bert)} BERT snapshots")
+    for e, b in zip(electra, bert):
+        if abs(e["flops"] - b["flops"]) > SAME_FLOPS * e["flops"]:
+            raise ValueError(f"{e['run'].init} ({e['flops']:.4e} FLOPs) and {b['run'].init} "
+                             f"({b['flops']:.4e}) are not at the same compute")
+    return list(zip(electra, bert))
+
+
+def cell(values: tuple) -> str:
+    mean, low, high = values
+    return f"{mean:.2f} [{low:.2f}-{high:.2f}]"
+
+
+def markdown(points: list[dict]) -> str:
+    """The table: a line for the random weights, then one per pair of snapshots."""
+    header = ("| pre-train FLOPs | ELECTRA update | ELECTRA | BERT update | BERT "
+              "| ELECTRA - BERT | read |\n|---:|---:|---|---:|---|---:|---|\n")
+    first = pairs(points)[0]
+    zero = (f"| 0 | 0 (random weights) | {cell(first[0]['random'])} | 0 (random weights) "
+            f"| {cell(first[1]['random'])} | {first[0]['random'][0] - first[1]['random'][0]:+.2f} "
+            f"| {verdict(first[0]['random'], first[1]['random'])} |\n")
+    lines = [f"| {e['flops']:.2e} | {e['run'].updates:,} | {cell(e['pretrained'])} "
+             f"| {b['run'].updates:,} | {cell(b['pretrained'])} "
+             f"| {e['pretrained'][0] - b['pretrained'][0]:+.2f} "
+             f"| {verdict(e['pretrained'], b['pretrained'])} |\n"
+             for e, b in pairs(points)]
+    return header + zero + "".join(lines)
+
+
+def figure(points: list[dict]):
+    """Spearman against pre-training FLOPs: a line per objective with its seeds' bars, and its
+    random weights as a dashed line over their jobs' band."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7, 4.6))
+    ax = fig.subplots()
+    for group in (ELECTRA, BERT):
+        mine = [p for p in points if p["run"].group == group]
+        x = [p["flops"] for p in mine]
+        mean = [p["pretrained"][0] for p in mine]
+        below = [p["pretrained"][0] - p["pretrained"][1] for p in mine]
+        above = [p["pretrained"][2] - p["pretrained"][0] for p in mine]
+        colour = COLOURS[group]
+        ax.errorbar(x, mean, yerr=[below, above], fmt="o-", capsize=3, color=colour, label=group)
+        random_mean, random_low, random_high = mine[0]["random"]
+        ax.axhline(random_mean, color=colour, ls="--", lw=1, label=f"{group}: random weights")
+        ax.axhspan(random_low, random_high, color=colour, alpha=0.1, lw=0)
+    ax.set_xlim(left=0)  # update 0, where the random weights are
+    ax.set_xlabel("pre-training FLOPs (report.flops_per_step)")
+    ax.set_ylabel("STS-B dev Spearman (x100)")
+    ax.set_title("Figure 1 on a laptop: the CPU hour, one pre-training seed each\n"
+                 "(dots: mean of 3 fine-tuning seeds; bars: their min-max)", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def write(runs: list[g.Run], out: Path, tables: Path = g.TABLES) -> list[dict]:
+    """The figure to `out` and the table beside it (`out` with .md); returns the points."""
+    points = [g.point(run, tables) for run in runs]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    figure(points).savefig(out, dpi=120)
+    out.with_suffix(".md").write_text(markdown(points))
+    return points
+
+
+def main(argv=None) -> list[dict]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default=str(g.TABLES / "figure1-hour.png"),
+                        help="the PNG to write, its table beside it (default: %(default)s)")
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    points = write(RUNS, out)
+    print(markdown(points), end="")
+    print(f"wrote {out} and {out.with_suffix('.md').name}")
+    return points
+
+
+if __name__ == "__main__":
+    main()
