@@ -2,8 +2,9 @@
 the CPU hour's budget (experiments/RESULTS.md, "The hour's Figure 1 on STS-B").
 
 Each point is a snapshot of one pre-training run (one seed per objective) fine-tuned on STS-B by
-sst2_check.py (every training row, 3 epochs, seeds 0 1 2). Its row is read from the table
-sst2_check wrote (experiments/results/transfer/*.md), not retyped. Its x is the snapshot's
+sst2_check.py (every training row, 3 epochs, seeds 0 1 2) and scored zero-shot on BLiMP by
+evaluate.py. Its row is read from the table sst2_check wrote (experiments/results/transfer/*.md),
+its BLiMP from evaluate.py's JSON kept beside it, not retyped. Its x is the snapshot's
 pre-training FLOPs, updates x report.flops_per_step (gain_vs_flops.run_flops); its bar spans the
 fine-tuning seeds, lowest to highest. Each objective's random weights (update 0, the same config
 and vocab) are the dashed line in its colour over the band of their jobs: the zero point its
@@ -19,6 +20,7 @@ is below BERT's lowest); otherwise the difference is inside the fine-tuning seed
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -47,6 +49,33 @@ RUNS = [
     g.Run(BERT, "tiny-books-hour-bert-stsb-check.md", "runs/tiny-books-hour-bert", "tiny", VOCAB,
           11707, "bert"),
 ]
+# evaluate.py blimp on random weights of each run's config and vocab (--random --seed 0): BLiMP's
+# zero point; a snapshot's own result is blimp_file(its init)
+RANDOM_BLIMP = {ELECTRA: "tiny-books-hour-blimp-random-seed0.json",
+                BERT: "tiny-books-hour-bert-blimp-random-seed0.json"}
+BLIMP_CHANCE = 0.5  # a minimal pair has two sentences: guessing is right half the time
+
+
+def blimp_file(init: str) -> str:
+    """Where evaluate.py's blimp.json of the run folder `init` is kept under TABLES.
+
+    >>> blimp_file("runs/electra-hour-q/step2700"), blimp_file("runs/tiny-books-hour")
+    ('electra-hour-q-step2700-blimp.json', 'tiny-books-hour-blimp.json')
+    """
+    return init.removeprefix("runs/").replace("/", "-") + "-blimp.json"
+
+
+def blimp(path: Path) -> dict:
+    """The overall accuracies of evaluate.py's JSON: D sum and D mean (ELECTRA's D), and the
+    masked LM's pseudo-log-likelihood (ELECTRA's G, BERT's MLM)."""
+    return json.loads(path.read_text())["overall"]
+
+
+def point(run: g.Run, tables: Path = g.TABLES) -> dict:
+    """`run`'s point: its FLOPs and STS-B row (gain_vs_flops.point), its BLiMP and that of the
+    random weights of its objective."""
+    return {**g.point(run, tables), "blimp": blimp(tables / blimp_file(run.init)),
+            "random_blimp": blimp(tables / RANDOM_BLIMP[run.group])}
 
 
 def verdict(electra: tuple, bert: tuple) -> str:
@@ -86,28 +115,37 @@ def cell(values: tuple) -> str:
 
 
 def markdown(points: list[dict]) -> str:
-    """The table: a line for the random weights, then one per pair of snapshots."""
-    header = ("| pre-train FLOPs | ELECTRA update | ELECTRA | BERT update | BERT "
-              "| ELECTRA - BERT | read |\n|---:|---:|---|---:|---|---:|---|\n")
+    """The table: a line for the random weights, then one per pair of snapshots; STS-B's Spearman
+    and its reading, then BLiMP's accuracies."""
+    header = ("| pre-train FLOPs | ELECTRA update | ELECTRA STS-B | BERT update | BERT STS-B "
+              "| ELECTRA - BERT | read | ELECTRA BLiMP: D sum / G PLL | BERT BLiMP: MLM PLL |\n"
+              "|---:|---:|---|---:|---|---:|---|---:|---:|\n")
     first = pairs(points)[0]
-    zero = (f"| 0 | 0 (random weights) | {cell(first[0]['random'])} | 0 (random weights) "
-            f"| {cell(first[1]['random'])} | {first[0]['random'][0] - first[1]['random'][0]:+.2f} "
-            f"| {verdict(first[0]['random'], first[1]['random'])} |\n")
-    lines = [f"| {e['flops']:.2e} | {e['run'].updates:,} | {cell(e['pretrained'])} "
-             f"| {b['run'].updates:,} | {cell(b['pretrained'])} "
-             f"| {e['pretrained'][0] - b['pretrained'][0]:+.2f} "
-             f"| {verdict(e['pretrained'], b['pretrained'])} |\n"
-             for e, b in pairs(points)]
-    return header + zero + "".join(lines)
+    zero = {"flops": 0.0, "updates": "0 (random weights)"}
+    rows = [({**zero, "spearman": first[0]["random"], "blimp": first[0]["random_blimp"]},
+             {**zero, "spearman": first[1]["random"], "blimp": first[1]["random_blimp"]})]
+    rows += [tuple({"flops": p["flops"], "updates": f"{p['run'].updates:,}",
+                    "spearman": p["pretrained"], "blimp": p["blimp"]} for p in pair)
+             for pair in pairs(points)]
+    lines = []
+    for e, b in rows:
+        flops = f"{e['flops']:.2e}" if e["flops"] else "0"
+        d_and_g = f"{e['blimp']['d_sum']:.3f} / {e['blimp']['mlm_pll']:.3f}"
+        lines.append(f"| {flops} | {e['updates']} | {cell(e['spearman'])} | {b['updates']} "
+                     f"| {cell(b['spearman'])} | {e['spearman'][0] - b['spearman'][0]:+.2f} "
+                     f"| {verdict(e['spearman'], b['spearman'])} | {d_and_g} "
+                     f"| {b['blimp']['mlm_pll']:.3f} |\n")
+    return header + "".join(lines)
 
 
 def figure(points: list[dict]):
-    """Spearman against pre-training FLOPs: a line per objective with its seeds' bars, and its
-    random weights as a dashed line over their jobs' band."""
+    """Two panels against pre-training FLOPs: STS-B's Spearman, a line per objective with its
+    seeds' bars and its random weights as a dashed line over their jobs' band; BLiMP's accuracy,
+    D sum and the masked LM's PLL, each with its random weights dashed."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(7, 4.6))
-    ax = fig.subplots()
+    fig = Figure(figsize=(13, 4.8))
+    stsb, grammar = fig.subplots(1, 2)
     for group in (ELECTRA, BERT):
         mine = [p for p in points if p["run"].group == group]
         x = [p["flops"] for p in mine]
@@ -115,24 +153,41 @@ def figure(points: list[dict]):
         below = [p["pretrained"][0] - p["pretrained"][1] for p in mine]
         above = [p["pretrained"][2] - p["pretrained"][0] for p in mine]
         colour = COLOURS[group]
-        ax.errorbar(x, mean, yerr=[below, above], fmt="o-", capsize=3, color=colour, label=group)
+        stsb.errorbar(x, mean, yerr=[below, above], fmt="o-", capsize=3, color=colour,
+                      label=group)
         random_mean, random_low, random_high = mine[0]["random"]
-        ax.axhline(random_mean, color=colour, ls="--", lw=1, label=f"{group}: random weights")
-        ax.axhspan(random_low, random_high, color=colour, alpha=0.1, lw=0)
-    ax.set_xlim(left=0)  # update 0, where the random weights are
-    ax.set_xlabel("pre-training FLOPs (report.flops_per_step)")
-    ax.set_ylabel("STS-B dev Spearman (x100)")
-    ax.set_title("Figure 1 on a laptop: the CPU hour, one pre-training seed each\n"
-                 "(dots: mean of 3 fine-tuning seeds; bars: their min-max)", fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+        stsb.axhline(random_mean, color=colour, ls="--", lw=1, label=f"{group}: random weights")
+        stsb.axhspan(random_low, random_high, color=colour, alpha=0.1, lw=0)
+        short = group.split()[0]
+        mlm = "MLM" if mine[0]["run"].objective == "bert" else "G"
+        for score, name, style in (("d_sum", "D sum", "o-"), ("mlm_pll", f"{mlm} PLL", "s:")):
+            if score not in mine[0]["blimp"]:
+                continue  # BERT has no D
+            grammar.plot(x, [p["blimp"][score] for p in mine], style, color=colour,
+                         label=f"{short} {name}")
+            grammar.axhline(mine[0]["random_blimp"][score], color=colour, lw=1,
+                            ls="--" if score == "d_sum" else "-.",
+                            label=f"{short} {name}: random weights")
+    grammar.axhline(BLIMP_CHANCE, color="0.6", lw=1, label="chance")
+    stsb.set_ylabel("STS-B dev Spearman (x100)")
+    stsb.set_title("STS-B, fine-tuned (dots: mean of 3 fine-tuning seeds; bars: min-max)",
+                   fontsize=10)
+    grammar.set_ylabel("BLiMP accuracy, 200 pairs per paradigm")
+    grammar.set_title("BLiMP, zero-shot", fontsize=10)
+    for ax in (stsb, grammar):
+        ax.set_xlim(left=0)  # update 0, where the random weights are
+        ax.set_xlabel("pre-training FLOPs (report.flops_per_step)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle("Figure 1 on a laptop: ELECTRA and BERT at equal compute over the CPU hour, "
+                 "one pre-training seed each", fontsize=11)
     fig.tight_layout()
     return fig
 
 
 def write(runs: list[g.Run], out: Path, tables: Path = g.TABLES) -> list[dict]:
     """The figure to `out` and the table beside it (`out` with .md); returns the points."""
-    points = [g.point(run, tables) for run in runs]
+    points = [point(run, tables) for run in runs]
     out.parent.mkdir(parents=True, exist_ok=True)
     figure(points).savefig(out, dpi=120)
     out.with_suffix(".md").write_text(markdown(points))

@@ -1,5 +1,6 @@
 """experiments/figure1_hour.py: the pairs it compares, the table it writes, the figure it draws."""
 import doctest
+import json
 import sys
 from argparse import Namespace
 from pathlib import Path
@@ -24,59 +25,77 @@ def write_table(path: Path, rows: dict[str, list[float]], random: list[float]) -
     path.write_text(format_table(made, args) + "\n")
 
 
+def write_blimp(path: Path, **overall: float) -> None:
+    """The part of evaluate.py's blimp.json that the figure reads."""
+    path.write_text(json.dumps({"overall": {"pairs": 13400, **overall}}))
+
+
 @pytest.fixture
 def runs(tmp_path):
     """One snapshot each at ELECTRA's 2,700 updates and BERT's 2,927, the same FLOPs."""
     write_table(tmp_path / "e.md", {"runs/e": [30.0, 32.0, 34.0]}, [15.0, 16.0, 17.0])
     write_table(tmp_path / "b.md", {"runs/b": [20.0, 21.0, 22.0]}, [14.0, 15.0, 16.0])
+    write_blimp(tmp_path / "e-blimp.json", d_sum=0.505, d_mean=0.504, mlm_pll=0.521)
+    write_blimp(tmp_path / "b-blimp.json", mlm_pll=0.566)
+    write_blimp(tmp_path / f.RANDOM_BLIMP[f.ELECTRA], d_sum=0.531, d_mean=0.530, mlm_pll=0.497)
+    write_blimp(tmp_path / f.RANDOM_BLIMP[f.BERT], mlm_pll=0.506)
     return [g.Run(f.ELECTRA, "e.md", "runs/e", "tiny", f.VOCAB, 2700),
             g.Run(f.BERT, "b.md", "runs/b", "tiny", f.VOCAB, 2927, "bert")]
 
 
 def test_docstring_examples():
     result = doctest.testmod(f)
-    assert (result.failed, result.attempted) == (0, 3)  # verdict's three readings
+    assert (result.failed, result.attempted) == (0, 4)  # verdict's three readings, blimp_file
 
 
 def test_the_table_reads_each_pair_at_its_flops(runs, tmp_path):
-    points = [g.point(r, tmp_path) for r in runs]
+    points = [f.point(r, tmp_path) for r in runs]
     lines = f.markdown(points).splitlines()
     assert len(lines) == 4  # header, its rule, the random weights, the one pair
     # the random weights: 16.00 against 15.00, their jobs overlap (15-17 and 14-16)
+    # and BLiMP: D sum and G's PLL for ELECTRA, the MLM's PLL for BERT
     assert lines[2] == ("| 0 | 0 (random weights) | 16.00 [15.00-17.00] | 0 (random weights) "
-                        "| 15.00 [14.00-16.00] | +1.00 | inside the spread |")
+                        "| 15.00 [14.00-16.00] | +1.00 | inside the spread | 0.531 / 0.497 "
+                        "| 0.506 |")
     # 32 against 21; ELECTRA's lowest job (30) above BERT's highest (22)
     assert lines[3] == ("| 8.51e+13 | 2,700 | 32.00 [30.00-34.00] | 2,927 | 21.00 [20.00-22.00] "
-                        "| +11.00 | ahead beyond the spread |")
+                        "| +11.00 | ahead beyond the spread | 0.505 / 0.521 | 0.566 |")
 
 
 def test_snapshots_at_other_flops_are_not_compared(runs, tmp_path):
     late_bert = [runs[0], g.Run(f.BERT, "b.md", "runs/b", "tiny", f.VOCAB, 2955, "bert")]
     with pytest.raises(ValueError, match="not at the same compute"):
-        f.pairs([g.point(r, tmp_path) for r in late_bert])
+        f.pairs([f.point(r, tmp_path) for r in late_bert])
     with pytest.raises(ValueError, match="1 ELECTRA snapshots against 0 BERT"):
-        f.pairs([g.point(runs[0], tmp_path)])
+        f.pairs([f.point(runs[0], tmp_path)])
 
 
 def test_the_figure_draws_each_objective_with_its_bars_and_its_random_weights(runs, tmp_path):
     from matplotlib.colors import to_hex
 
-    points = [g.point(r, tmp_path) for r in runs]
-    ax = f.figure(points).axes[0]
-    lines = {c.get_label(): c for c in ax.containers}
+    points = [f.point(r, tmp_path) for r in runs]
+    stsb, grammar = f.figure(points).axes
+    lines = {c.get_label(): c for c in stsb.containers}
     assert set(lines) == {f.ELECTRA, f.BERT}
     line, _, (bars,) = lines[f.ELECTRA]
     assert list(line.get_ydata()) == [32.0]
     assert list(line.get_xdata()) == [points[0]["flops"]]
     assert to_hex(line.get_color()) == to_hex(f.COLOURS[f.ELECTRA])
     assert list(bars.get_segments()[0][:, 1]) == [30.0, 34.0]  # the lowest and highest job
-    dashed = {ln.get_label(): ln.get_ydata()[0] for ln in ax.lines if ln.get_linestyle() == "--"}
+    dashed = {ln.get_label(): ln.get_ydata()[0] for ln in stsb.lines if ln.get_linestyle() == "--"}
     assert dashed == {f"{f.ELECTRA}: random weights": 16.0, f"{f.BERT}: random weights": 15.0}
-    assert ax.get_xlim()[0] == 0  # update 0 is on the axis
+    # BLiMP: ELECTRA's D and G, BERT's MLM (no D), each beside its random weights, and chance
+    drawn = {ln.get_label(): list(ln.get_ydata()) for ln in grammar.lines}
+    assert drawn == {"ELECTRA D sum": [0.505], "ELECTRA D sum: random weights": [0.531, 0.531],
+                     "ELECTRA G PLL": [0.521], "ELECTRA G PLL: random weights": [0.497, 0.497],
+                     "BERT MLM PLL": [0.566], "BERT MLM PLL: random weights": [0.506, 0.506],
+                     "chance": [0.5, 0.5]}
+    for ax in (stsb, grammar):
+        assert ax.get_xlim()[0] == 0  # update 0 is on the axis
 
 
 def test_the_png_and_its_table_are_written(runs, tmp_path):
     out = tmp_path / "fig" / "figure1.png"
     f.write(runs, out, tmp_path)
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert out.with_suffix(".md").read_text() == f.markdown([g.point(r, tmp_path) for r in runs])
+    assert out.with_suffix(".md").read_text() == f.markdown([f.point(r, tmp_path) for r in runs])
