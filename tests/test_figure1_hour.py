@@ -99,3 +99,12 @@ def test_the_png_and_its_table_are_written(runs, tmp_path):
     f.write(runs, out, tmp_path)
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert out.with_suffix(".md").read_text() == f.markdown([f.point(r, tmp_path) for r in runs])
+
+
+def test_every_committed_snapshot_has_its_row_and_its_blimp_at_equal_compute():
+    points = [f.point(run) for run in f.RUNS]
+    assert len(f.pairs(points)) == 4  # the hour's four quarters, each a pair at the same FLOPs
+    for p in points:
+        lo, hi = p["pretrained"][1:]
+        assert lo <= p["pretrained"][0] <= hi
+        assert ("d_sum" in p["blimp"]) == (p["run"].objective == "electra")
