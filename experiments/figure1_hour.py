@@ -25,10 +25,13 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT / "experiments") not in sys.path:
-    sys.path.insert(0, str(ROOT / "experiments"))  # gain_vs_flops: its rows and FLOPs
+for folder in (ROOT, ROOT / "experiments"):  # plumbing at the top level; gain_vs_flops beside us
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
 
 import gain_vs_flops as g  # noqa: E402
+
+from plumbing import atomic_write  # noqa: E402
 
 VOCAB = 8192  # runs/tiny-books/vocab.txt, the books' vocab both runs share
 ELECTRA = "ELECTRA (tiny preset)"
@@ -188,9 +191,10 @@ def figure(points: list[dict]):
 def write(runs: list[g.Run], out: Path, tables: Path = g.TABLES) -> list[dict]:
     """The figure to `out` and the table beside it (`out` with .md); returns the points."""
     points = [point(run, tables) for run in runs]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    figure(points).savefig(out, dpi=120)
-    out.with_suffix(".md").write_text(markdown(points))
+    fig = figure(points)
+    # a temporary file, then a rename: an interrupted run leaves the last whole figure and table
+    atomic_write(out, lambda path: fig.savefig(path, dpi=120, format="png"))
+    atomic_write(out.with_suffix(".md"), markdown(points))
     return points
 
 
