@@ -30,6 +30,7 @@ for folder in (ROOT, ROOT / "experiments"):  # plumbing at the top level; gain_v
         sys.path.insert(0, str(folder))
 
 import gain_vs_flops as g  # noqa: E402
+from electra_vs_bert import BLIMP_CHANCE  # noqa: E402
 
 from plumbing import atomic_write  # noqa: E402
 
@@ -56,7 +57,6 @@ RUNS = [
 # zero point; a snapshot's own result is blimp_file(its init)
 RANDOM_BLIMP = {ELECTRA: "tiny-books-hour-blimp-random-seed0.json",
                 BERT: "tiny-books-hour-bert-blimp-random-seed0.json"}
-BLIMP_CHANCE = 0.5  # a minimal pair has two sentences: guessing is right half the time
 
 
 def blimp_file(init: str) -> str:
