@@ -8,7 +8,9 @@ its BLiMP from evaluate.py's JSON kept beside it, not retyped. Its x is the snap
 pre-training FLOPs, updates x report.flops_per_step (gain_vs_flops.run_flops); its bar spans the
 fine-tuning seeds, lowest to highest. Each objective's random weights (update 0, the same config
 and vocab) are the dashed line in its colour over the band of their jobs: the zero point its
-pre-training has to beat.
+pre-training has to beat. Pre-training seed 1 (the same commands with --seed 1) reached the first
+two quarters: its points are open circles beside seed 0's, starting from its own random weights,
+and a second table pools both seeds' jobs per objective.
 
     python experiments/figure1_hour.py   # experiments/results/transfer/figure1-hour.png and .md
 
@@ -53,6 +55,11 @@ RUNS = [
     g.Run(BERT, "tiny-books-hour-bert-stsb-check.md", "runs/tiny-books-hour-bert", "tiny", VOCAB,
           11707, "bert"),
 ]
+# both hour commands again with --seed 1, stopped at their first two quarters (RESULTS.md, "The
+# hour's Figure 1 on STS-B, pre-training seed 1 for its first half"); fine-tuned, no BLiMP
+SEED1_RUNS: list[g.Run] = []
+# seed 1's points are drawn this far right of seed 0's, so that their bars do not hide each other
+SEED1_NUDGE = 4e12  # FLOPs, about 1% of the hour's axis
 # evaluate.py blimp on random weights of each run's config and vocab (--random --seed 0): BLiMP's
 # zero point; a snapshot's own result is blimp_file(its init)
 RANDOM_BLIMP = {ELECTRA: "tiny-books-hour-blimp-random-seed0.json",
@@ -98,6 +105,15 @@ def verdict(electra: tuple, bert: tuple) -> str:
     return "inside the spread"
 
 
+def pooled(seed0: tuple, seed1: tuple) -> tuple:
+    """Two (mean, min, max) cells of as many jobs each as one cell over all their jobs.
+
+    >>> pooled((30.0, 28.0, 32.0), (40.0, 39.0, 41.0))
+    (35.0, 28.0, 41.0)
+    """
+    return ((seed0[0] + seed1[0]) / 2, min(seed0[1], seed1[1]), max(seed0[2], seed1[2]))
+
+
 def pairs(points: list[dict]) -> list[tuple[dict, dict]]:
     """ELECTRA's and BERT's points matched in order, the i-th snapshot of each; an error if a pair
     is not at the same FLOPs (the comparison is at equal compute or it is not Figure 1)."""
@@ -141,10 +157,40 @@ def markdown(points: list[dict]) -> str:
     return header + "".join(lines)
 
 
-def figure(points: list[dict]):
+def seeds_markdown(points: list[dict], seed1: list[dict]) -> str:
+    """The table over two pre-training seeds: at each quarter seed 1 reached (and at update 0,
+    each seed's random weights), both objectives' seed-0 and seed-1 means, their six jobs pooled,
+    the difference of the pooled means and its reading, and the seed-1 pair's reading alone."""
+    header = ("| pre-train FLOPs | ELECTRA seed 0 / seed 1 | BERT seed 0 / seed 1 "
+              "| ELECTRA, both seeds | BERT, both seeds | ELECTRA - BERT | read, both seeds "
+              "| read, seed 1 alone |\n"
+              "|---:|---|---|---|---|---:|---|---|\n")
+    seed0 = {e["run"].updates: (e, b) for e, b in pairs(points)}
+    first0 = pairs(points)[0]
+    first1 = pairs(seed1)[0]
+    rows = [(0.0, (first0[0]["random"], first1[0]["random"]),
+             (first0[1]["random"], first1[1]["random"]))]
+    for e1, b1 in pairs(seed1):
+        e0, b0 = seed0[e1["run"].updates]  # the seed-0 pair at the same updates, so the same FLOPs
+        rows.append((e1["flops"], (e0["pretrained"], e1["pretrained"]),
+                     (b0["pretrained"], b1["pretrained"])))
+    lines = []
+    for flops, electra, bert in rows:
+        both_e = pooled(*electra)
+        both_b = pooled(*bert)
+        at = f"{flops:.2e}" if flops else "0 (random weights)"
+        lines.append(f"| {at} | {electra[0][0]:.2f} / {electra[1][0]:.2f} "
+                     f"| {bert[0][0]:.2f} / {bert[1][0]:.2f} | {cell(both_e)} | {cell(both_b)} "
+                     f"| {both_e[0] - both_b[0]:+.2f} | {verdict(both_e, both_b)} "
+                     f"| {verdict(electra[1], bert[1])} |\n")
+    return header + "".join(lines)
+
+
+def figure(points: list[dict], seed1: list[dict] = ()):
     """Two panels against pre-training FLOPs: STS-B's Spearman, a line per objective with its
     seeds' bars and its random weights as a dashed line over their jobs' band; BLiMP's accuracy,
-    D sum and the masked LM's PLL, each with its random weights dashed."""
+    D sum and the masked LM's PLL, each with its random weights dashed. Pre-training seed 1's
+    STS-B points, if given, are open circles from its own random weights at update 0."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(13, 4.8))
@@ -161,6 +207,15 @@ def figure(points: list[dict]):
         random_mean, random_low, random_high = mine[0]["random"]
         stsb.axhline(random_mean, color=colour, ls="--", lw=1, label=f"{group}: random weights")
         stsb.axhspan(random_low, random_high, color=colour, alpha=0.1, lw=0)
+        other = [p for p in seed1 if p["run"].group == group]
+        if other:
+            cells = [other[0]["random"], *(p["pretrained"] for p in other)]
+            x1 = [SEED1_NUDGE, *(p["flops"] + SEED1_NUDGE for p in other)]
+            mean1 = [c[0] for c in cells]
+            below1 = [c[0] - c[1] for c in cells]
+            above1 = [c[2] - c[0] for c in cells]
+            stsb.errorbar(x1, mean1, yerr=[below1, above1], fmt="o:", capsize=3, color=colour,
+                          markerfacecolor="white", label=f"{group}, pre-training seed 1")
         short = group.split()[0]
         mlm = "MLM" if mine[0]["run"].objective == "bert" else "G"
         for score, name, style in (("d_sum", "D sum", "o-"), ("mlm_pll", f"{mlm} PLL", "s:")):
@@ -182,20 +237,31 @@ def figure(points: list[dict]):
         ax.set_xlabel("pre-training FLOPs (report.flops_per_step)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
+    seeds = "pre-training seeds 0 and 1 (open)" if seed1 else "one pre-training seed each"
     fig.suptitle("Figure 1 on a laptop: ELECTRA and BERT at equal compute over the CPU hour, "
-                 "one pre-training seed each", fontsize=11)
+                 + seeds, fontsize=11)
     fig.tight_layout()
     return fig
 
 
-def write(runs: list[g.Run], out: Path, tables: Path = g.TABLES) -> list[dict]:
-    """The figure to `out` and the table beside it (`out` with .md); returns the points."""
+def tables_markdown(points: list[dict], seed1: list[dict]) -> str:
+    """The seed-0 table, then (with seed 1's points) the table over both pre-training seeds."""
+    if not seed1:
+        return markdown(points)
+    return markdown(points) + "\n" + seeds_markdown(points, seed1)
+
+
+def write(runs: list[g.Run], out: Path, tables: Path = g.TABLES,
+          seed1_runs: list[g.Run] = ()) -> tuple[list[dict], list[dict]]:
+    """The figure to `out` and the tables beside it (`out` with .md); returns the points of
+    seed 0 and of seed 1 (which have no BLiMP)."""
     points = [point(run, tables) for run in runs]
-    fig = figure(points)
+    seed1 = [g.point(run, tables) for run in seed1_runs]
+    fig = figure(points, seed1)
     # a temporary file, then a rename: an interrupted run leaves the last whole figure and table
     atomic_write(out, lambda path: fig.savefig(path, dpi=120, format="png"))
-    atomic_write(out.with_suffix(".md"), markdown(points))
-    return points
+    atomic_write(out.with_suffix(".md"), tables_markdown(points, seed1))
+    return points, seed1
 
 
 def main(argv=None) -> list[dict]:
@@ -204,8 +270,8 @@ def main(argv=None) -> list[dict]:
                         help="the PNG to write, its table beside it (default: %(default)s)")
     args = parser.parse_args(argv)
     out = Path(args.out)
-    points = write(RUNS, out)
-    print(markdown(points), end="")
+    points, seed1 = write(RUNS, out, seed1_runs=SEED1_RUNS)
+    print(tables_markdown(points, seed1), end="")
     print(f"wrote {out} and {out.with_suffix('.md').name}")
     return points
 

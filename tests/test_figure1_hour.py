@@ -45,7 +45,8 @@ def runs(tmp_path):
 
 def test_docstring_examples():
     result = doctest.testmod(f)
-    assert (result.failed, result.attempted) == (0, 4)  # verdict's three readings, blimp_file
+    # verdict's three readings, blimp_file, pooled
+    assert (result.failed, result.attempted) == (0, 5)
 
 
 def test_the_table_reads_each_pair_at_its_flops(runs, tmp_path):
@@ -99,6 +100,48 @@ def test_the_png_and_its_table_are_written(runs, tmp_path):
     f.write(runs, out, tmp_path)
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert out.with_suffix(".md").read_text() == f.markdown([f.point(r, tmp_path) for r in runs])
+
+
+@pytest.fixture
+def seed1_runs(tmp_path):
+    """Pre-training seed 1 at the same quarter, each objective with its own random weights."""
+    write_table(tmp_path / "e1.md", {"runs/e1": [26.0, 27.0, 28.0]}, [14.0, 15.0, 16.0])
+    write_table(tmp_path / "b1.md", {"runs/b1": [22.0, 23.0, 24.0]}, [13.0, 14.0, 15.0])
+    return [g.Run(f.ELECTRA, "e1.md", "runs/e1", "tiny", f.VOCAB, 2700),
+            g.Run(f.BERT, "b1.md", "runs/b1", "tiny", f.VOCAB, 2927, "bert")]
+
+
+def test_the_seeds_table_pools_six_jobs_per_objective(runs, seed1_runs, tmp_path):
+    points = [f.point(r, tmp_path) for r in runs]
+    seed1 = [g.point(r, tmp_path) for r in seed1_runs]
+    lines = f.seeds_markdown(points, seed1).splitlines()
+    assert len(lines) == 4  # header, its rule, the random weights, the one quarter
+    # random weights: ELECTRA 16 and 15 pool to 15.5 over jobs 14-17, BERT 15 and 14 to 14.5 over
+    # 13-16; they overlap, for both seeds and for seed 1 alone (14-16 against 13-15)
+    assert lines[2] == ("| 0 (random weights) | 16.00 / 15.00 | 15.00 / 14.00 "
+                        "| 15.50 [14.00-17.00] | 14.50 [13.00-16.00] | +1.00 | inside the spread "
+                        "| inside the spread |")
+    # ELECTRA (32 + 27) / 2 = 29.5 over 26-34, BERT (21 + 23) / 2 = 22 over 20-24: the lowest
+    # ELECTRA job of either seed (26) is above the highest BERT job of either (24)
+    assert lines[3] == ("| 8.51e+13 | 32.00 / 27.00 | 21.00 / 23.00 | 29.50 [26.00-34.00] "
+                        "| 22.00 [20.00-24.00] | +7.50 | ahead beyond the spread "
+                        "| ahead beyond the spread |")
+    assert f.tables_markdown(points, seed1) == (f.markdown(points) + "\n"
+                                                + f.seeds_markdown(points, seed1))
+    assert f.tables_markdown(points, []) == f.markdown(points)
+
+
+def test_the_figure_draws_seed_1_open_from_its_own_random_weights(runs, seed1_runs, tmp_path):
+    points = [f.point(r, tmp_path) for r in runs]
+    seed1 = [g.point(r, tmp_path) for r in seed1_runs]
+    stsb = f.figure(points, seed1).axes[0]
+    lines = {c.get_label(): c for c in stsb.containers}
+    line, _, (bars,) = lines[f"{f.ELECTRA}, pre-training seed 1"]
+    assert list(line.get_ydata()) == [15.0, 27.0]  # its random weights, then its quarter
+    assert list(line.get_xdata()) == [f.SEED1_NUDGE, points[0]["flops"] + f.SEED1_NUDGE]
+    assert line.get_markerfacecolor() == "white"
+    assert [list(s[:, 1]) for s in bars.get_segments()] == [[14.0, 16.0], [26.0, 28.0]]
+    assert f"{f.BERT}, pre-training seed 1" in lines
 
 
 def test_every_committed_snapshot_has_its_row_and_its_blimp_at_equal_compute():
