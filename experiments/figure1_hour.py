@@ -2,8 +2,9 @@
 the CPU hour's budget (experiments/RESULTS.md, "The hour's Figure 1 on STS-B").
 
 Each point is a snapshot of one pre-training run (one seed per objective) fine-tuned on STS-B by
-sst2_check.py (every training row, 3 epochs, seeds 0 1 2) and scored zero-shot on BLiMP by
-evaluate.py. Its row is read from the table sst2_check wrote (experiments/results/transfer/*.md),
+sst2_check.py (every training row, 3 epochs, seeds 0 1 2), on SST-2 by issue 27's protocol
+(20,000 rows, 1 epoch, seeds 0 1 2, three draws of random weights) and scored zero-shot on BLiMP
+by evaluate.py. Its row is read from the table sst2_check wrote (experiments/results/transfer/*.md),
 its BLiMP from evaluate.py's JSON kept beside it, not retyped. Its x is the snapshot's
 pre-training FLOPs, updates x report.flops_per_step (gain_vs_flops.run_flops); its bar spans the
 fine-tuning seeds, lowest to highest. Each objective's random weights (update 0, the same config
@@ -17,7 +18,8 @@ and a second table pools both seeds' jobs per objective.
 It also writes (and prints) the table RESULTS.md gives: at each quarter both objectives' mean
 [min-max], the difference of the means and what the protocol reads from it. ELECTRA is *ahead
 beyond the spread* at a quarter if its lowest job is above BERT's highest (*behind* if its highest
-is below BERT's lowest); otherwise the difference is inside the fine-tuning seeds' spread.
+is below BERT's lowest); otherwise the difference is inside the fine-tuning seeds' spread. On
+SST-2 it also reads issue 27's target per snapshot (target).
 """
 from __future__ import annotations
 
@@ -60,6 +62,9 @@ RUNS = [
 SEED1_RUNS: list[g.Run] = []
 # seed 1's points are drawn this far right of seed 0's, so that their bars do not hide each other
 SEED1_NUDGE = 4e12  # FLOPs, about 1% of the hour's axis
+# sst2_check's SST-2 table of the eight snapshots (issue 27's protocol, three draws of random
+# weights per objective), beside the STS-B tables of the runs' own Run.table
+SST2_TABLE = "tiny-books-hour-sst2-check.md"
 # evaluate.py blimp on random weights of each run's config and vocab (--random --seed 0): BLiMP's
 # zero point; a snapshot's own result is blimp_file(its init)
 RANDOM_BLIMP = {ELECTRA: "tiny-books-hour-blimp-random-seed0.json",
@@ -82,9 +87,10 @@ def blimp(path: Path) -> dict:
 
 
 def point(run: g.Run, tables: Path = g.TABLES) -> dict:
-    """`run`'s point: its FLOPs and STS-B row (gain_vs_flops.point), its BLiMP and that of the
-    random weights of its objective."""
-    return {**g.point(run, tables), "blimp": blimp(tables / blimp_file(run.init)),
+    """`run`'s point: its FLOPs and STS-B row (gain_vs_flops.point), its SST-2 row, its BLiMP
+    and that of the random weights of its objective."""
+    return {**g.point(run, tables), "sst2": g.read_row(tables / SST2_TABLE, run.init),
+            "blimp": blimp(tables / blimp_file(run.init)),
             "random_blimp": blimp(tables / RANDOM_BLIMP[run.group])}
 
 
@@ -103,6 +109,20 @@ def verdict(electra: tuple, bert: tuple) -> str:
     if electra[2] < bert[1]:
         return "behind beyond the spread"
     return "inside the spread"
+
+
+def target(pretrained: tuple, random: tuple) -> str:
+    """Issue 27's SST-2 target on two (mean, min, max) cells: the mean at least TARGET above the
+    random weights' and the lowest job above their highest.
+
+    >>> target((80.0, 79.5, 80.5), (77.0, 76.0, 78.0))
+    'met'
+    >>> target((80.0, 77.5, 81.0), (77.0, 76.0, 78.0))  # the lowest job among the random jobs
+    'not met'
+    """
+    if pretrained[0] - random[0] >= g.TARGET and pretrained[1] > random[2]:
+        return "met"
+    return "not met"
 
 
 def pooled(seed0: tuple, seed1: tuple) -> tuple:
@@ -157,6 +177,31 @@ def markdown(points: list[dict]) -> str:
     return header + "".join(lines)
 
 
+def sst2_markdown(points: list[dict]) -> str:
+    """The SST-2 table: each objective's random weights, then one line per pair of snapshots with
+    each one's gain over its random weights and the target's reading, and ELECTRA against BERT."""
+    header = ("| pre-train FLOPs | ELECTRA update | ELECTRA SST-2 | gain, target | BERT update "
+              "| BERT SST-2 | gain, target | ELECTRA - BERT | read |\n"
+              "|---:|---:|---|---|---:|---|---|---:|---|\n")
+    first_e, first_b = pairs(points)[0]
+    random_e = first_e["sst2"]["random"]
+    random_b = first_b["sst2"]["random"]
+    lines = [f"| 0 | 0 (random weights) | {cell(random_e)} | | 0 (random weights) "
+             f"| {cell(random_b)} | | {random_e[0] - random_b[0]:+.2f} "
+             f"| {verdict(random_e, random_b)} |\n"]
+    for e, b in pairs(points):
+        ends = []
+        for p in (e, b):
+            mine = p["sst2"]
+            reading = target(mine["pretrained"], mine["random"])
+            ends.append(f"{p['run'].updates:,} | {cell(mine['pretrained'])} "
+                        f"| {mine['pretrained'][0] - mine['random'][0]:+.2f}, {reading}")
+        difference = e["sst2"]["pretrained"][0] - b["sst2"]["pretrained"][0]
+        lines.append(f"| {e['flops']:.2e} | {ends[0]} | {ends[1]} | {difference:+.2f} "
+                     f"| {verdict(e['sst2']['pretrained'], b['sst2']['pretrained'])} |\n")
+    return header + "".join(lines)
+
+
 def seeds_markdown(points: list[dict], seed1: list[dict]) -> str:
     """The table over two pre-training seeds: at each quarter seed 1 reached (and at update 0,
     each seed's random weights), both objectives' seed-0 and seed-1 means, their six jobs pooled,
@@ -186,27 +231,37 @@ def seeds_markdown(points: list[dict], seed1: list[dict]) -> str:
     return header + "".join(lines)
 
 
+def draw_task(ax, mine: list[dict], task: str, colour: str, group: str) -> None:
+    """One objective's line on a fine-tuned task's panel: the mean and min-max bars of each
+    snapshot, its random weights dashed over the band of their jobs. `task` is "stsb" (the
+    point's own row) or "sst2"."""
+    rows = [p if task == "stsb" else p[task] for p in mine]
+    x = [p["flops"] for p in mine]
+    mean = [r["pretrained"][0] for r in rows]
+    below = [r["pretrained"][0] - r["pretrained"][1] for r in rows]
+    above = [r["pretrained"][2] - r["pretrained"][0] for r in rows]
+    ax.errorbar(x, mean, yerr=[below, above], fmt="o-", capsize=3, color=colour, label=group)
+    random_mean, random_low, random_high = rows[0]["random"]
+    ax.axhline(random_mean, color=colour, ls="--", lw=1, label=f"{group}: random weights")
+    ax.axhspan(random_low, random_high, color=colour, alpha=0.1, lw=0)
+
+
 def figure(points: list[dict], seed1: list[dict] = ()):
-    """Two panels against pre-training FLOPs: STS-B's Spearman, a line per objective with its
-    seeds' bars and its random weights as a dashed line over their jobs' band; BLiMP's accuracy,
+    """Three panels against pre-training FLOPs: STS-B's Spearman and SST-2's accuracy, a line per
+    objective with its seeds' bars and its random weights as a dashed line over their jobs' band
+    (draw_task); BLiMP's accuracy,
     D sum and the masked LM's PLL, each with its random weights dashed. Pre-training seed 1's
     STS-B points, if given, are open circles from its own random weights at update 0."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(13, 4.8))
-    stsb, grammar = fig.subplots(1, 2)
+    fig = Figure(figsize=(19, 5.2))
+    stsb, sst2, grammar = fig.subplots(1, 3)
     for group in (ELECTRA, BERT):
         mine = [p for p in points if p["run"].group == group]
         x = [p["flops"] for p in mine]
-        mean = [p["pretrained"][0] for p in mine]
-        below = [p["pretrained"][0] - p["pretrained"][1] for p in mine]
-        above = [p["pretrained"][2] - p["pretrained"][0] for p in mine]
         colour = COLOURS[group]
-        stsb.errorbar(x, mean, yerr=[below, above], fmt="o-", capsize=3, color=colour,
-                      label=group)
-        random_mean, random_low, random_high = mine[0]["random"]
-        stsb.axhline(random_mean, color=colour, ls="--", lw=1, label=f"{group}: random weights")
-        stsb.axhspan(random_low, random_high, color=colour, alpha=0.1, lw=0)
+        draw_task(stsb, mine, "stsb", colour, group)
+        draw_task(sst2, mine, "sst2", colour, group)
         other = [p for p in seed1 if p["run"].group == group]
         if other:
             cells = [other[0]["random"], *(p["pretrained"] for p in other)]
@@ -230,9 +285,12 @@ def figure(points: list[dict], seed1: list[dict] = ()):
     stsb.set_ylabel("STS-B dev Spearman (x100)")
     stsb.set_title("STS-B, fine-tuned (dots: mean of 3 fine-tuning seeds; bars: min-max)",
                    fontsize=10)
+    sst2.set_ylabel("SST-2 dev accuracy")
+    sst2.set_title("SST-2, 20,000 rows, 1 epoch (random weights: 3 draws x 3 seeds)",
+                   fontsize=10)
     grammar.set_ylabel("BLiMP accuracy, 200 pairs per paradigm")
     grammar.set_title("BLiMP, zero-shot", fontsize=10)
-    for ax in (stsb, grammar):
+    for ax in (stsb, sst2, grammar):
         ax.set_xlim(left=0)  # update 0, where the random weights are
         ax.set_xlabel("pre-training FLOPs (report.flops_per_step)")
         ax.grid(alpha=0.3)
@@ -245,10 +303,12 @@ def figure(points: list[dict], seed1: list[dict] = ()):
 
 
 def tables_markdown(points: list[dict], seed1: list[dict]) -> str:
-    """The seed-0 table, then (with seed 1's points) the table over both pre-training seeds."""
+    """The seed-0 tables (STS-B and BLiMP, then SST-2), then (with seed 1's points) the STS-B
+    table over both pre-training seeds."""
+    text = markdown(points) + "\n" + sst2_markdown(points)
     if not seed1:
-        return markdown(points)
-    return markdown(points) + "\n" + seeds_markdown(points, seed1)
+        return text
+    return text + "\n" + seeds_markdown(points, seed1)
 
 
 def write(runs: list[g.Run], out: Path, tables: Path = g.TABLES,

@@ -15,12 +15,15 @@ import gain_vs_flops as g  # noqa: E402
 from sst2_check import format_table, spread  # noqa: E402
 
 
-def write_table(path: Path, rows: dict[str, list[float]], random: list[float]) -> None:
-    """An sst2_check table, as sst2_check writes it: a row per init, every job's score."""
+def write_table(path: Path, rows: dict[str, list[float]],
+                random: list[float] | dict[str, list[float]]) -> None:
+    """An sst2_check table, as sst2_check writes it: a row per init, every job's score; `random`
+    is every row's random jobs, or each row's."""
     args = Namespace(task="stsb", seeds=[0, 1, 2], max_train_examples=None, epochs=3, draws=1)
-    made = [{"init": init, "pretrained": spread(jobs), "random": spread(random),
-             "draws": [spread(random)], "gain": spread(jobs)["mean"] - spread(random)["mean"],
-             "median_gain": 0.0}
+    randoms = random if isinstance(random, dict) else dict.fromkeys(rows, random)
+    made = [{"init": init, "pretrained": spread(jobs), "random": spread(randoms[init]),
+             "draws": [spread(randoms[init])],
+             "gain": spread(jobs)["mean"] - spread(randoms[init])["mean"], "median_gain": 0.0}
             for init, jobs in rows.items()]
     path.write_text(format_table(made, args) + "\n")
 
@@ -35,6 +38,10 @@ def runs(tmp_path):
     """One snapshot each at ELECTRA's 2,700 updates and BERT's 2,927, the same FLOPs."""
     write_table(tmp_path / "e.md", {"runs/e": [30.0, 32.0, 34.0]}, [15.0, 16.0, 17.0])
     write_table(tmp_path / "b.md", {"runs/b": [20.0, 21.0, 22.0]}, [14.0, 15.0, 16.0])
+    # SST-2: both objectives in one table, each against its own random weights
+    sst2 = {"runs/e": [80.0, 81.0, 82.0], "runs/b": [77.0, 78.0, 79.0]}
+    write_table(tmp_path / f.SST2_TABLE, sst2,
+                {"runs/e": [76.0, 77.0, 78.0], "runs/b": [75.0, 77.0, 79.0]})
     write_blimp(tmp_path / "e-blimp.json", d_sum=0.505, d_mean=0.504, mlm_pll=0.521)
     write_blimp(tmp_path / "b-blimp.json", mlm_pll=0.566)
     write_blimp(tmp_path / f.RANDOM_BLIMP[f.ELECTRA], d_sum=0.531, d_mean=0.530, mlm_pll=0.497)
@@ -45,8 +52,8 @@ def runs(tmp_path):
 
 def test_docstring_examples():
     result = doctest.testmod(f)
-    # verdict's three readings, blimp_file, pooled
-    assert (result.failed, result.attempted) == (0, 5)
+    # verdict's three readings, blimp_file, pooled, target's two readings
+    assert (result.failed, result.attempted) == (0, 7)
 
 
 def test_the_table_reads_each_pair_at_its_flops(runs, tmp_path):
@@ -63,6 +70,19 @@ def test_the_table_reads_each_pair_at_its_flops(runs, tmp_path):
                         "| +11.00 | ahead beyond the spread | 0.505 / 0.521 | 0.566 |")
 
 
+def test_the_sst2_table_reads_the_target_and_the_pair(runs, tmp_path):
+    lines = f.sst2_markdown([f.point(r, tmp_path) for r in runs]).splitlines()
+    assert len(lines) == 4  # header, its rule, the random weights, the one pair
+    # both random weights at 77, their jobs overlap (76-78 and 75-79)
+    assert lines[2] == ("| 0 | 0 (random weights) | 77.00 [76.00-78.00] | | 0 (random weights) "
+                        "| 77.00 [75.00-79.00] | | +0.00 | inside the spread |")
+    # ELECTRA 81 - 77 = +4 with its lowest job (80) above its random's highest (78): met;
+    # BERT 78 - 77 = +1: not met; ELECTRA's lowest (80) above BERT's highest (79)
+    assert lines[3] == ("| 8.51e+13 | 2,700 | 81.00 [80.00-82.00] | +4.00, met | 2,927 "
+                        "| 78.00 [77.00-79.00] | +1.00, not met | +3.00 "
+                        "| ahead beyond the spread |")
+
+
 def test_snapshots_at_other_flops_are_not_compared(runs, tmp_path):
     late_bert = [runs[0], g.Run(f.BERT, "b.md", "runs/b", "tiny", f.VOCAB, 2955, "bert")]
     with pytest.raises(ValueError, match="not at the same compute"):
@@ -75,7 +95,7 @@ def test_the_figure_draws_each_objective_with_its_bars_and_its_random_weights(ru
     from matplotlib.colors import to_hex
 
     points = [f.point(r, tmp_path) for r in runs]
-    stsb, grammar = f.figure(points).axes
+    stsb, sst2, grammar = f.figure(points).axes
     lines = {c.get_label(): c for c in stsb.containers}
     assert set(lines) == {f.ELECTRA, f.BERT}
     line, _, (bars,) = lines[f.ELECTRA]
@@ -91,7 +111,11 @@ def test_the_figure_draws_each_objective_with_its_bars_and_its_random_weights(ru
                      "ELECTRA G PLL": [0.521], "ELECTRA G PLL: random weights": [0.497, 0.497],
                      "BERT MLM PLL": [0.566], "BERT MLM PLL: random weights": [0.506, 0.506],
                      "chance": [0.5, 0.5]}
-    for ax in (stsb, grammar):
+    sst2_lines = {c.get_label(): list(c[0].get_ydata()) for c in sst2.containers}
+    assert sst2_lines == {f.ELECTRA: [81.0], f.BERT: [78.0]}
+    dashed = {ln.get_label(): ln.get_ydata()[0] for ln in sst2.lines if ln.get_linestyle() == "--"}
+    assert dashed == {f"{f.ELECTRA}: random weights": 77.0, f"{f.BERT}: random weights": 77.0}
+    for ax in (stsb, sst2, grammar):
         assert ax.get_xlim()[0] == 0  # update 0 is on the axis
 
 
@@ -99,7 +123,8 @@ def test_the_png_and_its_table_are_written(runs, tmp_path):
     out = tmp_path / "fig" / "figure1.png"
     f.write(runs, out, tmp_path)
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert out.with_suffix(".md").read_text() == f.markdown([f.point(r, tmp_path) for r in runs])
+    points = [f.point(r, tmp_path) for r in runs]
+    assert out.with_suffix(".md").read_text() == f.tables_markdown(points, [])
 
 
 @pytest.fixture
@@ -126,9 +151,9 @@ def test_the_seeds_table_pools_six_jobs_per_objective(runs, seed1_runs, tmp_path
     assert lines[3] == ("| 8.51e+13 | 32.00 / 27.00 | 21.00 / 23.00 | 29.50 [26.00-34.00] "
                         "| 22.00 [20.00-24.00] | +7.50 | ahead beyond the spread "
                         "| ahead beyond the spread |")
-    assert f.tables_markdown(points, seed1) == (f.markdown(points) + "\n"
-                                                + f.seeds_markdown(points, seed1))
-    assert f.tables_markdown(points, []) == f.markdown(points)
+    seed0 = f.markdown(points) + "\n" + f.sst2_markdown(points)
+    assert f.tables_markdown(points, []) == seed0
+    assert f.tables_markdown(points, seed1) == seed0 + "\n" + f.seeds_markdown(points, seed1)
 
 
 def test_the_figure_draws_seed_1_open_from_its_own_random_weights(runs, seed1_runs, tmp_path):
