@@ -10,8 +10,8 @@ pre-training FLOPs, updates x report.flops_per_step (gain_vs_flops.run_flops); i
 fine-tuning seeds, lowest to highest. Each objective's random weights (update 0, the same config
 and vocab) are the dashed line in its colour over the band of their jobs: the zero point its
 pre-training has to beat. Pre-training seed 1 (the same commands with --seed 1) reached the first
-two quarters: its points are open circles beside seed 0's, starting from its own random weights,
-and a second table pools both seeds' jobs per objective.
+quarter: its STS-B points are open circles beside seed 0's, starting from its own random weights,
+and a last table pools both seeds' jobs per objective.
 
     python experiments/figure1_hour.py   # experiments/results/transfer/figure1-hour.png and .md
 
@@ -57,9 +57,15 @@ RUNS = [
     g.Run(BERT, "tiny-books-hour-bert-stsb-check.md", "runs/tiny-books-hour-bert", "tiny", VOCAB,
           11707, "bert"),
 ]
-# both hour commands again with --seed 1, stopped at their first two quarters (RESULTS.md, "The
-# hour's Figure 1 on STS-B, pre-training seed 1 for its first half"); fine-tuned, no BLiMP
-SEED1_RUNS: list[g.Run] = []
+# both hour commands again with --seed 1, stopped at their first quarter (RESULTS.md, "The hour's
+# Figure 1 on STS-B, pre-training seed 1 for its first half": the second quarter gave way to
+# SST-2); fine-tuned on STS-B, no SST-2, no BLiMP
+SEED1_RUNS = [
+    g.Run(ELECTRA, "tiny-books-stsb-check.md", "runs/electra-hour-s1/step2700", "tiny", VOCAB,
+          2700),
+    g.Run(BERT, "tiny-books-hour-bert-stsb-check.md", "runs/bert-hour-s1/step2927", "tiny", VOCAB,
+          2927, "bert"),
+]
 # seed 1's points are drawn this far right of seed 0's, so that their bars do not hide each other
 SEED1_NUDGE = 4e12  # FLOPs, about 1% of the hour's axis
 # sst2_check's SST-2 table of the eight snapshots (issue 27's protocol, three draws of random

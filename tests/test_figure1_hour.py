@@ -176,3 +176,8 @@ def test_every_committed_snapshot_has_its_row_and_its_blimp_at_equal_compute():
         lo, hi = p["pretrained"][1:]
         assert lo <= p["pretrained"][0] <= hi
         assert ("d_sum" in p["blimp"]) == (p["run"].objective == "electra")
+    # pre-training seed 1: its first quarter's pair, at the FLOPs of seed 0's first pair
+    seed1 = [g.point(run) for run in f.SEED1_RUNS]
+    assert len(f.pairs(seed1)) == 1
+    assert f.pairs(seed1)[0][0]["flops"] == f.pairs(points)[0][0]["flops"]
+    assert len(f.seeds_markdown(points, seed1).splitlines()) == 4  # random weights, one quarter
