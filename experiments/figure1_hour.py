@@ -237,15 +237,22 @@ def seeds_markdown(points: list[dict], seed1: list[dict]) -> str:
     return header + "".join(lines)
 
 
+def bars(cells: list[tuple]) -> tuple[list, list, list]:
+    """(mean, min, max) cells -> errorbar's means and the distances below and above them.
+
+    >>> bars([(30.0, 28.0, 33.0)])
+    ([30.0], [2.0], [3.0])
+    """
+    return ([c[0] for c in cells], [c[0] - c[1] for c in cells], [c[2] - c[0] for c in cells])
+
+
 def draw_task(ax, mine: list[dict], task: str, colour: str, group: str) -> None:
     """One objective's line on a fine-tuned task's panel: the mean and min-max bars of each
     snapshot, its random weights dashed over the band of their jobs. `task` is "stsb" (the
     point's own row) or "sst2"."""
     rows = [p if task == "stsb" else p[task] for p in mine]
     x = [p["flops"] for p in mine]
-    mean = [r["pretrained"][0] for r in rows]
-    below = [r["pretrained"][0] - r["pretrained"][1] for r in rows]
-    above = [r["pretrained"][2] - r["pretrained"][0] for r in rows]
+    mean, below, above = bars([r["pretrained"] for r in rows])
     ax.errorbar(x, mean, yerr=[below, above], fmt="o-", capsize=3, color=colour, label=group)
     random_mean, random_low, random_high = rows[0]["random"]
     ax.axhline(random_mean, color=colour, ls="--", lw=1, label=f"{group}: random weights")
@@ -255,8 +262,8 @@ def draw_task(ax, mine: list[dict], task: str, colour: str, group: str) -> None:
 def figure(points: list[dict], seed1: list[dict] = ()):
     """Three panels against pre-training FLOPs: STS-B's Spearman and SST-2's accuracy, a line per
     objective with its seeds' bars and its random weights as a dashed line over their jobs' band
-    (draw_task); BLiMP's accuracy,
-    D sum and the masked LM's PLL, each with its random weights dashed. Pre-training seed 1's
+    (draw_task); BLiMP's accuracy, D sum and the masked LM's PLL, each with its random weights
+    dashed. Pre-training seed 1's
     STS-B points, if given, are open circles from its own random weights at update 0."""
     from matplotlib.figure import Figure
 
@@ -272,9 +279,7 @@ def figure(points: list[dict], seed1: list[dict] = ()):
         if other:
             cells = [other[0]["random"], *(p["pretrained"] for p in other)]
             x1 = [SEED1_NUDGE, *(p["flops"] + SEED1_NUDGE for p in other)]
-            mean1 = [c[0] for c in cells]
-            below1 = [c[0] - c[1] for c in cells]
-            above1 = [c[2] - c[0] for c in cells]
+            mean1, below1, above1 = bars(cells)
             stsb.errorbar(x1, mean1, yerr=[below1, above1], fmt="o:", capsize=3, color=colour,
                           markerfacecolor="white", label=f"{group}, pre-training seed 1")
         short = group.split()[0]

@@ -52,8 +52,8 @@ def runs(tmp_path):
 
 def test_docstring_examples():
     result = doctest.testmod(f)
-    # verdict's three readings, blimp_file, pooled, target's two readings
-    assert (result.failed, result.attempted) == (0, 7)
+    # verdict's three readings, blimp_file, pooled, target's two readings, bars
+    assert (result.failed, result.attempted) == (0, 8)
 
 
 def test_the_table_reads_each_pair_at_its_flops(runs, tmp_path):
