@@ -10,7 +10,7 @@ pre-training FLOPs, updates x report.flops_per_step (gain_vs_flops.run_flops); i
 fine-tuning seeds, lowest to highest. Each objective's random weights (update 0, the same config
 and vocab) are the dashed line in its colour over the band of their jobs: the zero point its
 pre-training has to beat. Pre-training seed 1 (the same commands with --seed 1) ran the first
-two quarters: its STS-B points are open circles beside seed 0's, starting from its own random
+three quarters: its STS-B points are open circles beside seed 0's, starting from its own random
 weights, and a last table pools both seeds' jobs per objective at each of those quarters.
 
     python experiments/figure1_hour.py   # experiments/results/transfer/figure1-hour.png and .md
@@ -57,16 +57,16 @@ RUNS = [
     g.Run(BERT, "tiny-books-hour-bert-stsb-check.md", "runs/tiny-books-hour-bert", "tiny", VOCAB,
           11707, "bert"),
 ]
-# both hour commands again with --seed 1, stopped at their first two quarters (RESULTS.md,
+# both hour commands again with --seed 1, stopped at their first three quarters (RESULTS.md,
 # "The hour's Figure 1 on STS-B, pre-training seed 1 for its first half" and "Pre-training seed
 # 1's second and third quarters"); fine-tuned on STS-B, no SST-2, no BLiMP
 SEED1_RUNS = [
     *(g.Run(ELECTRA, "tiny-books-stsb-check.md", f"runs/electra-hour-s1/step{n}", "tiny", VOCAB,
             n)
-      for n in (2700, 5400)),
+      for n in (2700, 5400, 8100)),
     *(g.Run(BERT, "tiny-books-hour-bert-stsb-check.md", f"runs/bert-hour-s1/step{n}", "tiny",
             VOCAB, n, "bert")
-      for n in (2927, 5854)),
+      for n in (2927, 5854, 8780)),
 ]
 # seed 1's points are drawn this far right of seed 0's, so that their bars do not hide each other
 SEED1_NUDGE = 4e12  # FLOPs, about 1% of the hour's axis

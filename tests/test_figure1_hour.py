@@ -176,11 +176,11 @@ def test_every_committed_snapshot_has_its_row_and_its_blimp_at_equal_compute():
         lo, hi = p["pretrained"][1:]
         assert lo <= p["pretrained"][0] <= hi
         assert ("d_sum" in p["blimp"]) == (p["run"].objective == "electra")
-    # pre-training seed 1: its first two quarters' pairs, at the FLOPs of seed 0's
+    # pre-training seed 1: its first three quarters' pairs, at the FLOPs of seed 0's
     seed1 = [g.point(run) for run in f.SEED1_RUNS]
-    assert len(f.pairs(seed1)) == 2
+    assert len(f.pairs(seed1)) == 3
     for one, zero in zip(f.pairs(seed1), f.pairs(points)):
         assert one[0]["flops"] == zero[0]["flops"]
         assert one[1]["flops"] == zero[1]["flops"]
-    # a header, its rule, the random weights, two quarters
-    assert len(f.seeds_markdown(points, seed1).splitlines()) == 5
+    # a header, its rule, the random weights, three quarters
+    assert len(f.seeds_markdown(points, seed1).splitlines()) == 6
