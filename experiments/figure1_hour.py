@@ -45,15 +45,18 @@ COLOURS = {ELECTRA: "C0", BERT: "C1"}  # the colours of electra_vs_bert.py's Fig
 # equal compute: BERT's update count is ELECTRA's FLOPs over BERT's cheaper update, rounded to a
 # whole update, so a pair's FLOPs differ by less than an update's worth
 SAME_FLOPS = 1e-3  # relative
-# ELECTRA's hour (10,800 updates, 3.406e14 FLOPs) and BERT at the same FLOPs (11,707 updates),
-# each stopped at its quarters with --stop-at and --resume; the last quarter is the whole run
+# the updates of the hour's first three quarters: ELECTRA's hour is 10,800 updates (3.406e14
+# FLOPs), BERT's 11,707 at the same FLOPs; the last quarter is the whole run
+ELECTRA_QUARTERS = (2700, 5400, 8100)
+BERT_QUARTERS = (2927, 5854, 8780)
+# both runs, each stopped at its quarters with --stop-at and --resume
 RUNS = [
     *(g.Run(ELECTRA, "tiny-books-stsb-check.md", f"runs/electra-hour-q/step{n}", "tiny", VOCAB, n)
-      for n in (2700, 5400, 8100)),
+      for n in ELECTRA_QUARTERS),
     g.Run(ELECTRA, "tiny-books-stsb-check.md", "runs/tiny-books-hour", "tiny", VOCAB, 10800),
     *(g.Run(BERT, "tiny-books-hour-bert-stsb-check.md", f"runs/bert-hour-q/step{n}", "tiny", VOCAB,
             n, "bert")
-      for n in (2927, 5854, 8780)),
+      for n in BERT_QUARTERS),
     g.Run(BERT, "tiny-books-hour-bert-stsb-check.md", "runs/tiny-books-hour-bert", "tiny", VOCAB,
           11707, "bert"),
 ]
@@ -63,10 +66,10 @@ RUNS = [
 SEED1_RUNS = [
     *(g.Run(ELECTRA, "tiny-books-stsb-check.md", f"runs/electra-hour-s1/step{n}", "tiny", VOCAB,
             n)
-      for n in (2700, 5400, 8100)),
+      for n in ELECTRA_QUARTERS),
     *(g.Run(BERT, "tiny-books-hour-bert-stsb-check.md", f"runs/bert-hour-s1/step{n}", "tiny",
             VOCAB, n, "bert")
-      for n in (2927, 5854, 8780)),
+      for n in BERT_QUARTERS),
 ]
 # seed 1's points are drawn this far right of seed 0's, so that their bars do not hide each other
 SEED1_NUDGE = 4e12  # FLOPs, about 1% of the hour's axis
@@ -265,8 +268,8 @@ def figure(points: list[dict], seed1: list[dict] = ()):
     """Three panels against pre-training FLOPs: STS-B's Spearman and SST-2's accuracy, a line per
     objective with its seeds' bars and its random weights as a dashed line over their jobs' band
     (draw_task); BLiMP's accuracy, D sum and the masked LM's PLL, each with its random weights
-    dashed. Pre-training seed 1's
-    STS-B points, if given, are open circles from its own random weights at update 0."""
+    dashed. Pre-training seed 1's STS-B points, if given, are open circles from its own random
+    weights at update 0."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(19, 5.2))
