@@ -9,9 +9,10 @@ its BLiMP from evaluate.py's JSON kept beside it, not retyped. Its x is the snap
 pre-training FLOPs, updates x report.flops_per_step (gain_vs_flops.run_flops); its bar spans the
 fine-tuning seeds, lowest to highest. Each objective's random weights (update 0, the same config
 and vocab) are the dashed line in its colour over the band of their jobs: the zero point its
-pre-training has to beat. Pre-training seed 1 (the same commands with --seed 1) ran the first
-three quarters: its STS-B points are open circles beside seed 0's, starting from its own random
-weights, and a last table pools both seeds' jobs per objective at each of those quarters.
+pre-training has to beat. Pre-training seed 1 (the same commands with --seed 1) ran the same
+four quarters: its points are open markers beside seed 0's on every panel, each line starting
+from its own random weights (one draw on SST-2), and a last table pools both seeds' STS-B jobs
+per objective at each quarter.
 
     python experiments/figure1_hour.py   # experiments/results/transfer/figure1-hour.png and .md
 
@@ -49,37 +50,45 @@ SAME_FLOPS = 1e-3  # relative
 # FLOPs), BERT's 11,707 at the same FLOPs; the last quarter is the whole run
 ELECTRA_QUARTERS = (2700, 5400, 8100)
 BERT_QUARTERS = (2927, 5854, 8780)
+ELECTRA_HOUR = 10800
+BERT_HOUR = 11707
 # both runs, each stopped at its quarters with --stop-at and --resume
 RUNS = [
     *(g.Run(ELECTRA, "tiny-books-stsb-check.md", f"runs/electra-hour-q/step{n}", "tiny", VOCAB, n)
       for n in ELECTRA_QUARTERS),
-    g.Run(ELECTRA, "tiny-books-stsb-check.md", "runs/tiny-books-hour", "tiny", VOCAB, 10800),
+    g.Run(ELECTRA, "tiny-books-stsb-check.md", "runs/tiny-books-hour", "tiny", VOCAB,
+          ELECTRA_HOUR),
     *(g.Run(BERT, "tiny-books-hour-bert-stsb-check.md", f"runs/bert-hour-q/step{n}", "tiny", VOCAB,
             n, "bert")
       for n in BERT_QUARTERS),
     g.Run(BERT, "tiny-books-hour-bert-stsb-check.md", "runs/tiny-books-hour-bert", "tiny", VOCAB,
-          11707, "bert"),
+          BERT_HOUR, "bert"),
 ]
-# both hour commands again with --seed 1, stopped at their first three quarters (RESULTS.md,
-# "The hour's Figure 1 on STS-B, pre-training seed 1 for its first half" and "Pre-training seed
-# 1's second and third quarters"); fine-tuned on STS-B, no SST-2, no BLiMP
+# both hour commands again with --seed 1, stopped at each quarter (RESULTS.md, "The hour's
+# Figure 1 on STS-B, pre-training seed 1 for its first half" and the seed-1 sections after it);
+# each stop's checkpoint copied to a snapshot folder, the last one's too
 SEED1_RUNS = [
     *(g.Run(ELECTRA, "tiny-books-stsb-check.md", f"runs/electra-hour-s1/step{n}", "tiny", VOCAB,
             n)
-      for n in ELECTRA_QUARTERS),
+      for n in (*ELECTRA_QUARTERS, ELECTRA_HOUR)),
     *(g.Run(BERT, "tiny-books-hour-bert-stsb-check.md", f"runs/bert-hour-s1/step{n}", "tiny",
             VOCAB, n, "bert")
-      for n in BERT_QUARTERS),
+      for n in (*BERT_QUARTERS, BERT_HOUR)),
 ]
 # seed 1's points are drawn this far right of seed 0's, so that their bars do not hide each other
 SEED1_NUDGE = 4e12  # FLOPs, about 1% of the hour's axis
-# sst2_check's SST-2 table of the eight snapshots (issue 27's protocol, three draws of random
-# weights per objective), beside the STS-B tables of the runs' own Run.table
-SST2_TABLE = "tiny-books-hour-sst2-check.md"
-# evaluate.py blimp on random weights of each run's config and vocab (--random --seed 0): BLiMP's
-# zero point; a snapshot's own result is blimp_file(its init)
-RANDOM_BLIMP = {ELECTRA: "tiny-books-hour-blimp-random-seed0.json",
-                BERT: "tiny-books-hour-bert-blimp-random-seed0.json"}
+# per pre-training seed, sst2_check's SST-2 table of its eight snapshots (issue 27's protocol;
+# seed 0 against three draws of random weights per objective, seed 1 against one), beside the
+# STS-B tables of the runs' own Run.table
+SST2_TABLES = {0: "tiny-books-hour-sst2-check.md", 1: "tiny-books-hour-s1-sst2-check.md"}
+# per pre-training seed, evaluate.py blimp on random weights of each run's config and vocab
+# (--random --seed <the seed>): BLiMP's zero point; a snapshot's own result is blimp_file(its init)
+RANDOM_BLIMP = {
+    0: {ELECTRA: "tiny-books-hour-blimp-random-seed0.json",
+        BERT: "tiny-books-hour-bert-blimp-random-seed0.json"},
+    1: {ELECTRA: "tiny-books-hour-s1-blimp-random-seed1.json",
+        BERT: "tiny-books-hour-bert-s1-blimp-random-seed1.json"},
+}
 
 
 def blimp_file(init: str) -> str:
@@ -97,12 +106,12 @@ def blimp(path: Path) -> dict:
     return json.loads(path.read_text())["overall"]
 
 
-def point(run: g.Run, tables: Path = g.TABLES) -> dict:
-    """`run`'s point: its FLOPs and STS-B row (gain_vs_flops.point), its SST-2 row, its BLiMP
-    and that of the random weights of its objective."""
-    return {**g.point(run, tables), "sst2": g.read_row(tables / SST2_TABLE, run.init),
+def point(run: g.Run, tables: Path = g.TABLES, seed: int = 0) -> dict:
+    """`run`'s point, of pre-training seed `seed`: its FLOPs and STS-B row (gain_vs_flops.point),
+    its SST-2 row, its BLiMP and that of the random weights of its objective and seed."""
+    return {**g.point(run, tables), "sst2": g.read_row(tables / SST2_TABLES[seed], run.init),
             "blimp": blimp(tables / blimp_file(run.init)),
-            "random_blimp": blimp(tables / RANDOM_BLIMP[run.group])}
+            "random_blimp": blimp(tables / RANDOM_BLIMP[seed][run.group])}
 
 
 def verdict(electra: tuple, bert: tuple) -> str:
@@ -264,46 +273,70 @@ def draw_task(ax, mine: list[dict], task: str, colour: str, group: str) -> None:
     ax.axhspan(random_low, random_high, color=colour, alpha=0.1, lw=0)
 
 
+def seed1_x(mine: list[dict]) -> list[float]:
+    """Where pre-training seed 1's line is drawn: its random weights at update 0, then its
+    snapshots, all SEED1_NUDGE right of seed 0's so that the two seeds' bars do not hide each
+    other."""
+    return [SEED1_NUDGE, *(p["flops"] + SEED1_NUDGE for p in mine)]
+
+
+def draw_seed1_task(ax, mine: list[dict], task: str, colour: str, group: str) -> None:
+    """Pre-training seed 1's line on a fine-tuned task's panel: open circles with their bars,
+    the first its own random weights (update 0), then its snapshots."""
+    rows = [p if task == "stsb" else p[task] for p in mine]
+    mean, below, above = bars([rows[0]["random"], *(r["pretrained"] for r in rows)])
+    ax.errorbar(seed1_x(mine), mean, yerr=[below, above], fmt="o:", capsize=3, color=colour,
+                markerfacecolor="white", label=f"{group}, pre-training seed 1")
+
+
+def draw_blimp(ax, mine: list[dict], colour: str, group: str, seed1: bool = False) -> None:
+    """One objective's BLiMP accuracies: D sum (ELECTRA only) and the masked LM's PLL. Seed 0's
+    random weights are a line across the panel; pre-training seed 1's (`seed1`) are the first of
+    its open markers, at update 0, as on the fine-tuned panels."""
+    short = group.split()[0]
+    mlm = "MLM" if mine[0]["run"].objective == "bert" else "G"
+    for score, name, style in (("d_sum", "D sum", "o-"), ("mlm_pll", f"{mlm} PLL", "s:")):
+        if score not in mine[0]["blimp"]:
+            continue  # BERT has no D
+        values = [p["blimp"][score] for p in mine]
+        random = mine[0]["random_blimp"][score]
+        if seed1:
+            ax.plot(seed1_x(mine), [random, *values], style, color=colour,
+                    markerfacecolor="white", label=f"{short} {name}, pre-training seed 1")
+            continue
+        ax.plot([p["flops"] for p in mine], values, style, color=colour, label=f"{short} {name}")
+        ax.axhline(random, color=colour, lw=1, ls="--" if score == "d_sum" else "-.",
+                   label=f"{short} {name}: random weights")
+
+
 def figure(points: list[dict], seed1: list[dict] = ()):
     """Three panels against pre-training FLOPs: STS-B's Spearman and SST-2's accuracy, a line per
     objective with its seeds' bars and its random weights as a dashed line over their jobs' band
     (draw_task); BLiMP's accuracy, D sum and the masked LM's PLL, each with its random weights
-    dashed. Pre-training seed 1's STS-B points, if given, are open circles from its own random
-    weights at update 0."""
+    (draw_blimp). Pre-training seed 1's points, if given, are open markers on every panel, each
+    line from its own random weights at update 0."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(19, 5.2))
     stsb, sst2, grammar = fig.subplots(1, 3)
     for group in (ELECTRA, BERT):
         mine = [p for p in points if p["run"].group == group]
-        x = [p["flops"] for p in mine]
         colour = COLOURS[group]
         draw_task(stsb, mine, "stsb", colour, group)
         draw_task(sst2, mine, "sst2", colour, group)
+        draw_blimp(grammar, mine, colour, group)
         other = [p for p in seed1 if p["run"].group == group]
         if other:
-            cells = [other[0]["random"], *(p["pretrained"] for p in other)]
-            x1 = [SEED1_NUDGE, *(p["flops"] + SEED1_NUDGE for p in other)]
-            mean1, below1, above1 = bars(cells)
-            stsb.errorbar(x1, mean1, yerr=[below1, above1], fmt="o:", capsize=3, color=colour,
-                          markerfacecolor="white", label=f"{group}, pre-training seed 1")
-        short = group.split()[0]
-        mlm = "MLM" if mine[0]["run"].objective == "bert" else "G"
-        for score, name, style in (("d_sum", "D sum", "o-"), ("mlm_pll", f"{mlm} PLL", "s:")):
-            if score not in mine[0]["blimp"]:
-                continue  # BERT has no D
-            grammar.plot(x, [p["blimp"][score] for p in mine], style, color=colour,
-                         label=f"{short} {name}")
-            grammar.axhline(mine[0]["random_blimp"][score], color=colour, lw=1,
-                            ls="--" if score == "d_sum" else "-.",
-                            label=f"{short} {name}: random weights")
+            draw_seed1_task(stsb, other, "stsb", colour, group)
+            draw_seed1_task(sst2, other, "sst2", colour, group)
+            draw_blimp(grammar, other, colour, group, seed1=True)
     grammar.axhline(BLIMP_CHANCE, color="0.6", lw=1, label="chance")
     stsb.set_ylabel("STS-B dev Spearman (x100)")
     stsb.set_title("STS-B, fine-tuned (dots: mean of 3 fine-tuning seeds; bars: min-max)",
                    fontsize=10)
     sst2.set_ylabel("SST-2 dev accuracy")
-    sst2.set_title("SST-2, 20,000 rows, 1 epoch (random weights: 3 draws x 3 seeds)",
-                   fontsize=10)
+    random_jobs = "3 draws x 3 seeds" + (", seed 1 one draw" if seed1 else "")
+    sst2.set_title(f"SST-2, 20,000 rows, 1 epoch (random weights: {random_jobs})", fontsize=10)
     grammar.set_ylabel("BLiMP accuracy, 200 pairs per paradigm")
     grammar.set_title("BLiMP, zero-shot", fontsize=10)
     for ax in (stsb, sst2, grammar):
@@ -319,20 +352,23 @@ def figure(points: list[dict], seed1: list[dict] = ()):
 
 
 def tables_markdown(points: list[dict], seed1: list[dict]) -> str:
-    """The seed-0 tables (STS-B and BLiMP, then SST-2), then (with seed 1's points) the STS-B
-    table over both pre-training seeds."""
-    text = markdown(points) + "\n" + sst2_markdown(points)
-    if not seed1:
-        return text
-    return text + "\n" + seeds_markdown(points, seed1)
+    """Each pre-training seed's tables (STS-B and BLiMP, then SST-2) under a title, then (with
+    seed 1's points) the STS-B table over both pre-training seeds."""
+    sections = [("Pre-training seed 0: STS-B and BLiMP", markdown(points)),
+                ("Pre-training seed 0: SST-2", sst2_markdown(points))]
+    if seed1:
+        sections += [("Pre-training seed 1: STS-B and BLiMP", markdown(seed1)),
+                     ("Pre-training seed 1: SST-2", sst2_markdown(seed1)),
+                     ("STS-B over both pre-training seeds", seeds_markdown(points, seed1))]
+    return "\n".join(f"**{title}**\n\n{table}" for title, table in sections)
 
 
 def write(runs: list[g.Run], out: Path, tables: Path = g.TABLES,
           seed1_runs: list[g.Run] = ()) -> tuple[list[dict], list[dict]]:
     """The figure to `out` and the tables beside it (`out` with .md); returns the points of
-    seed 0 and of seed 1 (which have no BLiMP)."""
+    seed 0 and of seed 1."""
     points = [point(run, tables) for run in runs]
-    seed1 = [g.point(run, tables) for run in seed1_runs]
+    seed1 = [point(run, tables, seed=1) for run in seed1_runs]
     fig = figure(points, seed1)
     # a temporary file, then a rename: an interrupted run leaves the last whole figure and table
     atomic_write(out, lambda path: fig.savefig(path, dpi=120, format="png"))

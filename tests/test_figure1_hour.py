@@ -40,12 +40,12 @@ def runs(tmp_path):
     write_table(tmp_path / "b.md", {"runs/b": [20.0, 21.0, 22.0]}, [14.0, 15.0, 16.0])
     # SST-2: both objectives in one table, each against its own random weights
     sst2 = {"runs/e": [80.0, 81.0, 82.0], "runs/b": [77.0, 78.0, 79.0]}
-    write_table(tmp_path / f.SST2_TABLE, sst2,
+    write_table(tmp_path / f.SST2_TABLES[0], sst2,
                 {"runs/e": [76.0, 77.0, 78.0], "runs/b": [75.0, 77.0, 79.0]})
     write_blimp(tmp_path / "e-blimp.json", d_sum=0.505, d_mean=0.504, mlm_pll=0.521)
     write_blimp(tmp_path / "b-blimp.json", mlm_pll=0.566)
-    write_blimp(tmp_path / f.RANDOM_BLIMP[f.ELECTRA], d_sum=0.531, d_mean=0.530, mlm_pll=0.497)
-    write_blimp(tmp_path / f.RANDOM_BLIMP[f.BERT], mlm_pll=0.506)
+    write_blimp(tmp_path / f.RANDOM_BLIMP[0][f.ELECTRA], d_sum=0.531, d_mean=0.530, mlm_pll=0.497)
+    write_blimp(tmp_path / f.RANDOM_BLIMP[0][f.BERT], mlm_pll=0.506)
     return [g.Run(f.ELECTRA, "e.md", "runs/e", "tiny", f.VOCAB, 2700),
             g.Run(f.BERT, "b.md", "runs/b", "tiny", f.VOCAB, 2927, "bert")]
 
@@ -132,13 +132,20 @@ def seed1_runs(tmp_path):
     """Pre-training seed 1 at the same quarter, each objective with its own random weights."""
     write_table(tmp_path / "e1.md", {"runs/e1": [26.0, 27.0, 28.0]}, [14.0, 15.0, 16.0])
     write_table(tmp_path / "b1.md", {"runs/b1": [22.0, 23.0, 24.0]}, [13.0, 14.0, 15.0])
+    sst2 = {"runs/e1": [72.0, 73.0, 74.0], "runs/b1": [74.0, 75.0, 76.0]}
+    write_table(tmp_path / f.SST2_TABLES[1], sst2,
+                {"runs/e1": [76.0, 77.5, 79.0], "runs/b1": [76.0, 77.0, 78.0]})
+    write_blimp(tmp_path / "e1-blimp.json", d_sum=0.490, d_mean=0.495, mlm_pll=0.518)
+    write_blimp(tmp_path / "b1-blimp.json", mlm_pll=0.560)
+    write_blimp(tmp_path / f.RANDOM_BLIMP[1][f.ELECTRA], d_sum=0.525, d_mean=0.526, mlm_pll=0.499)
+    write_blimp(tmp_path / f.RANDOM_BLIMP[1][f.BERT], mlm_pll=0.503)
     return [g.Run(f.ELECTRA, "e1.md", "runs/e1", "tiny", f.VOCAB, 2700),
             g.Run(f.BERT, "b1.md", "runs/b1", "tiny", f.VOCAB, 2927, "bert")]
 
 
 def test_the_seeds_table_pools_six_jobs_per_objective(runs, seed1_runs, tmp_path):
     points = [f.point(r, tmp_path) for r in runs]
-    seed1 = [g.point(r, tmp_path) for r in seed1_runs]
+    seed1 = [f.point(r, tmp_path, seed=1) for r in seed1_runs]
     lines = f.seeds_markdown(points, seed1).splitlines()
     assert len(lines) == 4  # header, its rule, the random weights, the one quarter
     # random weights: ELECTRA 16 and 15 pool to 15.5 over jobs 14-17, BERT 15 and 14 to 14.5 over
@@ -151,22 +158,56 @@ def test_the_seeds_table_pools_six_jobs_per_objective(runs, seed1_runs, tmp_path
     assert lines[3] == ("| 8.51e+13 | 32.00 / 27.00 | 21.00 / 23.00 | 29.50 [26.00-34.00] "
                         "| 22.00 [20.00-24.00] | +7.50 | ahead beyond the spread "
                         "| ahead beyond the spread |")
-    seed0 = f.markdown(points) + "\n" + f.sst2_markdown(points)
+    seed0 = (f"**Pre-training seed 0: STS-B and BLiMP**\n\n{f.markdown(points)}\n"
+             f"**Pre-training seed 0: SST-2**\n\n{f.sst2_markdown(points)}")
     assert f.tables_markdown(points, []) == seed0
-    assert f.tables_markdown(points, seed1) == seed0 + "\n" + f.seeds_markdown(points, seed1)
+    assert f.tables_markdown(points, seed1) == (
+        f"{seed0}\n**Pre-training seed 1: STS-B and BLiMP**\n\n{f.markdown(seed1)}\n"
+        f"**Pre-training seed 1: SST-2**\n\n{f.sst2_markdown(seed1)}\n"
+        f"**STS-B over both pre-training seeds**\n\n{f.seeds_markdown(points, seed1)}")
+
+
+def test_seed_1_reads_its_own_sst2_table_and_blimp_zero_point(runs, seed1_runs, tmp_path):
+    seed1 = [f.point(r, tmp_path, seed=1) for r in seed1_runs]
+    lines = f.sst2_markdown(seed1).splitlines()
+    # its random weights: ELECTRA's twin 77.5 over 76-79, BERT's 77 over 76-78
+    assert lines[2] == ("| 0 | 0 (random weights) | 77.50 [76.00-79.00] | | 0 (random weights) "
+                        "| 77.00 [76.00-78.00] | | +0.50 | inside the spread |")
+    # ELECTRA 73 - 77.5 = -4.5, BERT 75 - 77 = -2; ELECTRA's highest (74) is BERT's lowest (74)
+    assert lines[3] == ("| 8.51e+13 | 2,700 | 73.00 [72.00-74.00] | -4.50, not met | 2,927 "
+                        "| 75.00 [74.00-76.00] | -2.00, not met | -2.00 | inside the spread |")
+    # BLiMP against seed 1's own random weights (0.525 / 0.499 and 0.503)
+    assert f.markdown(seed1).splitlines()[2].endswith("| 0.525 / 0.499 | 0.503 |")
+    assert f.markdown(seed1).splitlines()[3].endswith("| 0.490 / 0.518 | 0.560 |")
 
 
 def test_the_figure_draws_seed_1_open_from_its_own_random_weights(runs, seed1_runs, tmp_path):
     points = [f.point(r, tmp_path) for r in runs]
-    seed1 = [g.point(r, tmp_path) for r in seed1_runs]
-    stsb = f.figure(points, seed1).axes[0]
+    seed1 = [f.point(r, tmp_path, seed=1) for r in seed1_runs]
+    stsb, sst2, grammar = f.figure(points, seed1).axes
+    x = [f.SEED1_NUDGE, points[0]["flops"] + f.SEED1_NUDGE]
     lines = {c.get_label(): c for c in stsb.containers}
     line, _, (bars,) = lines[f"{f.ELECTRA}, pre-training seed 1"]
     assert list(line.get_ydata()) == [15.0, 27.0]  # its random weights, then its quarter
-    assert list(line.get_xdata()) == [f.SEED1_NUDGE, points[0]["flops"] + f.SEED1_NUDGE]
+    assert list(line.get_xdata()) == x
     assert line.get_markerfacecolor() == "white"
     assert [list(s[:, 1]) for s in bars.get_segments()] == [[14.0, 16.0], [26.0, 28.0]]
     assert f"{f.BERT}, pre-training seed 1" in lines
+    # SST-2: from its own twin (77.5, jobs 76-79), then its quarter
+    lines = {c.get_label(): c for c in sst2.containers}
+    line, _, (bars,) = lines[f"{f.ELECTRA}, pre-training seed 1"]
+    assert list(line.get_ydata()) == [77.5, 73.0]
+    assert [list(s[:, 1]) for s in bars.get_segments()] == [[76.0, 79.0], [72.0, 74.0]]
+    assert list(lines[f"{f.BERT}, pre-training seed 1"][0].get_ydata()) == [77.0, 75.0]
+    # BLiMP: each score from seed 1's random weights, open, beside seed 0's lines
+    drawn = {ln.get_label(): ln for ln in grammar.lines if "seed 1" in ln.get_label()}
+    assert {k: list(v.get_ydata()) for k, v in drawn.items()} == {
+        "ELECTRA D sum, pre-training seed 1": [0.525, 0.490],
+        "ELECTRA G PLL, pre-training seed 1": [0.499, 0.518],
+        "BERT MLM PLL, pre-training seed 1": [0.503, 0.560]}
+    bert_x = [f.SEED1_NUDGE, seed1[1]["flops"] + f.SEED1_NUDGE]
+    assert [list(ln.get_xdata()) for ln in drawn.values()] == [x, x, bert_x]
+    assert all(ln.get_markerfacecolor() == "white" for ln in drawn.values())
 
 
 def test_every_committed_snapshot_has_its_row_and_its_blimp_at_equal_compute():
@@ -176,11 +217,16 @@ def test_every_committed_snapshot_has_its_row_and_its_blimp_at_equal_compute():
         lo, hi = p["pretrained"][1:]
         assert lo <= p["pretrained"][0] <= hi
         assert ("d_sum" in p["blimp"]) == (p["run"].objective == "electra")
-    # pre-training seed 1: its first three quarters' pairs, at the FLOPs of seed 0's
-    seed1 = [g.point(run) for run in f.SEED1_RUNS]
-    assert len(f.pairs(seed1)) == 3
+    # pre-training seed 1: its four quarters' pairs, at the FLOPs of seed 0's, each with its
+    # SST-2 row and its BLiMP
+    seed1 = [f.point(run, seed=1) for run in f.SEED1_RUNS]
+    assert len(f.pairs(seed1)) == 4
     for one, zero in zip(f.pairs(seed1), f.pairs(points)):
         assert one[0]["flops"] == zero[0]["flops"]
         assert one[1]["flops"] == zero[1]["flops"]
-    # a header, its rule, the random weights, three quarters
-    assert len(f.seeds_markdown(points, seed1).splitlines()) == 6
+    random0 = {p["run"].group: p["sst2"]["random"] for p in points}
+    for p in seed1:
+        assert ("d_sum" in p["blimp"]) == (p["run"].objective == "electra")
+        assert p["sst2"]["random"] != random0[p["run"].group]  # its own twin, not seed 0's draws
+    # a header, its rule, the random weights, four quarters
+    assert len(f.seeds_markdown(points, seed1).splitlines()) == 7
