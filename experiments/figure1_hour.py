@@ -1,9 +1,10 @@
 """The hour's Figure 1 on STS-B: ELECTRA and BERT at equal pre-training FLOPs, at the quarters of
 the CPU hour's budget (experiments/RESULTS.md, "The hour's Figure 1 on STS-B").
 
-Each point is a snapshot of one pre-training run (one seed per objective) fine-tuned on STS-B by
-sst2_check.py (every training row, 3 epochs, seeds 0 1 2), on SST-2 by issue 27's protocol
-(20,000 rows, 1 epoch, seeds 0 1 2, three draws of random weights) and scored zero-shot on BLiMP
+Each point is a snapshot of one pre-training run (one objective, one pre-training seed)
+fine-tuned on STS-B by sst2_check.py (every training row, 3 epochs, seeds 0 1 2), on SST-2 by
+issue 27's protocol (20,000 rows, 1 epoch, seeds 0 1 2; seed 0's runs against three draws of
+random weights, seed 1's against one) and scored zero-shot on BLiMP
 by evaluate.py. Its row is read from the table sst2_check wrote (experiments/results/transfer/*.md),
 its BLiMP from evaluate.py's JSON kept beside it, not retyped. Its x is the snapshot's
 pre-training FLOPs, updates x report.flops_per_step (gain_vs_flops.run_flops); its bar spans the
