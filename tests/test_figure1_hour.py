@@ -33,21 +33,35 @@ def write_blimp(path: Path, **overall: float) -> None:
     path.write_text(json.dumps({"overall": {"pairs": 13400, **overall}}))
 
 
+def write_seed(tmp_path: Path, seed: int, stsb: dict, sst2: dict, blimp: dict) -> list[g.Run]:
+    """Pre-training seed `seed`'s snapshot of each objective at the first quarter (ELECTRA's 2,700
+    updates, BERT's 2,927: the same FLOPs), written as sst2_check and evaluate.py write them. Each
+    dict maps "e" (ELECTRA) and "b" (BERT) to a pair: the snapshot's and its random weights' jobs
+    on STS-B and on SST-2 (one table for both objectives), their overall accuracies on BLiMP."""
+    tag = str(seed) if seed else ""
+    groups = {"e": f.ELECTRA, "b": f.BERT}
+    for key, group in groups.items():
+        write_table(tmp_path / f"{key}{tag}.md", {f"runs/{key}{tag}": stsb[key][0]}, stsb[key][1])
+        write_blimp(tmp_path / f"{key}{tag}-blimp.json", **blimp[key][0])
+        write_blimp(tmp_path / f.RANDOM_BLIMP[seed][group], **blimp[key][1])
+    write_table(tmp_path / f.SST2_TABLES[seed], {f"runs/{k}{tag}": sst2[k][0] for k in groups},
+                {f"runs/{k}{tag}": sst2[k][1] for k in groups})
+    return [g.Run(f.ELECTRA, f"e{tag}.md", f"runs/e{tag}", "tiny", f.VOCAB, 2700),
+            g.Run(f.BERT, f"b{tag}.md", f"runs/b{tag}", "tiny", f.VOCAB, 2927, "bert")]
+
+
 @pytest.fixture
 def runs(tmp_path):
-    """One snapshot each at ELECTRA's 2,700 updates and BERT's 2,927, the same FLOPs."""
-    write_table(tmp_path / "e.md", {"runs/e": [30.0, 32.0, 34.0]}, [15.0, 16.0, 17.0])
-    write_table(tmp_path / "b.md", {"runs/b": [20.0, 21.0, 22.0]}, [14.0, 15.0, 16.0])
-    # SST-2: both objectives in one table, each against its own random weights
-    sst2 = {"runs/e": [80.0, 81.0, 82.0], "runs/b": [77.0, 78.0, 79.0]}
-    write_table(tmp_path / f.SST2_TABLES[0], sst2,
-                {"runs/e": [76.0, 77.0, 78.0], "runs/b": [75.0, 77.0, 79.0]})
-    write_blimp(tmp_path / "e-blimp.json", d_sum=0.505, d_mean=0.504, mlm_pll=0.521)
-    write_blimp(tmp_path / "b-blimp.json", mlm_pll=0.566)
-    write_blimp(tmp_path / f.RANDOM_BLIMP[0][f.ELECTRA], d_sum=0.531, d_mean=0.530, mlm_pll=0.497)
-    write_blimp(tmp_path / f.RANDOM_BLIMP[0][f.BERT], mlm_pll=0.506)
-    return [g.Run(f.ELECTRA, "e.md", "runs/e", "tiny", f.VOCAB, 2700),
-            g.Run(f.BERT, "b.md", "runs/b", "tiny", f.VOCAB, 2927, "bert")]
+    """Pre-training seed 0: one snapshot per objective at the same FLOPs."""
+    return write_seed(
+        tmp_path, 0,
+        stsb={"e": ([30.0, 32.0, 34.0], [15.0, 16.0, 17.0]),
+              "b": ([20.0, 21.0, 22.0], [14.0, 15.0, 16.0])},
+        sst2={"e": ([80.0, 81.0, 82.0], [76.0, 77.0, 78.0]),
+              "b": ([77.0, 78.0, 79.0], [75.0, 77.0, 79.0])},
+        blimp={"e": ({"d_sum": 0.505, "d_mean": 0.504, "mlm_pll": 0.521},
+                     {"d_sum": 0.531, "d_mean": 0.530, "mlm_pll": 0.497}),
+               "b": ({"mlm_pll": 0.566}, {"mlm_pll": 0.506})})
 
 
 def test_docstring_examples():
@@ -130,17 +144,15 @@ def test_the_png_and_its_table_are_written(runs, tmp_path):
 @pytest.fixture
 def seed1_runs(tmp_path):
     """Pre-training seed 1 at the same quarter, each objective with its own random weights."""
-    write_table(tmp_path / "e1.md", {"runs/e1": [26.0, 27.0, 28.0]}, [14.0, 15.0, 16.0])
-    write_table(tmp_path / "b1.md", {"runs/b1": [22.0, 23.0, 24.0]}, [13.0, 14.0, 15.0])
-    sst2 = {"runs/e1": [72.0, 73.0, 74.0], "runs/b1": [74.0, 75.0, 76.0]}
-    write_table(tmp_path / f.SST2_TABLES[1], sst2,
-                {"runs/e1": [76.0, 77.5, 79.0], "runs/b1": [76.0, 77.0, 78.0]})
-    write_blimp(tmp_path / "e1-blimp.json", d_sum=0.490, d_mean=0.495, mlm_pll=0.518)
-    write_blimp(tmp_path / "b1-blimp.json", mlm_pll=0.560)
-    write_blimp(tmp_path / f.RANDOM_BLIMP[1][f.ELECTRA], d_sum=0.525, d_mean=0.526, mlm_pll=0.499)
-    write_blimp(tmp_path / f.RANDOM_BLIMP[1][f.BERT], mlm_pll=0.503)
-    return [g.Run(f.ELECTRA, "e1.md", "runs/e1", "tiny", f.VOCAB, 2700),
-            g.Run(f.BERT, "b1.md", "runs/b1", "tiny", f.VOCAB, 2927, "bert")]
+    return write_seed(
+        tmp_path, 1,
+        stsb={"e": ([26.0, 27.0, 28.0], [14.0, 15.0, 16.0]),
+              "b": ([22.0, 23.0, 24.0], [13.0, 14.0, 15.0])},
+        sst2={"e": ([72.0, 73.0, 74.0], [76.0, 77.5, 79.0]),
+              "b": ([74.0, 75.0, 76.0], [76.0, 77.0, 78.0])},
+        blimp={"e": ({"d_sum": 0.490, "d_mean": 0.495, "mlm_pll": 0.518},
+                     {"d_sum": 0.525, "d_mean": 0.526, "mlm_pll": 0.499}),
+               "b": ({"mlm_pll": 0.560}, {"mlm_pll": 0.503})})
 
 
 def test_the_seeds_table_pools_six_jobs_per_objective(runs, seed1_runs, tmp_path):
