@@ -261,19 +261,6 @@ def bars(cells: list[tuple]) -> tuple[list, list, list]:
     return ([c[0] for c in cells], [c[0] - c[1] for c in cells], [c[2] - c[0] for c in cells])
 
 
-def draw_task(ax, mine: list[dict], task: str, colour: str, group: str) -> None:
-    """One objective's line on a fine-tuned task's panel: the mean and min-max bars of each
-    snapshot, its random weights dashed over the band of their jobs. `task` is "stsb" (the
-    point's own row) or "sst2"."""
-    rows = [p if task == "stsb" else p[task] for p in mine]
-    x = [p["flops"] for p in mine]
-    mean, below, above = bars([r["pretrained"] for r in rows])
-    ax.errorbar(x, mean, yerr=[below, above], fmt="o-", capsize=3, color=colour, label=group)
-    random_mean, random_low, random_high = rows[0]["random"]
-    ax.axhline(random_mean, color=colour, ls="--", lw=1, label=f"{group}: random weights")
-    ax.axhspan(random_low, random_high, color=colour, alpha=0.1, lw=0)
-
-
 def seed1_x(mine: list[dict]) -> list[float]:
     """Where pre-training seed 1's line is drawn: its random weights at update 0, then its
     snapshots, all SEED1_NUDGE right of seed 0's so that the two seeds' bars do not hide each
@@ -281,13 +268,25 @@ def seed1_x(mine: list[dict]) -> list[float]:
     return [SEED1_NUDGE, *(p["flops"] + SEED1_NUDGE for p in mine)]
 
 
-def draw_seed1_task(ax, mine: list[dict], task: str, colour: str, group: str) -> None:
-    """Pre-training seed 1's line on a fine-tuned task's panel: open circles with their bars,
-    the first its own random weights (update 0), then its snapshots."""
+def draw_task(ax, mine: list[dict], task: str, colour: str, group: str,
+              seed1: bool = False) -> None:
+    """One objective's line on a fine-tuned task's panel: the mean and min-max bars of each
+    snapshot. `task` is "stsb" (the point's own row) or "sst2". Seed 0's random weights are dashed
+    over the band of their jobs; pre-training seed 1's (`seed1`) are the first of its open
+    circles, at update 0."""
     rows = [p if task == "stsb" else p[task] for p in mine]
-    mean, below, above = bars([rows[0]["random"], *(r["pretrained"] for r in rows)])
-    ax.errorbar(seed1_x(mine), mean, yerr=[below, above], fmt="o:", capsize=3, color=colour,
-                markerfacecolor="white", label=f"{group}, pre-training seed 1")
+    cells = [r["pretrained"] for r in rows]
+    if seed1:
+        mean, below, above = bars([rows[0]["random"], *cells])
+        ax.errorbar(seed1_x(mine), mean, yerr=[below, above], fmt="o:", capsize=3, color=colour,
+                    markerfacecolor="white", label=f"{group}, pre-training seed 1")
+        return
+    mean, below, above = bars(cells)
+    x = [p["flops"] for p in mine]
+    ax.errorbar(x, mean, yerr=[below, above], fmt="o-", capsize=3, color=colour, label=group)
+    random_mean, random_low, random_high = rows[0]["random"]
+    ax.axhline(random_mean, color=colour, ls="--", lw=1, label=f"{group}: random weights")
+    ax.axhspan(random_low, random_high, color=colour, alpha=0.1, lw=0)
 
 
 def draw_blimp(ax, mine: list[dict], colour: str, group: str, seed1: bool = False) -> None:
@@ -328,8 +327,8 @@ def figure(points: list[dict], seed1: list[dict] = ()):
         draw_blimp(grammar, mine, colour, group)
         other = [p for p in seed1 if p["run"].group == group]
         if other:
-            draw_seed1_task(stsb, other, "stsb", colour, group)
-            draw_seed1_task(sst2, other, "sst2", colour, group)
+            draw_task(stsb, other, "stsb", colour, group, seed1=True)
+            draw_task(sst2, other, "sst2", colour, group, seed1=True)
             draw_blimp(grammar, other, colour, group, seed1=True)
     grammar.axhline(BLIMP_CHANCE, color="0.6", lw=1, label="chance")
     stsb.set_ylabel("STS-B dev Spearman (x100)")
