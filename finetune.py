@@ -6,7 +6,7 @@ scores). This file reads beside Appendix A, its plumbing last (glue.py holds the
 files, the metrics, the GLUE score):
 
     recipe       Table 7's hyperparameters, by model size
-    head         the official code's classifier on the [CLS] state
+    head         the official code's classifier on the [CLS] state (or, ours, on the mean state)
     lr decay     layer-wise learning rates, the official optimizer, warm-up + linear decay
     the loop     one seed: train, evaluate on dev per epoch, predict the test split; Ctrl-C or
                  SIGTERM stops it between two updates, and it is dropped
@@ -55,6 +55,7 @@ RECIPE_BY_SIZE = {
     "large": dict(lr=5e-5, layer_decay=0.9),
 }
 MAX_SEQ_LEN = 128  # tokens per example, all sizes (official configure_finetuning.py max_seq_length)
+POOLS = ("cls", "mean")  # FinetuneConfig.pool's values: what the head reads
 
 
 @dataclass
@@ -88,6 +89,11 @@ class FinetuneConfig:
     # Distort Pretrained Features"; issue 27's lever: ELECTRA-Small's frozen probe beat its
     # fine-tuned score). 0: the paper's recipe, the head and the encoder trained together
     head_first_epochs: int = 0
+    # what the head reads: "cls", the [CLS] state (the official code's get_pooled_output()), or
+    # ours, not the paper's, "mean": the mean of the last layer's states over the sentence's tokens
+    # (issue 27's lever: a tiny run's frozen [CLS] reads less sentiment than random weights' while
+    # its mean-pooled states read more; RESULTS.md, "SST-2 with a mean-pooled head")
+    pool: str = "cls"
 
 
 def check_finetune_config(ft: FinetuneConfig) -> None:
@@ -118,6 +124,9 @@ def check_finetune_config(ft: FinetuneConfig) -> None:
     if ft.reinit_layers < 0:
         raise SystemExit(f"--reinit-layers {ft.reinit_layers}: must be an integer >= 0 "
                          f"(top encoder layers drawn afresh; 0 keeps them all)")
+    if ft.pool not in POOLS:
+        raise SystemExit(f"--pool {ft.pool}: must be one of {', '.join(POOLS)} (what the head "
+                         f"reads: the [CLS] state, the paper's, or the mean of the token states)")
     if ft.head_first_epochs < 0:
         raise SystemExit(f"--head-first-epochs {ft.head_first_epochs}: must be an integer >= 0 "
                          f"(epochs of the head alone on the frozen encoder; 0: none)")
@@ -162,7 +171,18 @@ def encoder_config(config: ElectraConfig, ft: FinetuneConfig) -> ElectraConfig:
 
 
 # -----------------------------------------------------------------------------
-# The head: the official code's classifier on the [CLS] state
+# The head: the official code's classifier on the [CLS] state (or, ours, on the mean state)
+
+
+def mean_pool(h, attention_mask):
+    """h: [B, T, H] -> [B, H], each row's states averaged over its real tokens (padding left out).
+
+    >>> h = torch.tensor([[[1.0, 2.0], [3.0, 6.0], [100.0, 100.0]]])  # the third token is padding
+    >>> mean_pool(h, torch.tensor([[1, 1, 0]]))
+    tensor([[2., 4.]])
+    """
+    a = attention_mask[..., None].to(h.dtype)  # [B, T] -> [B, T, 1]
+    return (h * a).sum(1) / a.sum(1)
 
 
 class Classifier(nn.Module):
@@ -173,19 +193,28 @@ class Classifier(nn.Module):
     tf.layers.dense's default). HuggingFace's ElectraForSequenceClassification differs: dropout ->
     dense(H, H) -> GELU -> dropout -> dense(H, C), one more layer. STS-B has one output
     (regression), the others one per class.
+
+    Deviation, only with pool="mean" (FinetuneConfig.pool): the head reads the mean of the last
+    layer's token states instead, logits = W dropout(mean_pool(h)) + b, for tiny models whose
+    [CLS] pre-training never asks to hold the sentence.
     """
 
-    def __init__(self, config: ElectraConfig, num_outputs: int, dropout: float):
+    def __init__(self, config: ElectraConfig, num_outputs: int, dropout: float, pool: str = "cls"):
         super().__init__()
         self.encoder = Encoder(config)
         self.dropout = nn.Dropout(dropout)
         self.classifier = nn.Linear(config.hidden_size, num_outputs)
         nn.init.xavier_uniform_(self.classifier.weight)
         nn.init.zeros_(self.classifier.bias)
+        self.pool = pool
 
     def forward(self, input_ids, segment_ids, attention_mask):
         h = self.encoder.hidden_states(input_ids, segment_ids, attention_mask)  # [B, T, H]
-        return self.classifier(self.dropout(h[:, 0]))  # [CLS] state [B, H] -> [B, C]
+        if self.pool == "mean":
+            pooled = mean_pool(h, attention_mask)  # [B, T, H] -> [B, H]
+        else:
+            pooled = h[:, 0]  # [CLS] state [B, H]
+        return self.classifier(self.dropout(pooled))  # [B, H] -> [B, C]
 
 
 def reinit_top_layers(encoder: Encoder, k: int) -> None:
@@ -466,7 +495,8 @@ def finetune_seed(task: glue.Task, pre: Pretrained, splits: glue.Splits, ft: Fin
     pad_id = pre.tokenizer.pad_id
     _, autocast = mixed_precision(device, "auto")  # bf16 on GPUs that have it, else fp32
     torch.manual_seed(seed)  # the head's init and dropout
-    model = Classifier(encoder_config(pre.config, ft), task.num_outputs, ft.head_dropout)
+    model = Classifier(encoder_config(pre.config, ft), task.num_outputs, ft.head_dropout,
+                       ft.pool)
     model.encoder.load_state_dict(pre.encoder_state)
     reinit_top_layers(model.encoder, ft.reinit_layers)
     model.to(device)
@@ -906,6 +936,10 @@ def parse_args(argv=None) -> argparse.Namespace:
              help="first train the head alone for N epochs on the frozen encoder, then every "
                   "weight (linear probing then fine-tuning, Kumar et al. 2022; not the paper's) "
                   "(default %(default)s)")
+    p.add_argument("--pool", default=FinetuneConfig.pool,
+                   help="what the head reads: cls, the [CLS] state (the paper's), or mean, the "
+                        "mean of the last layer's token states (not the paper's) "
+                        "(default %(default)s)")
     args = p.parse_args(argv)
     check_run(from_flags(Run, args))
     check_finetune_config(from_flags(FinetuneConfig, args))
@@ -1013,6 +1047,8 @@ def main(argv=None) -> dict:
     if ft.reinit_layers:
         print(f"the top {ft.reinit_layers} of {pre.config.num_layers} layers start from fresh "
               f"random weights (--reinit-layers)")
+    if ft.pool == "mean":
+        print("the head reads the mean of the last layer's token states, not [CLS] (--pool mean)")
     if ft.head_first_epochs:
         print(f"the head is trained alone on the frozen encoder for {ft.head_first_epochs} "
               f"epoch(s) first (--head-first-epochs)")

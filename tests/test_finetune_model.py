@@ -427,6 +427,53 @@ def test_head_first_epochs_train_the_head_alone_on_the_frozen_encoder_then_every
     assert not torch.equal(start["classifier.weight"], heads[0])  # the head has learned
 
 
+def test_mean_pool_head_reads_the_mean_of_the_real_tokens_states():
+    tok = tiny_tokenizer()
+    torch.manual_seed(0)
+    model = ft.Classifier(tiny_config(tok), num_outputs=2, dropout=0.1, pool="mean").eval()
+    good, film = tok.vocab["good"], tok.vocab["film"]
+    short = [tok.cls_id, good, film, tok.sep_id]
+    padded = short + [tok.pad_id] * 3  # the same sentence, three padding slots after it
+    ids = torch.tensor([padded, padded])
+    ids[0, 4:] = tok.sep_id  # row 0 only: three more real tokens where row 1 has padding
+    segments = torch.zeros_like(ids)
+    mask = (ids != tok.pad_id).long()
+    mask[0] = 1
+    with torch.no_grad():
+        logits = model(ids, segments, mask)  # [2, 2]
+        h = model.encoder.hidden_states(ids, segments, mask)  # [2, 7, H]
+        alone = model(torch.tensor([short]), torch.zeros(1, 4, dtype=torch.long),
+                      torch.ones(1, 4, dtype=torch.long))
+    # by hand: row 1's four real states summed and divided by 4; row 0's seven by 7
+    means = torch.stack([h[0].sum(0) / 7, h[1, :4].sum(0) / 4])  # [2, H]
+    expected = means @ model.classifier.weight.T + model.classifier.bias
+    torch.testing.assert_close(logits, expected)
+    # padding changes nothing: row 1 scores as the sentence alone; row 0's extra tokens do
+    torch.testing.assert_close(logits[1], alone[0])
+    assert not torch.allclose(logits[0], logits[1], atol=1e-4)
+    # the paper's head reads h[:, 0] instead, which the mean is not
+    model.pool = "cls"
+    with torch.no_grad():
+        cls_logits = model(ids, segments, mask)
+    torch.testing.assert_close(cls_logits, h[:, 0] @ model.classifier.weight.T
+                               + model.classifier.bias)
+    assert not torch.allclose(cls_logits, logits, atol=1e-4)
+
+
+def test_pool_flag_reaches_the_head_and_the_recipe(tmp_path, monkeypatch, capsys):
+    model, results = fine_tune_recorded(tmp_path, monkeypatch, "--pool", "mean")
+    assert model.pool == "mean" and results["recipe"]["pool"] == "mean"
+    assert "the head reads the mean of the last layer's token states" in capsys.readouterr().out
+    # without the flag: the paper's [CLS] head
+    model, results = fine_tune_recorded(tmp_path, monkeypatch)
+    assert model.pool == "cls" and results["recipe"]["pool"] == "cls"
+    # a results.json fine-tuned with the other head is not resumed
+    with pytest.raises(SystemExit, match=r"settings: recipe\.pool mean here, cls before\. Run"):
+        ft.main(["--task", "sst2", "--init", str(tmp_path / "run"),
+                 "--data-dir", str(tmp_path / "SST-2"), "--epochs", "1",
+                 "--out-dir", str(tmp_path / "out"), "--pool", "mean"])
+
+
 def test_submission_format(tmp_path):
     glue.write_submission(glue.get_task("stsb"), tmp_path / "STS-B.tsv", ["0", "1", "2"],
                           [5.7, -0.2, 2.5])
@@ -568,6 +615,7 @@ def test_diverged_fine_tuning_stops_and_writes_no_nan(tmp_path, monkeypatch):
     ("--reinit-layers", "-1", "--reinit-layers -1: must be an integer >= 0"),
     ("--reinit-layers", "4", "--reinit-layers 4: must be at most 3, the layers"),
     ("--head-first-epochs", "-1", "--head-first-epochs -1: must be an integer >= 0"),
+    ("--pool", "max", "--pool max: must be one of cls, mean"),
     ("--seeds", "-1", "--seeds -1: must be an integer >= 1"),
     ("--seed", "-1", "--seed -1: must be an integer >= 0"),
 ])
