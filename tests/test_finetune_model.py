@@ -437,8 +437,7 @@ def test_mean_pool_head_reads_the_mean_of_the_real_tokens_states():
     ids = torch.tensor([padded, padded])
     ids[0, 4:] = tok.sep_id  # row 0 only: three more real tokens where row 1 has padding
     segments = torch.zeros_like(ids)
-    mask = (ids != tok.pad_id).long()
-    mask[0] = 1
+    mask = (ids != tok.pad_id).long()  # row 0: seven ones; row 1: four, then padding
     with torch.no_grad():
         logits = model(ids, segments, mask)  # [2, 2]
         h = model.encoder.hidden_states(ids, segments, mask)  # [2, 7, H]
