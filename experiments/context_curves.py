@@ -9,6 +9,9 @@ value and the first update where the curve reached --rise (0.6 unless told):
     python experiments/context_curves.py runs/v4096-10800 runs/v4096-10800s1 \
         runs/v4096-10800s2 --out experiments/results/transfer/v4096-10800-seeds-context.png
 
+--label names the runs in the legend and the printout, one per run in their order (default: the
+run folder's name, or the metrics file's).
+
 A run is a train.py run folder or a metrics.jsonl file (experiments/results/transfer keeps
 copies of the runs' metrics.jsonl).
 """
@@ -67,16 +70,18 @@ def first_at(steps: list[int], values: list[float], level: float) -> int | None:
     return next((s for s, v in zip(steps, values) if v >= level), None)
 
 
-def plot(runs: list[Path], png: Path, rise: float = RISE) -> list[dict]:
-    """The figure, written to `png`; returns each run's last value and the update of its rise."""
+def plot(runs: list[Path], png: Path, rise: float = RISE,
+         labels: list[str] | None = None) -> list[dict]:
+    """The figure, written to `png`; returns each run's last value and the update of its rise.
+    `labels`: the runs' names (default: run_name of each)."""
+    names = labels if labels is not None else [run_name(run) for run in runs]
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(8, 5))
     ax = fig.subplots()
     summary = []
-    for run in runs:
+    for run, name in zip(runs, names):
         steps, values = context_curve(run)
-        name = run_name(run)
         ax.plot(steps, values, "o-", ms=2.5, label=name)
         summary.append({"run": name, "last_step": steps[-1], "last": values[-1],
                         "rise": first_at(steps, values, rise)})
@@ -100,8 +105,13 @@ def main(argv=None) -> list[dict]:
     parser.add_argument("--out", type=Path, required=True, help="the PNG to write")
     parser.add_argument("--rise", type=float, default=RISE,
                         help="the level whose first crossing is printed (default: %(default)s)")
+    parser.add_argument("--label", action="append", dest="labels", metavar="NAME",
+                        help="the name of a run in the legend, one per run in their order")
     args = parser.parse_args(argv)
-    summary = plot(args.runs, args.out, args.rise)
+    if args.labels is not None and len(args.labels) != len(args.runs):
+        raise SystemExit(f"{len(args.labels)} --label for {len(args.runs)} runs: give one "
+                         f"--label per run, in the runs' order, or none")
+    summary = plot(args.runs, args.out, args.rise, args.labels)
     for s in summary:
         rise = f"update {s['rise']:,}" if s["rise"] is not None else "never"
         print(f"{s['run']:40} context AUC {s['last']:.3f} at update {s['last_step']:,}; "

@@ -61,3 +61,14 @@ def test_a_folder_without_metrics_is_one_clear_line(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(SystemExit, match="no metrics rows"):
         c.main([str(tmp_path / "empty"), "--out", str(tmp_path / "x.png")])
+
+
+def test_labels_name_the_runs_in_order_and_must_be_one_per_run(tmp_path):
+    a = write_run(tmp_path / "a", [held(300, 0.55), held(600, 0.66)])
+    b = write_run(tmp_path / "b", [held(300, 0.54)])
+    png = tmp_path / "context.png"
+    summary = c.main([str(a), str(b), "--out", str(png), "--label", "G 1/4", "--label", "G 1/2"])
+    assert [s["run"] for s in summary] == ["G 1/4", "G 1/2"]
+    assert [s["last"] for s in summary] == [0.66, 0.54]
+    with pytest.raises(SystemExit, match="1 --label for 2 runs"):
+        c.main([str(a), str(b), "--out", str(png), "--label", "G 1/4"])
