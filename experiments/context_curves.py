@@ -74,13 +74,13 @@ def plot(runs: list[Path], png: Path, rise: float = RISE,
          labels: list[str] | None = None) -> list[dict]:
     """The figure, written to `png`; returns each run's last value and the update of its rise.
     `labels`: the runs' names (default: run_name of each)."""
-    names = labels if labels is not None else [run_name(run) for run in runs]
     from matplotlib.figure import Figure
 
+    names = labels if labels is not None else [run_name(run) for run in runs]
     fig = Figure(figsize=(8, 5))
     ax = fig.subplots()
     summary = []
-    for run, name in zip(runs, names):
+    for run, name in zip(runs, names, strict=True):  # a label per run, never fewer
         steps, values = context_curve(run)
         ax.plot(steps, values, "o-", ms=2.5, label=name)
         summary.append({"run": name, "last_step": steps[-1], "last": values[-1],
