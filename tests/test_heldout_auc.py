@@ -1,5 +1,6 @@
 """experiments/heldout_auc.py: a run scored on another corpus's held-out split. On the run's own
-corpus it must give the very context AUC train.py logged at the run's last update."""
+corpus it must give the very context AUC train.py logged at the run's last update; against another
+run's G (--generator) it scores on that run's held-out text, masks and samples."""
 import json
 
 import pytest
