@@ -17,8 +17,8 @@ differ: a smaller G samples worse replacements, which are easier to catch. --gen
 against another run's G instead (the same vocab): the held-out examples, masks and samples are
 then that run's, so every D scored against one G sees the same corrupted text. For text no run
 was trained on, score on *Emma* (left out of the books; runs/emma is a folder holding
-../shared/data/corpus/gutenberg/austen-emma.txt alone), half of it held out, all of that half
-scored (48 micro-batches of 32):
+../shared/data/corpus/gutenberg/austen-emma.txt alone), half of it held out and 1,536 of those
+1,538 examples scored (48 micro-batches of 32):
 
     python experiments/heldout_auc.py --init runs/tiny-books-hour-g18 \
         --generator runs/tiny-books-hour-s2 --data runs/emma --eval-fraction 0.5 --eval-batches 48
