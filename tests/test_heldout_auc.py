@@ -1,9 +1,11 @@
 """experiments/heldout_auc.py: a run scored on another corpus's held-out split. On the run's own
-corpus it must give the very context AUC train.py logged at the run's last update."""
+corpus it must give the very context AUC train.py logged at the run's last update; against another
+run's G (--generator) it scores on that run's held-out text, masks and samples."""
 import json
 
 import pytest
 import test_train
+import torch
 from test_train import args, write_corpus
 
 import train
@@ -38,3 +40,57 @@ def test_a_folder_without_a_run_is_one_line(tmp_path):
     with pytest.raises(SystemExit,
                        match="expected a train.py run folder with ckpt.pt and vocab.txt"):
         heldout_auc.main(["--init", str(tmp_path), "--data", str(tmp_path)])
+
+
+def test_d_against_another_runs_g_shares_that_runs_held_out_text(corpus, tmp_path, capsys):
+    """--generator: the held-out examples, masks and samples are the generator run's, so G's
+    accuracy and the tokens scored are that run's own, while D is --init's."""
+    folder, _, cache = corpus
+    d_run = tmp_path / "d"
+    g_run = tmp_path / "g"
+    train.main(args(corpus, d_run, "--steps", "4", "--eval-interval", "4"))
+    # another seed: another held-out split, other masks and another G
+    train.main(args(corpus, g_run, "--steps", "4", "--eval-interval", "4", "--seed", "1"))
+    common = ["--data", str(folder), "--cache-dir", str(cache)]
+    own_d = heldout_auc.main(["--init", str(d_run), *common])
+    own_g = heldout_auc.main(["--init", str(g_run), *common])
+    # D against its own run as the generator is the plain context AUC, to the last digit
+    itself = heldout_auc.main(["--init", str(d_run), "--generator", str(d_run), *common])
+    assert itself["context_auc"] == own_d["context_auc"]
+    crossed = heldout_auc.main(["--init", str(d_run), "--generator", str(g_run), *common])
+    assert crossed["gen_acc"] == own_g["gen_acc"]  # G's pass is g_run's, on its held-out text
+    assert crossed["tokens"] == own_g["tokens"]
+    assert crossed["examples"] == own_g["examples"]
+    assert crossed["context_auc"] != own_d["context_auc"]  # D's scores, G's corrupted text
+    assert crossed["context_auc"] != own_g["context_auc"]
+    assert f"against {g_run}'s G" in capsys.readouterr().out
+
+
+def test_the_held_out_share_and_batches_can_be_set(corpus, tmp_path):
+    folder, _, cache = corpus
+    out = tmp_path / "run"
+    train.main(args(corpus, out, "--steps", "2", "--eval-interval", "2"))
+    common = ["--init", str(out), "--data", str(folder), "--cache-dir", str(cache)]
+    default = heldout_auc.main(common)
+    half = heldout_auc.main([*common, "--eval-fraction", "0.5", "--eval-batches", "50"])
+    assert half["examples"] > default["examples"]
+    assert half["tokens"] > default["tokens"]
+    one = heldout_auc.main([*common, "--eval-fraction", "0.5", "--eval-batches", "1"])
+    assert one["tokens"] < half["tokens"]
+    with pytest.raises(SystemExit, match="--eval-fraction"):
+        heldout_auc.main([*common, "--eval-fraction", "1.5"])
+
+
+def test_a_generator_of_another_vocab_is_one_line(corpus, tmp_path):
+    folder, _, cache = corpus
+    out = tmp_path / "run"
+    train.main(args(corpus, out, "--steps", "1", "--eval-interval", "1"))
+    other = tmp_path / "other"
+    other.mkdir()
+    saved = torch.load(out / "ckpt.pt", weights_only=False)
+    saved["vocab_hash"] = "0" * 64  # as a run on another vocab.txt has
+    torch.save(saved, other / "ckpt.pt")
+    (other / "vocab.txt").write_text((out / "vocab.txt").read_text())
+    with pytest.raises(SystemExit, match="D can only be scored against a G of the same"):
+        heldout_auc.main(["--init", str(out), "--generator", str(other), "--data", str(folder),
+                          "--cache-dir", str(cache)])
