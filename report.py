@@ -121,10 +121,11 @@ def heldout_batches(examples: np.ndarray, batches, n: int) -> list[tuple]:
 
 
 def heldout_pass(model: torch.nn.Module, inputs: list[tuple], autocast, seed: int,
-                 temperature: float) -> dict:
+                 temperature: float, discriminator: torch.nn.Module | None = None) -> dict:
     """One pass over the held-out micro-batches `inputs`, the torch RNG seeded with `seed`, G
     sampling at `temperature`: the batch means of METRICS, and disc_auc pooled over every held-out
-    token (objectives with a discriminator)."""
+    token (objectives with a discriminator). `discriminator`: another Electra whose D scores
+    `model`'s corrupted text in disc_auc (experiments/heldout_auc.py --generator); None: model's."""
     torch.manual_seed(seed)
     per_batch = []  # step_stats of each micro-batch, [len(METRICS)] each
     # D's scores and labels of every held-out token
@@ -135,7 +136,13 @@ def heldout_pass(model: torch.nn.Module, inputs: list[tuple], autocast, seed: in
         with autocast:
             out = model(x, segment_ids, attention_mask, temperature=temperature)
         per_batch.append(step_stats(out))
-        if out.p_original is not None:
+        if discriminator is not None:
+            with autocast:
+                p = discriminator.p_original(out.x_corrupt, segment_ids, attention_mask)
+            p_original.append(p.flatten())
+            is_original.append((out.x_corrupt == x).flatten())
+            real.append(attention_mask.flatten())
+        elif out.p_original is not None:
             p_original.append(out.p_original.flatten())
             is_original.append((out.x_corrupt == x).flatten())
             real.append(attention_mask.flatten())

@@ -26,6 +26,7 @@ was trained on, score on *Emma* (left out of the books; runs/emma is a folder ho
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import sys
 from pathlib import Path
@@ -40,7 +41,7 @@ import data  # noqa: E402
 import plumbing  # noqa: E402
 import report  # noqa: E402
 import train  # noqa: E402
-from electra import Electra, ElectraConfig, disc_auc  # noqa: E402
+from electra import Electra, ElectraConfig  # noqa: E402
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -79,29 +80,6 @@ def load_model(saved: dict) -> Electra:
     return model.eval()
 
 
-@torch.no_grad()
-def context_auc(d_model: Electra, g_model: Electra, inputs: list[tuple], seed: int) -> dict:
-    """D's context AUC against G's samples: g_model masks each held-out micro-batch of `inputs`
-    and samples its replacements at temperature 1, d_model scores the corrupted text, and the AUC
-    pools every real token (electra.disc_auc). The torch RNG is seeded with `seed` first, as
-    report.heldout_pass seeds it, so with d_model = g_model this is the context AUC train.py logs.
-    Also G's accuracy at the masked positions, the mean over micro-batches."""
-    torch.manual_seed(seed)
-    p_original = []  # D's scores of every held-out token
-    is_original = []
-    real = []
-    gen_acc = []
-    for x, segment_ids, attention_mask in inputs:
-        out = g_model(x, segment_ids, attention_mask, temperature=report.CONTEXT_TEMPERATURE)
-        p = d_model.p_original(out.x_corrupt, segment_ids, attention_mask)  # [B, T]
-        p_original.append(p.flatten())
-        is_original.append((out.x_corrupt == x).flatten())
-        real.append(attention_mask.flatten())
-        gen_acc.append(out.gen_acc)
-    auc = disc_auc(torch.cat(p_original), torch.cat(is_original), torch.cat(real))
-    return {"context_auc": auc.item(), "gen_acc": torch.stack(gen_acc).mean().item()}
-
-
 def heldout_auc(init: str, corpus: str, cache_dir: str, generator: str | None = None,
                 eval_fraction: float | None = None, eval_batches: int | None = None) -> dict:
     """D's context AUC and G's accuracy on the held-out split of `corpus`, as a run of the
@@ -127,10 +105,14 @@ def heldout_auc(init: str, corpus: str, cache_dir: str, generator: str | None = 
               for arrays in report.heldout_batches(heldout.eval_ex, batches, cfg.eval_batches)]
     d_model = load_model(saved)
     g_model = d_model if generator is None else load_model(g_saved)
-    stats = context_auc(d_model, g_model, inputs, cfg.seed)
+    # As report.evaluate_heldout's context pass: G samples at temperature 1, the RNG seeded
+    with torch.no_grad():
+        stats = report.heldout_pass(g_model, inputs, contextlib.nullcontext(), cfg.seed,
+                                    report.CONTEXT_TEMPERATURE, discriminator=d_model)
     return {"init": init, "generator": generator or init, "data": corpus,
             "step": saved["step"], "examples": len(heldout.eval_ex),
-            "tokens": sum(int(mask.sum()) for _, _, mask in inputs), **stats}
+            "tokens": sum(int(mask.sum()) for _, _, mask in inputs),
+            "context_auc": stats["disc_auc"], "gen_acc": stats["gen_acc"]}
 
 
 def main(argv=None) -> dict:
