@@ -136,14 +136,12 @@ def heldout_pass(model: torch.nn.Module, inputs: list[tuple], autocast, seed: in
         with autocast:
             out = model(x, segment_ids, attention_mask, temperature=temperature)
         per_batch.append(step_stats(out))
+        p = out.p_original  # [B, T], None without a discriminator
         if discriminator is not None:
             with autocast:
                 p = discriminator.p_original(out.x_corrupt, segment_ids, attention_mask)
+        if p is not None:
             p_original.append(p.flatten())
-            is_original.append((out.x_corrupt == x).flatten())
-            real.append(attention_mask.flatten())
-        elif out.p_original is not None:
-            p_original.append(out.p_original.flatten())
             is_original.append((out.x_corrupt == x).flatten())
             real.append(attention_mask.flatten())
     means = torch.stack(per_batch).mean(0) if per_batch else torch.zeros(len(METRICS))
