@@ -70,29 +70,32 @@ def first_at(steps: list[int], values: list[float], level: float) -> int | None:
     return next((s for s, v in zip(steps, values) if v >= level), None)
 
 
-def line_style(i: int) -> str:
-    """The format of the i-th run's line: matplotlib's colours repeat after ten lines, so each
-    further ten runs get another dash pattern and no two runs look alike.
+def line_style(i: int, colours: int) -> str:
+    """The format of the i-th run's line: matplotlib's colours repeat after `colours` lines, so
+    each further `colours` runs get another dash pattern and no two runs look alike.
 
-    >>> line_style(0), line_style(9), line_style(10), line_style(20)
+    >>> line_style(0, 10), line_style(9, 10), line_style(10, 10), line_style(20, 10)
     ('o-', 'o-', 'o--', 'o:')
     """
-    return "o" + ("-", "--", ":", "-.")[i // 10 % 4]
+    dashes = ("-", "--", ":", "-.")
+    return "o" + dashes[i // colours % len(dashes)]
 
 
 def plot(runs: list[Path], png: Path, rise: float = RISE,
          labels: list[str] | None = None) -> list[dict]:
     """The figure, written to `png`; returns each run's last value and the update of its rise.
     `labels`: the runs' names (default: run_name of each)."""
+    import matplotlib
     from matplotlib.figure import Figure
 
     names = labels if labels is not None else [run_name(run) for run in runs]
     fig = Figure(figsize=(8, 5))
     ax = fig.subplots()
     summary = []
+    colours = len(matplotlib.rcParams["axes.prop_cycle"])  # 10 by default
     for i, (run, name) in enumerate(zip(runs, names, strict=True)):  # a label per run
         steps, values = context_curve(run)
-        ax.plot(steps, values, line_style(i), ms=2.5, label=name)
+        ax.plot(steps, values, line_style(i, colours), ms=2.5, label=name)
         summary.append({"run": name, "last_step": steps[-1], "last": values[-1],
                         "rise": first_at(steps, values, rise)})
     ax.axhline(TARGET, color="C2", ls="--", lw=1, label=f"target: {TARGET:g} (issue 27)")
