@@ -12,8 +12,11 @@ fine-tuning seeds, lowest to highest. Each objective's random weights (update 0,
 and vocab) are the dashed line in its colour over the band of their jobs: the zero point its
 pre-training has to beat. Pre-training seed 1 (the same commands with --seed 1) ran the same
 four quarters: its points are open markers beside seed 0's on every panel, each line starting
-from its own random weights (one draw on SST-2), and a last table pools both seeds' STS-B jobs
-per objective at each quarter.
+from its own random weights (one draw on SST-2), and a table pools both seeds' STS-B jobs per
+objective at each quarter. Pre-training seed 2 ran ELECTRA's whole hour without stops and BERT's
+with its quarters, neither fine-tuned on SST-2: its points are open triangles on the STS-B and
+BLiMP panels, and a last table pools the three seeds' jobs at the hour's end, the one point both
+objectives have on every seed.
 
     python experiments/figure1_hour.py   # experiments/results/transfer/figure1-hour.png and .md
 
@@ -76,11 +79,25 @@ SEED1_RUNS = [
             VOCAB, n, "bert")
       for n in (*BERT_QUARTERS, BERT_HOUR)),
 ]
-# seed 1's points are drawn this far right of seed 0's, so that their bars do not hide each other
-SEED1_NUDGE = 4e12  # FLOPs, about 1% of the hour's axis
+# pre-training seed 2: ELECTRA's hour ran without stops (RESULTS.md, "G at 1/4 at the hour,
+# pre-training seed 2"), so its only snapshot is the hour's end; BERT's stopped at its quarters
+# ("The hour's Figure 1, BERT's pre-training seed 2"). The hour's end is the pair of the tables
+# (at_the_hour); BERT's quarters are drawn, with no ELECTRA snapshot to pair them with.
+SEED2_RUNS = [
+    g.Run(ELECTRA, "tiny-books-stsb-check.md", "runs/tiny-books-hour-s2", "tiny", VOCAB,
+          ELECTRA_HOUR),
+    *(g.Run(BERT, "tiny-books-hour-bert-stsb-check.md", f"runs/bert-hour-s2/step{n}", "tiny",
+            VOCAB, n, "bert")
+      for n in (*BERT_QUARTERS, BERT_HOUR)),
+]
+# pre-training seed s's points are drawn s times this far right of seed 0's, so that the seeds'
+# bars do not hide each other
+SEED_NUDGE = 4e12  # FLOPs, about 1% of the hour's axis
+# the open marker and line style of each later pre-training seed (seed 0's: filled, solid)
+SEED_STYLES = {1: "o:", 2: "^-."}
 # per pre-training seed, sst2_check's SST-2 table of its eight snapshots (issue 27's protocol;
 # seed 0 against three draws of random weights per objective, seed 1 against one), beside the
-# STS-B tables of the runs' own Run.table
+# STS-B tables of the runs' own Run.table; seed 2 was not fine-tuned on SST-2
 SST2_TABLES = {0: "tiny-books-hour-sst2-check.md", 1: "tiny-books-hour-s1-sst2-check.md"}
 # per pre-training seed, evaluate.py blimp on random weights of each run's config and vocab
 # (--random --seed <the seed>): BLiMP's zero point; a snapshot's own result is blimp_file(its init)
@@ -89,6 +106,8 @@ RANDOM_BLIMP = {
         BERT: "tiny-books-hour-bert-blimp-random-seed0.json"},
     1: {ELECTRA: "tiny-books-hour-s1-blimp-random-seed1.json",
         BERT: "tiny-books-hour-bert-s1-blimp-random-seed1.json"},
+    2: {ELECTRA: "tiny-books-hour-s2-blimp-random-seed2.json",
+        BERT: "tiny-books-hour-bert-s2-blimp-random-seed2.json"},
 }
 
 
@@ -109,8 +128,10 @@ def blimp(path: Path) -> dict:
 
 def point(run: g.Run, tables: Path = g.TABLES, seed: int = 0) -> dict:
     """`run`'s point, of pre-training seed `seed`: its FLOPs and STS-B row (gain_vs_flops.point),
-    its SST-2 row, its BLiMP and that of the random weights of its objective and seed."""
-    return {**g.point(run, tables), "sst2": g.read_row(tables / SST2_TABLES[seed], run.init),
+    its SST-2 row (None for a seed not fine-tuned on SST-2), its BLiMP and that of the random
+    weights of its objective and seed."""
+    sst2 = g.read_row(tables / SST2_TABLES[seed], run.init) if seed in SST2_TABLES else None
+    return {**g.point(run, tables), "sst2": sst2,
             "blimp": blimp(tables / blimp_file(run.init)),
             "random_blimp": blimp(tables / RANDOM_BLIMP[seed][run.group])}
 
@@ -146,13 +167,14 @@ def target(pretrained: tuple, random: tuple) -> str:
     return "not met"
 
 
-def pooled(seed0: tuple, seed1: tuple) -> tuple:
-    """Two (mean, min, max) cells of as many jobs each as one cell over all their jobs.
+def pooled(*cells: tuple) -> tuple:
+    """(mean, min, max) cells of as many jobs each as one cell over all their jobs.
 
     >>> pooled((30.0, 28.0, 32.0), (40.0, 39.0, 41.0))
     (35.0, 28.0, 41.0)
     """
-    return ((seed0[0] + seed1[0]) / 2, min(seed0[1], seed1[1]), max(seed0[2], seed1[2]))
+    return (sum(c[0] for c in cells) / len(cells), min(c[1] for c in cells),
+            max(c[2] for c in cells))
 
 
 def pairs(points: list[dict]) -> list[tuple[dict, dict]]:
@@ -223,32 +245,42 @@ def sst2_markdown(points: list[dict]) -> str:
     return header + "".join(lines)
 
 
-def seeds_markdown(points: list[dict], seed1: list[dict]) -> str:
-    """The table over two pre-training seeds: at each quarter seed 1 reached (and at update 0,
-    each seed's random weights), both objectives' seed-0 and seed-1 means, their six jobs pooled,
-    the difference of the pooled means and its reading, and the seed-1 pair's reading alone."""
-    header = ("| pre-train FLOPs | ELECTRA seed 0 / seed 1 | BERT seed 0 / seed 1 "
-              "| ELECTRA, both seeds | BERT, both seeds | ELECTRA - BERT | read, both seeds "
-              "| read, seed 1 alone |\n"
+def at_the_hour(points: list[dict]) -> list[dict]:
+    """The snapshots at the hour's end, ELECTRA's and BERT's: the one pair pre-training seed 2
+    has."""
+    return [p for p in points if p["run"].updates in (ELECTRA_HOUR, BERT_HOUR)]
+
+
+def seeds_markdown(seeds: list[list[dict]]) -> str:
+    """The STS-B table over pre-training seeds, `seeds[s]` seed s's points: at update 0 (each
+    seed's random weights) and at each quarter every seed reached, both objectives' mean per seed,
+    all their jobs pooled, the difference of the pooled means and its reading, and the last seed's
+    pair read alone."""
+    names = " / ".join(f"seed {s}" for s in range(len(seeds)))
+    last = len(seeds) - 1
+    header = (f"| pre-train FLOPs | ELECTRA {names} | BERT {names} "
+              "| ELECTRA, all seeds | BERT, all seeds | ELECTRA - BERT | read, all seeds "
+              f"| read, seed {last} alone |\n"
               "|---:|---|---|---|---|---:|---|---|\n")
-    seed0 = {e["run"].updates: (e, b) for e, b in pairs(points)}
-    first0 = pairs(points)[0]
-    first1 = pairs(seed1)[0]
-    rows = [(0.0, (first0[0]["random"], first1[0]["random"]),
-             (first0[1]["random"], first1[1]["random"]))]
-    for e1, b1 in pairs(seed1):
-        e0, b0 = seed0[e1["run"].updates]  # the seed-0 pair at the same updates, so the same FLOPs
-        rows.append((e1["flops"], (e0["pretrained"], e1["pretrained"]),
-                     (b0["pretrained"], b1["pretrained"])))
+    # per seed, its pairs by ELECTRA's updates (the same updates, so the same FLOPs, on every seed)
+    by_seed = [{e["run"].updates: (e, b) for e, b in pairs(points)} for points in seeds]
+    firsts = [pairs(points)[0] for points in seeds]
+    rows = [(0.0, [first[0]["random"] for first in firsts],
+             [first[1]["random"] for first in firsts])]
+    for updates, (e0, _) in by_seed[0].items():
+        if all(updates in mine for mine in by_seed):
+            rows.append((e0["flops"], [mine[updates][0]["pretrained"] for mine in by_seed],
+                         [mine[updates][1]["pretrained"] for mine in by_seed]))
     lines = []
     for flops, electra, bert in rows:
-        both_e = pooled(*electra)
-        both_b = pooled(*bert)
+        all_e = pooled(*electra)
+        all_b = pooled(*bert)
         at = f"{flops:.2e}" if flops else "0 (random weights)"
-        lines.append(f"| {at} | {electra[0][0]:.2f} / {electra[1][0]:.2f} "
-                     f"| {bert[0][0]:.2f} / {bert[1][0]:.2f} | {cell(both_e)} | {cell(both_b)} "
-                     f"| {both_e[0] - both_b[0]:+.2f} | {verdict(both_e, both_b)} "
-                     f"| {verdict(electra[1], bert[1])} |\n")
+        means_e = " / ".join(f"{c[0]:.2f}" for c in electra)
+        means_b = " / ".join(f"{c[0]:.2f}" for c in bert)
+        lines.append(f"| {at} | {means_e} | {means_b} | {cell(all_e)} | {cell(all_b)} "
+                     f"| {all_e[0] - all_b[0]:+.2f} | {verdict(all_e, all_b)} "
+                     f"| {verdict(electra[-1], bert[-1])} |\n")
     return header + "".join(lines)
 
 
@@ -261,25 +293,26 @@ def bars(cells: list[tuple]) -> tuple[list, list, list]:
     return ([c[0] for c in cells], [c[0] - c[1] for c in cells], [c[2] - c[0] for c in cells])
 
 
-def seed1_x(mine: list[dict]) -> list[float]:
-    """Where pre-training seed 1's line is drawn: its random weights at update 0, then its
-    snapshots, all SEED1_NUDGE right of seed 0's so that the two seeds' bars do not hide each
+def seed_x(mine: list[dict], seed: int) -> list[float]:
+    """Where pre-training seed `seed`'s line is drawn: its random weights at update 0, then its
+    snapshots, all `seed` x SEED_NUDGE right of seed 0's so that the seeds' bars do not hide each
     other."""
-    return [SEED1_NUDGE, *(p["flops"] + SEED1_NUDGE for p in mine)]
+    nudge = seed * SEED_NUDGE
+    return [nudge, *(p["flops"] + nudge for p in mine)]
 
 
-def draw_task(ax, mine: list[dict], task: str, colour: str, group: str,
-              seed1: bool = False) -> None:
+def draw_task(ax, mine: list[dict], task: str, colour: str, group: str, seed: int = 0) -> None:
     """One objective's line on a fine-tuned task's panel: the mean and min-max bars of each
     snapshot. `task` is "stsb" (the point's own row) or "sst2". Seed 0's random weights are dashed
-    over the band of their jobs; pre-training seed 1's (`seed1`) are the first of its open
-    circles, at update 0."""
+    over the band of their jobs; a later pre-training seed's are the first of its open markers
+    (SEED_STYLES), at update 0."""
     rows = [p if task == "stsb" else p[task] for p in mine]
     cells = [r["pretrained"] for r in rows]
-    if seed1:
+    if seed:
         mean, below, above = bars([rows[0]["random"], *cells])
-        ax.errorbar(seed1_x(mine), mean, yerr=[below, above], fmt="o:", capsize=3, color=colour,
-                    markerfacecolor="white", label=f"{group}, pre-training seed 1")
+        ax.errorbar(seed_x(mine, seed), mean, yerr=[below, above], fmt=SEED_STYLES[seed],
+                    capsize=3, color=colour, markerfacecolor="white",
+                    label=f"{group}, pre-training seed {seed}")
         return
     mean, below, above = bars(cells)
     x = [p["flops"] for p in mine]
@@ -289,10 +322,10 @@ def draw_task(ax, mine: list[dict], task: str, colour: str, group: str,
     ax.axhspan(random_low, random_high, color=colour, alpha=0.1, lw=0)
 
 
-def draw_blimp(ax, mine: list[dict], colour: str, group: str, seed1: bool = False) -> None:
+def draw_blimp(ax, mine: list[dict], colour: str, group: str, seed: int = 0) -> None:
     """One objective's BLiMP accuracies: D sum (ELECTRA only) and the masked LM's PLL. Seed 0's
-    random weights are a line across the panel; pre-training seed 1's (`seed1`) are the first of
-    its open markers, at update 0, as on the fine-tuned panels."""
+    random weights are a line across the panel; a later pre-training seed's are the first of its
+    open markers, at update 0, as on the fine-tuned panels."""
     short = group.split()[0]
     mlm = "MLM" if mine[0]["run"].objective == "bert" else "G"
     for score, name, style in (("d_sum", "D sum", "o-"), ("mlm_pll", f"{mlm} PLL", "s:")):
@@ -300,42 +333,41 @@ def draw_blimp(ax, mine: list[dict], colour: str, group: str, seed1: bool = Fals
             continue  # BERT has no D
         values = [p["blimp"][score] for p in mine]
         random = mine[0]["random_blimp"][score]
-        if seed1:
-            ax.plot(seed1_x(mine), [random, *values], style, color=colour,
-                    markerfacecolor="white", label=f"{short} {name}, pre-training seed 1")
+        if seed:
+            marker = SEED_STYLES[seed][0]  # the seed's marker, the score's line style
+            ax.plot(seed_x(mine, seed), [random, *values], marker + style[1:], color=colour,
+                    markerfacecolor="white", label=f"{short} {name}, pre-training seed {seed}")
             continue
         ax.plot([p["flops"] for p in mine], values, style, color=colour, label=f"{short} {name}")
         ax.axhline(random, color=colour, lw=1, ls="--" if score == "d_sum" else "-.",
                    label=f"{short} {name}: random weights")
 
 
-def figure(points: list[dict], seed1: list[dict] = ()):
+def figure(seeds: list[list[dict]]):
     """Three panels against pre-training FLOPs: STS-B's Spearman and SST-2's accuracy, a line per
     objective with its seeds' bars and its random weights as a dashed line over their jobs' band
     (draw_task); BLiMP's accuracy, D sum and the masked LM's PLL, each with its random weights
-    (draw_blimp). Pre-training seed 1's points, if given, are open markers on every panel, each
-    line from its own random weights at update 0."""
+    (draw_blimp). `seeds[s]` is pre-training seed s's points; a later seed's are open markers,
+    each line from its own random weights at update 0, on SST-2 only if it was fine-tuned there."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(19, 5.2))
     stsb, sst2, grammar = fig.subplots(1, 3)
-    for group in (ELECTRA, BERT):
-        mine = [p for p in points if p["run"].group == group]
-        colour = COLOURS[group]
-        draw_task(stsb, mine, "stsb", colour, group)
-        draw_task(sst2, mine, "sst2", colour, group)
-        draw_blimp(grammar, mine, colour, group)
-        other = [p for p in seed1 if p["run"].group == group]
-        if other:
-            draw_task(stsb, other, "stsb", colour, group, seed1=True)
-            draw_task(sst2, other, "sst2", colour, group, seed1=True)
-            draw_blimp(grammar, other, colour, group, seed1=True)
+    for seed, points in enumerate(seeds):
+        for group in (ELECTRA, BERT):
+            mine = sorted((p for p in points if p["run"].group == group),
+                          key=lambda p: p["flops"])
+            colour = COLOURS[group]
+            draw_task(stsb, mine, "stsb", colour, group, seed)
+            if mine[0]["sst2"] is not None:
+                draw_task(sst2, mine, "sst2", colour, group, seed)
+            draw_blimp(grammar, mine, colour, group, seed)
     grammar.axhline(BLIMP_CHANCE, color="0.6", lw=1, label="chance")
     stsb.set_ylabel("STS-B dev Spearman (x100)")
     stsb.set_title("STS-B, fine-tuned (dots: mean of 3 fine-tuning seeds; bars: min-max)",
                    fontsize=10)
     sst2.set_ylabel("SST-2 dev accuracy")
-    random_jobs = "3 draws x 3 seeds" + (", seed 1 one draw" if seed1 else "")
+    random_jobs = "3 draws x 3 seeds" + (", seed 1 one draw" if len(seeds) > 1 else "")
     sst2.set_title(f"SST-2, 20,000 rows, 1 epoch (random weights: {random_jobs})", fontsize=10)
     grammar.set_ylabel("BLiMP accuracy, 200 pairs per paradigm")
     grammar.set_title("BLiMP, zero-shot", fontsize=10)
@@ -344,48 +376,56 @@ def figure(points: list[dict], seed1: list[dict] = ()):
         ax.set_xlabel("pre-training FLOPs (report.flops_per_step)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    seeds = "pre-training seeds 0 and 1 (open)" if seed1 else "one pre-training seed each"
+    if len(seeds) > 1:
+        later = ", ".join(f"{s} ('{SEED_STYLES[s][0]}', open)" for s in range(1, len(seeds)))
+        title = f"pre-training seeds 0 (filled), {later}"
+    else:
+        title = "one pre-training seed each"
     fig.suptitle("Figure 1 on a laptop: ELECTRA and BERT at equal compute over the CPU hour, "
-                 + seeds, fontsize=11)
+                 + title, fontsize=11)
     fig.tight_layout()
     return fig
 
 
-def tables_markdown(points: list[dict], seed1: list[dict]) -> str:
-    """Each pre-training seed's tables (STS-B and BLiMP, then SST-2) under a title, then (with
-    seed 1's points) the STS-B table over both pre-training seeds."""
-    sections = [("Pre-training seed 0: STS-B and BLiMP", markdown(points)),
-                ("Pre-training seed 0: SST-2", sst2_markdown(points))]
-    if seed1:
-        sections += [("Pre-training seed 1: STS-B and BLiMP", markdown(seed1)),
-                     ("Pre-training seed 1: SST-2", sst2_markdown(seed1)),
-                     ("STS-B over both pre-training seeds", seeds_markdown(points, seed1))]
+def tables_markdown(seeds: list[list[dict]]) -> str:
+    """Each pre-training seed's tables (STS-B and BLiMP at the quarters both objectives have, then
+    SST-2 if it was fine-tuned there) under a title, then the STS-B tables over seeds 0 and 1 (all
+    four quarters) and over every seed (the hour's end, the only pair seed 2 has)."""
+    sections = []
+    for seed, points in enumerate(seeds):
+        paired = at_the_hour(points) if seed == 2 else points
+        sections.append((f"Pre-training seed {seed}: STS-B and BLiMP", markdown(paired)))
+        if points[0]["sst2"] is not None:
+            sections.append((f"Pre-training seed {seed}: SST-2", sst2_markdown(points)))
+    if len(seeds) > 1:
+        sections.append(("STS-B over pre-training seeds 0 and 1", seeds_markdown(seeds[:2])))
+    if len(seeds) > 2:
+        every = [*seeds[:2], at_the_hour(seeds[2])]
+        sections.append(("STS-B over pre-training seeds 0, 1 and 2", seeds_markdown(every)))
     return "\n".join(f"**{title}**\n\n{table}" for title, table in sections)
 
 
-def write(runs: list[g.Run], out: Path, tables: Path = g.TABLES,
-          seed1_runs: list[g.Run] = ()) -> tuple[list[dict], list[dict]]:
-    """The figure to `out` and the tables beside it (`out` with .md); returns the points of
-    seed 0 and of seed 1."""
-    points = [point(run, tables) for run in runs]
-    seed1 = [point(run, tables, seed=1) for run in seed1_runs]
-    fig = figure(points, seed1)
+def write(seed_runs: list[list[g.Run]], out: Path, tables: Path = g.TABLES) -> list[list[dict]]:
+    """The figure to `out` and the tables beside it (`out` with .md), from `seed_runs[s]`,
+    pre-training seed s's runs; returns each seed's points."""
+    seeds = [[point(run, tables, seed) for run in runs] for seed, runs in enumerate(seed_runs)]
+    fig = figure(seeds)
     # a temporary file, then a rename: an interrupted run leaves the last whole figure and table
     atomic_write(out, lambda path: fig.savefig(path, dpi=120, format="png"))
-    atomic_write(out.with_suffix(".md"), tables_markdown(points, seed1))
-    return points, seed1
+    atomic_write(out.with_suffix(".md"), tables_markdown(seeds))
+    return seeds
 
 
-def main(argv=None) -> list[dict]:
+def main(argv=None) -> list[list[dict]]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=str(g.TABLES / "figure1-hour.png"),
                         help="the PNG to write, its table beside it (default: %(default)s)")
     args = parser.parse_args(argv)
     out = Path(args.out)
-    points, seed1 = write(RUNS, out, seed1_runs=SEED1_RUNS)
-    print(tables_markdown(points, seed1), end="")
+    seeds = write([RUNS, SEED1_RUNS, SEED2_RUNS], out)
+    print(tables_markdown(seeds), end="")
     print(f"wrote {out} and {out.with_suffix('.md').name}")
-    return points
+    return seeds
 
 
 if __name__ == "__main__":

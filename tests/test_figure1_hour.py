@@ -33,21 +33,24 @@ def write_blimp(path: Path, **overall: float) -> None:
     path.write_text(json.dumps({"overall": {"pairs": 13400, **overall}}))
 
 
-def write_seed(tmp_path: Path, seed: int, stsb: dict, sst2: dict, blimp: dict) -> list[g.Run]:
-    """Pre-training seed `seed`'s snapshot of each objective at the first quarter (ELECTRA's 2,700
-    updates, BERT's 2,927: the same FLOPs), written as sst2_check and evaluate.py write them. Each
-    dict maps "e" (ELECTRA) and "b" (BERT) to a pair: the snapshot's and its random weights' jobs
-    on STS-B and on SST-2 (one table for both objectives), their overall accuracies on BLiMP."""
+def write_seed(tmp_path: Path, seed: int, stsb: dict, sst2: dict | None, blimp: dict,
+               updates: tuple[int, int] = (2700, 2927)) -> list[g.Run]:
+    """Pre-training seed `seed`'s snapshot of each objective at `updates` (ELECTRA's, BERT's; by
+    default the first quarter, 2,700 and 2,927: the same FLOPs), written as sst2_check and
+    evaluate.py write them. Each dict maps "e" (ELECTRA) and "b" (BERT) to a pair: the snapshot's
+    and its random weights' jobs on STS-B and on SST-2 (one table for both objectives; None: not
+    fine-tuned on SST-2), their overall accuracies on BLiMP."""
     tag = str(seed) if seed else ""
     groups = {"e": f.ELECTRA, "b": f.BERT}
     for key, group in groups.items():
         write_table(tmp_path / f"{key}{tag}.md", {f"runs/{key}{tag}": stsb[key][0]}, stsb[key][1])
         write_blimp(tmp_path / f"{key}{tag}-blimp.json", **blimp[key][0])
         write_blimp(tmp_path / f.RANDOM_BLIMP[seed][group], **blimp[key][1])
-    write_table(tmp_path / f.SST2_TABLES[seed], {f"runs/{k}{tag}": sst2[k][0] for k in groups},
-                {f"runs/{k}{tag}": sst2[k][1] for k in groups})
-    return [g.Run(f.ELECTRA, f"e{tag}.md", f"runs/e{tag}", "tiny", f.VOCAB, 2700),
-            g.Run(f.BERT, f"b{tag}.md", f"runs/b{tag}", "tiny", f.VOCAB, 2927, "bert")]
+    if sst2 is not None:
+        write_table(tmp_path / f.SST2_TABLES[seed], {f"runs/{k}{tag}": sst2[k][0] for k in groups},
+                    {f"runs/{k}{tag}": sst2[k][1] for k in groups})
+    return [g.Run(f.ELECTRA, f"e{tag}.md", f"runs/e{tag}", "tiny", f.VOCAB, updates[0]),
+            g.Run(f.BERT, f"b{tag}.md", f"runs/b{tag}", "tiny", f.VOCAB, updates[1], "bert")]
 
 
 @pytest.fixture
@@ -109,7 +112,7 @@ def test_the_figure_draws_each_objective_with_its_bars_and_its_random_weights(ru
     from matplotlib.colors import to_hex
 
     points = [f.point(r, tmp_path) for r in runs]
-    stsb, sst2, grammar = f.figure(points).axes
+    stsb, sst2, grammar = f.figure([points]).axes
     lines = {c.get_label(): c for c in stsb.containers}
     assert set(lines) == {f.ELECTRA, f.BERT}
     line, _, (bars,) = lines[f.ELECTRA]
@@ -135,10 +138,10 @@ def test_the_figure_draws_each_objective_with_its_bars_and_its_random_weights(ru
 
 def test_the_png_and_its_table_are_written(runs, tmp_path):
     out = tmp_path / "fig" / "figure1.png"
-    f.write(runs, out, tmp_path)
+    f.write([runs], out, tmp_path)
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     points = [f.point(r, tmp_path) for r in runs]
-    assert out.with_suffix(".md").read_text() == f.tables_markdown(points, [])
+    assert out.with_suffix(".md").read_text() == f.tables_markdown([points])
 
 
 @pytest.fixture
@@ -158,7 +161,7 @@ def seed1_runs(tmp_path):
 def test_the_seeds_table_pools_six_jobs_per_objective(runs, seed1_runs, tmp_path):
     points = [f.point(r, tmp_path) for r in runs]
     seed1 = [f.point(r, tmp_path, seed=1) for r in seed1_runs]
-    lines = f.seeds_markdown(points, seed1).splitlines()
+    lines = f.seeds_markdown([points, seed1]).splitlines()
     assert len(lines) == 4  # header, its rule, the random weights, the one quarter
     # random weights: ELECTRA 16 and 15 pool to 15.5 over jobs 14-17, BERT 15 and 14 to 14.5 over
     # 13-16; they overlap, for both seeds and for seed 1 alone (14-16 against 13-15)
@@ -172,11 +175,11 @@ def test_the_seeds_table_pools_six_jobs_per_objective(runs, seed1_runs, tmp_path
                         "| ahead beyond the spread |")
     seed0 = (f"**Pre-training seed 0: STS-B and BLiMP**\n\n{f.markdown(points)}\n"
              f"**Pre-training seed 0: SST-2**\n\n{f.sst2_markdown(points)}")
-    assert f.tables_markdown(points, []) == seed0
-    assert f.tables_markdown(points, seed1) == (
+    assert f.tables_markdown([points]) == seed0
+    assert f.tables_markdown([points, seed1]) == (
         f"{seed0}\n**Pre-training seed 1: STS-B and BLiMP**\n\n{f.markdown(seed1)}\n"
         f"**Pre-training seed 1: SST-2**\n\n{f.sst2_markdown(seed1)}\n"
-        f"**STS-B over both pre-training seeds**\n\n{f.seeds_markdown(points, seed1)}")
+        f"**STS-B over pre-training seeds 0 and 1**\n\n{f.seeds_markdown([points, seed1])}")
 
 
 def test_seed_1_reads_its_own_sst2_table_and_blimp_zero_point(runs, seed1_runs, tmp_path):
@@ -196,8 +199,8 @@ def test_seed_1_reads_its_own_sst2_table_and_blimp_zero_point(runs, seed1_runs, 
 def test_the_figure_draws_seed_1_open_from_its_own_random_weights(runs, seed1_runs, tmp_path):
     points = [f.point(r, tmp_path) for r in runs]
     seed1 = [f.point(r, tmp_path, seed=1) for r in seed1_runs]
-    stsb, sst2, grammar = f.figure(points, seed1).axes
-    x = [f.SEED1_NUDGE, points[0]["flops"] + f.SEED1_NUDGE]
+    stsb, sst2, grammar = f.figure([points, seed1]).axes
+    x = [f.SEED_NUDGE, points[0]["flops"] + f.SEED_NUDGE]
     lines = {c.get_label(): c for c in stsb.containers}
     line, _, (bars,) = lines[f"{f.ELECTRA}, pre-training seed 1"]
     assert list(line.get_ydata()) == [15.0, 27.0]  # its random weights, then its quarter
@@ -217,7 +220,7 @@ def test_the_figure_draws_seed_1_open_from_its_own_random_weights(runs, seed1_ru
         "ELECTRA D sum, pre-training seed 1": [0.525, 0.490],
         "ELECTRA G PLL, pre-training seed 1": [0.499, 0.518],
         "BERT MLM PLL, pre-training seed 1": [0.503, 0.560]}
-    bert_x = [f.SEED1_NUDGE, seed1[1]["flops"] + f.SEED1_NUDGE]
+    bert_x = [f.SEED_NUDGE, seed1[1]["flops"] + f.SEED_NUDGE]
     assert [list(ln.get_xdata()) for ln in drawn.values()] == [x, x, bert_x]
     assert all(ln.get_markerfacecolor() == "white" for ln in drawn.values())
 
@@ -241,4 +244,54 @@ def test_every_committed_snapshot_has_its_row_and_its_blimp_at_equal_compute():
         assert ("d_sum" in p["blimp"]) == (p["run"].objective == "electra")
         assert p["sst2"]["random"] != random0[p["run"].group]  # its own twin, not seed 0's draws
     # a header, its rule, the random weights, four quarters
-    assert len(f.seeds_markdown(points, seed1).splitlines()) == 7
+    assert len(f.seeds_markdown([points, seed1]).splitlines()) == 7
+    # pre-training seed 2: no SST-2; its pair at the hour, at the FLOPs of seed 0's last pair
+    seed2 = [f.point(run, seed=2) for run in f.SEED2_RUNS]
+    assert all(p["sst2"] is None for p in seed2)
+    (end,) = f.pairs(f.at_the_hour(seed2))
+    assert (end[0]["flops"], end[1]["flops"]) == (f.pairs(points)[-1][0]["flops"],
+                                                  f.pairs(points)[-1][1]["flops"])
+    for p in seed2:
+        assert ("d_sum" in p["blimp"]) == (p["run"].objective == "electra")
+    # the random weights and the hour, the one point every seed has
+    assert len(f.seeds_markdown([points, seed1, f.at_the_hour(seed2)]).splitlines()) == 4
+
+
+def test_seed_2_is_read_at_the_hour_and_drawn_without_sst2(tmp_path):
+    at_hour = (f.ELECTRA_HOUR, f.BERT_HOUR)
+    blimp = {"e": ({"d_sum": 0.5, "d_mean": 0.5, "mlm_pll": 0.52}, {"d_sum": 0.5, "d_mean": 0.5,
+                                                                    "mlm_pll": 0.5}),
+             "b": ({"mlm_pll": 0.55}, {"mlm_pll": 0.5})}
+    sst2 = {"e": ([77.0, 78.0, 79.0], [77.0, 78.0, 79.0]), "b": ([77.0, 78.0, 79.0], [77.0] * 3)}
+    seeds = []
+    for seed, (electra, bert) in enumerate([(56.0, 27.0), (57.0, 28.0), (60.0, 26.0)]):
+        stsb = {"e": ([electra - 1, electra, electra + 1], [15.0, 16.0, 17.0]),
+                "b": ([bert - 1, bert, bert + 1], [14.0, 15.0, 16.0])}
+        runs = write_seed(tmp_path, seed, stsb, None if seed == 2 else sst2, blimp, at_hour)
+        seeds.append([f.point(r, tmp_path, seed) for r in runs])
+    # seed 2's BERT snapshot at its first quarter: no ELECTRA snapshot to pair it with
+    write_table(tmp_path / "bq.md", {"runs/bq": [20.0, 21.0, 22.0]}, [14.0, 15.0, 16.0])
+    write_blimp(tmp_path / "bq-blimp.json", mlm_pll=0.51)
+    quarter = g.Run(f.BERT, "bq.md", "runs/bq", "tiny", f.VOCAB, f.BERT_QUARTERS[0], "bert")
+    seeds[2].append(f.point(quarter, tmp_path, 2))
+    lines = f.seeds_markdown([*seeds[:2], f.at_the_hour(seeds[2])]).splitlines()
+    assert lines[0].startswith("| pre-train FLOPs | ELECTRA seed 0 / seed 1 / seed 2 |")
+    assert lines[0].endswith("| read, seed 2 alone |")
+    # ELECTRA (56 + 57 + 60) / 3 = 57.67 over jobs 55-61, BERT (27 + 28 + 26) / 3 = 27 over 25-29
+    assert lines[3] == ("| 3.41e+14 | 56.00 / 57.00 / 60.00 | 27.00 / 28.00 / 26.00 "
+                        "| 57.67 [55.00-61.00] | 27.00 [25.00-29.00] | +30.67 "
+                        "| ahead beyond the spread | ahead beyond the spread |")
+    text = f.tables_markdown(seeds)
+    assert "**Pre-training seed 2: SST-2**" not in text
+    every = f.seeds_markdown([*seeds[:2], f.at_the_hour(seeds[2])])
+    assert text.endswith(f"**STS-B over pre-training seeds 0, 1 and 2**\n\n{every}")
+    stsb, sst2_panel, grammar = f.figure(seeds).axes
+    lines = {c.get_label(): c for c in stsb.containers}
+    line = lines[f"{f.BERT}, pre-training seed 2"][0]
+    # from its random weights through its quarter to the hour, two nudges right of seed 0's
+    assert list(line.get_ydata()) == [15.0, 21.0, 26.0]
+    assert line.get_xdata()[0] == 2 * f.SEED_NUDGE
+    assert line.get_marker() == "^"
+    assert f"{f.ELECTRA}, pre-training seed 2" in lines
+    assert not any("seed 2" in c.get_label() for c in sst2_panel.containers)
+    assert any("seed 2" in ln.get_label() for ln in grammar.lines)
