@@ -280,15 +280,24 @@ def curve_panels(objective: str) -> dict[tuple[int, int], tuple[str, list[tuple[
 
 
 def plot_pretraining_curves(metrics_path: Path, png_path: Path, objective: str) -> None:
-    """Redraw curves.png from metrics.jsonl: losses, accuracies (with D's all-original baseline,
-    its AUC and its held-out context AUC), lr; for an objective without D, its masked LM's."""
-    # its own canvas: no pyplot, no switch of the global backend
-    from matplotlib.figure import Figure
-
+    """Redraw curves.png from metrics.jsonl (curves_figure), written whole or not at all."""
     rows = read_metrics(metrics_path)
     if not rows:
         # a checkpoint before the first log line (--ckpt-interval < --log-interval): nothing yet
         return
+    fig = curves_figure(rows, objective)
+    tmp = png_path.with_name(png_path.name + ".tmp.png")
+    fig.savefig(tmp, dpi=110)
+    os.replace(tmp, png_path)
+
+
+def curves_figure(rows: list[dict], objective: str):
+    """The pre-training curves of metrics rows: losses, accuracies (with D's all-original
+    baseline, its AUC and its held-out context AUC), lr; for an objective without D, its masked
+    LM's."""
+    # its own canvas: no pyplot, no switch of the global backend
+    from matplotlib.figure import Figure
+
     train = [r for r in rows if r["split"] == "train"]
     held = [r for r in rows if r["split"] == "eval"]
     fig = Figure(figsize=(11, 7.5))
@@ -300,13 +309,16 @@ def plot_pretraining_curves(metrics_path: Path, png_path: Path, objective: str) 
     for ax, title, keys in panels:
         # one colour per quantity: train solid, held-out dashed
         for i, (key, label) in enumerate(keys):
+            # one legend entry per quantity, on its first line: the figure's title says which
+            # style is which split (two entries each hid the accuracy panel's curves)
+            legend = label or key
             for split, style in ((train, "-"), (held, "o--")):
                 # context_auc is measured on held-out text only
                 if any(key in r for r in split):
                     steps = [r["step"] for r in split]
                     values = [r.get(key, math.nan) for r in split]
-                    legend = f"{label or key} ({split[0]['split']})"
                     ax.plot(steps, values, style, color=f"C{i}", ms=3, label=legend)
+                    legend = "_nolegend_"
         ax.set_title(title)
         ax.set_xlabel("step")
         ax.grid(alpha=0.3)
@@ -316,10 +328,9 @@ def plot_pretraining_curves(metrics_path: Path, png_path: Path, objective: str) 
     ax.set_title("learning rate")
     ax.set_xlabel("step")
     ax.grid(alpha=0.3)
+    fig.suptitle("solid lines: training batches; dots on dashed lines: held-out text", fontsize=9)
     fig.tight_layout()
-    tmp = png_path.with_name(png_path.name + ".tmp.png")
-    fig.savefig(tmp, dpi=110)
-    os.replace(tmp, png_path)
+    return fig
 
 
 # -----------------------------------------------------------------------------

@@ -142,6 +142,25 @@ def test_curves_draw_d_only_for_the_objectives_that_train_one(objective, tmp_pat
     assert (tmp_path / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_curves_name_each_quantity_once_in_its_panel():
+    """Each quantity's training line and held-out dots share one colour and one legend entry (two
+    entries each, "(train)" and "(eval)", once hid the accuracy panel's curves); the context AUC,
+    measured on held-out text only, has its dots alone."""
+    row = {"step": 1, "split": "train", "lr": 1e-3, "mlm_loss": 7.0, "gen_acc": 0.1,
+           **dict.fromkeys(D_METRICS - {"context_auc"}, 0.5)}
+    rows = [row, {**row, "split": "eval", "context_auc": 0.6}]
+    fig = report.curves_figure(rows, "electra")
+    for ax, (title, keys) in zip(fig.axes, report.curve_panels("electra").values()):
+        assert ax.get_title() == title
+        entries = [text.get_text() for text in ax.get_legend().get_texts()]
+        assert entries == [label or key for key, label in keys]
+    accuracy = fig.axes[2]
+    drawn = [line.get_label() for line in accuracy.lines]
+    # six quantities with both splits, the context AUC with held-out dots only
+    assert len(drawn) == 6 * 2 + 1
+    assert drawn.count("_nolegend_") == 6
+
+
 # the sentence of marked_sentence's docstring: "the cat sat", cat replaced by dog; D flags "the"
 # (original: a false alarm) and "dog" (replaced: caught)
 SENTENCE = dict(tokens=["[CLS]", "[SEP]", "the", "cat", "dog", "sat"],
