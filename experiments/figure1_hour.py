@@ -12,11 +12,11 @@ fine-tuning seeds, lowest to highest. Each objective's random weights (update 0,
 and vocab) are the dashed line in its colour over the band of their jobs: the zero point its
 pre-training has to beat. Pre-training seed 1 (the same commands with --seed 1) ran the same
 four quarters: its points are open markers beside seed 0's on every panel, each line starting
-from its own random weights (one draw on SST-2), and a table pools both seeds' STS-B jobs per
-objective at each quarter. Pre-training seed 2 ran ELECTRA's whole hour without stops and BERT's
-with its quarters, neither fine-tuned on SST-2: its points are open triangles on the STS-B and
-BLiMP panels, and a last table pools the three seeds' jobs at the hour's end, the one point both
-objectives have on every seed.
+from its own random weights (one draw on SST-2). Pre-training seed 2 ran ELECTRA's whole hour
+without stops and BERT's with its quarters, neither fine-tuned on SST-2: its points are open
+triangles on the STS-B and BLiMP panels. A seed's tables compare the snapshots that have a
+partner of the other objective at the same FLOPs (paired), and a last table pools every seed's
+STS-B jobs per objective at the FLOPs all seeds reached: for seed 2, the hour's end.
 
     python experiments/figure1_hour.py   # experiments/results/transfer/figure1-hour.png and .md
 
@@ -95,6 +95,7 @@ SEED2_RUNS = [
 SEED_NUDGE = 4e12  # FLOPs, about 1% of the hour's axis
 # the open marker and line style of each later pre-training seed (seed 0's: filled, solid)
 SEED_STYLES = {1: "o:", 2: "^-."}
+MARKER_NAMES = {"o": "circles", "^": "triangles"}  # for the figure's title
 # per pre-training seed, sst2_check's SST-2 table of its eight snapshots (issue 27's protocol;
 # seed 0 against three draws of random weights per objective, seed 1 against one), beside the
 # STS-B tables of the runs' own Run.table; seed 2 was not fine-tuned on SST-2
@@ -245,10 +246,22 @@ def sst2_markdown(points: list[dict]) -> str:
     return header + "".join(lines)
 
 
-def at_the_hour(points: list[dict]) -> list[dict]:
-    """The snapshots at the hour's end, ELECTRA's and BERT's: the one pair pre-training seed 2
-    has."""
-    return [p for p in points if p["run"].updates in (ELECTRA_HOUR, BERT_HOUR)]
+def paired(points: list[dict]) -> list[dict]:
+    """The snapshots that have a partner of the other objective at the same FLOPs: what the
+    tables compare. A snapshot without one is drawn in the figure but has no row."""
+    def partnered(p: dict) -> bool:
+        return any(q["run"].group != p["run"].group
+                   and abs(q["flops"] - p["flops"]) <= SAME_FLOPS * p["flops"] for q in points)
+    return [p for p in points if partnered(p)]
+
+
+def seed_names(count: int) -> str:
+    """The pre-training seeds 0 to count - 1 in words.
+
+    >>> seed_names(2), seed_names(3)
+    ('0 and 1', '0, 1 and 2')
+    """
+    return ", ".join(str(s) for s in range(count - 1)) + f" and {count - 1}"
 
 
 def seeds_markdown(seeds: list[list[dict]]) -> str:
@@ -377,8 +390,9 @@ def figure(seeds: list[list[dict]]):
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     if len(seeds) > 1:
-        later = ", ".join(f"{s} ('{SEED_STYLES[s][0]}', open)" for s in range(1, len(seeds)))
-        title = f"pre-training seeds 0 (filled), {later}"
+        later = ", ".join(f"{s} (open {MARKER_NAMES[SEED_STYLES[s][0]]})"
+                          for s in range(1, len(seeds)))
+        title = f"pre-training seeds 0 (filled circles), {later}"
     else:
         title = "one pre-training seed each"
     fig.suptitle("Figure 1 on a laptop: ELECTRA and BERT at equal compute over the CPU hour, "
@@ -388,20 +402,18 @@ def figure(seeds: list[list[dict]]):
 
 
 def tables_markdown(seeds: list[list[dict]]) -> str:
-    """Each pre-training seed's tables (STS-B and BLiMP at the quarters both objectives have, then
-    SST-2 if it was fine-tuned there) under a title, then the STS-B tables over seeds 0 and 1 (all
-    four quarters) and over every seed (the hour's end, the only pair seed 2 has)."""
+    """Each pre-training seed's tables (STS-B and BLiMP at the snapshots both objectives have at
+    the same FLOPs, then SST-2 if it was fine-tuned there) under a title, then the STS-B table over
+    every seed, at the FLOPs all of them reached."""
     sections = []
     for seed, points in enumerate(seeds):
-        paired = at_the_hour(points) if seed == 2 else points
-        sections.append((f"Pre-training seed {seed}: STS-B and BLiMP", markdown(paired)))
+        sections.append((f"Pre-training seed {seed}: STS-B and BLiMP", markdown(paired(points))))
         if points[0]["sst2"] is not None:
             sections.append((f"Pre-training seed {seed}: SST-2", sst2_markdown(points)))
     if len(seeds) > 1:
-        sections.append(("STS-B over pre-training seeds 0 and 1", seeds_markdown(seeds[:2])))
-    if len(seeds) > 2:
-        every = [*seeds[:2], at_the_hour(seeds[2])]
-        sections.append(("STS-B over pre-training seeds 0, 1 and 2", seeds_markdown(every)))
+        every = [paired(points) for points in seeds]
+        sections.append((f"STS-B over pre-training seeds {seed_names(len(seeds))}",
+                         seeds_markdown(every)))
     return "\n".join(f"**{title}**\n\n{table}" for title, table in sections)
 
 

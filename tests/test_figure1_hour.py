@@ -69,8 +69,8 @@ def runs(tmp_path):
 
 def test_docstring_examples():
     result = doctest.testmod(f)
-    # verdict's three readings, blimp_file, pooled, target's two readings, bars
-    assert (result.failed, result.attempted) == (0, 8)
+    # verdict's three readings, blimp_file, pooled, seed_names, target's two readings, bars
+    assert (result.failed, result.attempted) == (0, 9)
 
 
 def test_the_table_reads_each_pair_at_its_flops(runs, tmp_path):
@@ -248,13 +248,13 @@ def test_every_committed_snapshot_has_its_row_and_its_blimp_at_equal_compute():
     # pre-training seed 2: no SST-2; its pair at the hour, at the FLOPs of seed 0's last pair
     seed2 = [f.point(run, seed=2) for run in f.SEED2_RUNS]
     assert all(p["sst2"] is None for p in seed2)
-    (end,) = f.pairs(f.at_the_hour(seed2))
+    (end,) = f.pairs(f.paired(seed2))
     assert (end[0]["flops"], end[1]["flops"]) == (f.pairs(points)[-1][0]["flops"],
                                                   f.pairs(points)[-1][1]["flops"])
     for p in seed2:
         assert ("d_sum" in p["blimp"]) == (p["run"].objective == "electra")
     # the random weights and the hour, the one point every seed has
-    assert len(f.seeds_markdown([points, seed1, f.at_the_hour(seed2)]).splitlines()) == 4
+    assert len(f.seeds_markdown([points, seed1, f.paired(seed2)]).splitlines()) == 4
 
 
 def test_seed_2_is_read_at_the_hour_and_drawn_without_sst2(tmp_path):
@@ -274,16 +274,19 @@ def test_seed_2_is_read_at_the_hour_and_drawn_without_sst2(tmp_path):
     write_blimp(tmp_path / "bq-blimp.json", mlm_pll=0.51)
     quarter = g.Run(f.BERT, "bq.md", "runs/bq", "tiny", f.VOCAB, f.BERT_QUARTERS[0], "bert")
     seeds[2].append(f.point(quarter, tmp_path, 2))
-    lines = f.seeds_markdown([*seeds[:2], f.at_the_hour(seeds[2])]).splitlines()
+    lines = f.seeds_markdown([*seeds[:2], f.paired(seeds[2])]).splitlines()
     assert lines[0].startswith("| pre-train FLOPs | ELECTRA seed 0 / seed 1 / seed 2 |")
     assert lines[0].endswith("| read, seed 2 alone |")
     # ELECTRA (56 + 57 + 60) / 3 = 57.67 over jobs 55-61, BERT (27 + 28 + 26) / 3 = 27 over 25-29
     assert lines[3] == ("| 3.41e+14 | 56.00 / 57.00 / 60.00 | 27.00 / 28.00 / 26.00 "
                         "| 57.67 [55.00-61.00] | 27.00 [25.00-29.00] | +30.67 "
                         "| ahead beyond the spread | ahead beyond the spread |")
+    # the tables compare the hour's pair only: the quarter has no ELECTRA partner
+    assert [p["run"].init for p in f.paired(seeds[2])] == ["runs/e2", "runs/b2"]
     text = f.tables_markdown(seeds)
+    assert f"**Pre-training seed 2: STS-B and BLiMP**\n\n{f.markdown(f.paired(seeds[2]))}" in text
     assert "**Pre-training seed 2: SST-2**" not in text
-    every = f.seeds_markdown([*seeds[:2], f.at_the_hour(seeds[2])])
+    every = f.seeds_markdown([*seeds[:2], f.paired(seeds[2])])
     assert text.endswith(f"**STS-B over pre-training seeds 0, 1 and 2**\n\n{every}")
     stsb, sst2_panel, grammar = f.figure(seeds).axes
     lines = {c.get_label(): c for c in stsb.containers}
