@@ -12,11 +12,11 @@ fine-tuning seeds, lowest to highest. Each objective's random weights (update 0,
 and vocab) are the dashed line in its colour over the band of their jobs: the zero point its
 pre-training has to beat. Pre-training seed 1 (the same commands with --seed 1) ran the same
 four quarters: its points are open markers beside seed 0's on every panel, each line starting
-from its own random weights (one draw on SST-2). Pre-training seed 2 ran ELECTRA's whole hour
-without stops and BERT's with its quarters, neither fine-tuned on SST-2: its points are open
-triangles on the STS-B and BLiMP panels. A seed's tables compare the snapshots that have a
-partner of the other objective at the same FLOPs (paired), and a last table pools every seed's
-STS-B jobs per objective at the FLOPs all seeds reached: for seed 2, the hour's end.
+from its own random weights (one draw on SST-2). Pre-training seed 2 ran the same quarters, not
+fine-tuned on SST-2: its points are open triangles on the STS-B and BLiMP panels. A seed's
+tables compare the snapshots that have a partner of the other objective at the same FLOPs
+(paired), and a last table pools every seed's STS-B jobs per objective at the FLOPs all seeds
+reached.
 
     python experiments/figure1_hour.py   # experiments/results/transfer/figure1-hour.png and .md
 
@@ -79,11 +79,15 @@ SEED1_RUNS = [
             VOCAB, n, "bert")
       for n in (*BERT_QUARTERS, BERT_HOUR)),
 ]
-# pre-training seed 2: ELECTRA's hour ran without stops (RESULTS.md, "G at 1/4 at the hour,
-# pre-training seed 2"), so its only snapshot is the hour's end; BERT's stopped at its quarters
-# ("The hour's Figure 1, BERT's pre-training seed 2"). The hour's end is the pair of the tables
-# (at_the_hour); BERT's quarters are drawn, with no ELECTRA snapshot to pair them with.
+# pre-training seed 2: ELECTRA's hour ran first without stops (RESULTS.md, "G at 1/4 at the
+# hour, pre-training seed 2"), its end the snapshot runs/tiny-books-hour-s2; then again with
+# stops at its first three quarters ("The hour's Figure 1, ELECTRA's pre-training seed 2 at the
+# quarters"), the same run to the bit up to update 8,100. BERT's stopped at its quarters ("The
+# hour's Figure 1, BERT's pre-training seed 2").
 SEED2_RUNS = [
+    *(g.Run(ELECTRA, "tiny-books-stsb-check.md", f"runs/electra-hour-s2/step{n}", "tiny", VOCAB,
+            n)
+      for n in ELECTRA_QUARTERS),
     g.Run(ELECTRA, "tiny-books-stsb-check.md", "runs/tiny-books-hour-s2", "tiny", VOCAB,
           ELECTRA_HOUR),
     *(g.Run(BERT, "tiny-books-hour-bert-stsb-check.md", f"runs/bert-hour-s2/step{n}", "tiny",

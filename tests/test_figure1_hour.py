@@ -245,16 +245,17 @@ def test_every_committed_snapshot_has_its_row_and_its_blimp_at_equal_compute():
         assert p["sst2"]["random"] != random0[p["run"].group]  # its own twin, not seed 0's draws
     # a header, its rule, the random weights, four quarters
     assert len(f.seeds_markdown([points, seed1]).splitlines()) == 7
-    # pre-training seed 2: no SST-2; its pair at the hour, at the FLOPs of seed 0's last pair
+    # pre-training seed 2: no SST-2; its four quarters' pairs, at the FLOPs of seed 0's
     seed2 = [f.point(run, seed=2) for run in f.SEED2_RUNS]
     assert all(p["sst2"] is None for p in seed2)
-    (end,) = f.pairs(f.paired(seed2))
-    assert (end[0]["flops"], end[1]["flops"]) == (f.pairs(points)[-1][0]["flops"],
-                                                  f.pairs(points)[-1][1]["flops"])
+    assert f.paired(seed2) == seed2  # every snapshot has its partner
+    assert len(f.pairs(seed2)) == 4
+    for two, zero in zip(f.pairs(seed2), f.pairs(points)):
+        assert (two[0]["flops"], two[1]["flops"]) == (zero[0]["flops"], zero[1]["flops"])
     for p in seed2:
         assert ("d_sum" in p["blimp"]) == (p["run"].objective == "electra")
-    # the random weights and the hour, the one point every seed has
-    assert len(f.seeds_markdown([points, seed1, f.paired(seed2)]).splitlines()) == 4
+    # the random weights and the four quarters, on every seed
+    assert len(f.seeds_markdown([points, seed1, seed2]).splitlines()) == 7
 
 
 def test_seed_2_is_read_at_the_hour_and_drawn_without_sst2(tmp_path):
