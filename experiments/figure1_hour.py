@@ -182,6 +182,11 @@ def pooled(*cells: tuple) -> tuple:
             max(c[2] for c in cells))
 
 
+def same_flops(a: dict, b: dict) -> bool:
+    """Whether two points' pre-training FLOPs agree within SAME_FLOPS (relative to a's)."""
+    return abs(a["flops"] - b["flops"]) <= SAME_FLOPS * a["flops"]
+
+
 def pairs(points: list[dict]) -> list[tuple[dict, dict]]:
     """ELECTRA's and BERT's points matched in order, the i-th snapshot of each; an error if a pair
     is not at the same FLOPs (the comparison is at equal compute or it is not Figure 1)."""
@@ -190,7 +195,7 @@ def pairs(points: list[dict]) -> list[tuple[dict, dict]]:
     if len(electra) != len(bert):
         raise ValueError(f"{len(electra)} ELECTRA snapshots against {len(bert)} BERT snapshots")
     for e, b in zip(electra, bert):
-        if abs(e["flops"] - b["flops"]) > SAME_FLOPS * e["flops"]:
+        if not same_flops(e, b):
             raise ValueError(f"{e['run'].init} ({e['flops']:.4e} FLOPs) and {b['run'].init} "
                              f"({b['flops']:.4e}) are not at the same compute")
     return list(zip(electra, bert))
@@ -254,8 +259,7 @@ def paired(points: list[dict]) -> list[dict]:
     """The snapshots that have a partner of the other objective at the same FLOPs: what the
     tables compare. A snapshot without one is drawn in the figure but has no row."""
     def partnered(p: dict) -> bool:
-        return any(q["run"].group != p["run"].group
-                   and abs(q["flops"] - p["flops"]) <= SAME_FLOPS * p["flops"] for q in points)
+        return any(q["run"].group != p["run"].group and same_flops(p, q) for q in points)
     return [p for p in points if partnered(p)]
 
 
