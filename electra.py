@@ -377,8 +377,8 @@ def sample(logits, temperature: float = 1.0, rng: torch.Generator | None = None)
     # g is computed in place: at [B, K, V] it is as large as G's logits, and each out-of-place
     # step would allocate and fill another such tensor. The same numbers, half the time (this
     # function alone at the tiny preset's 1,024 x 8,192 on 2 CPU threads: 108 ms -> 54 ms; the
-    # whole step 18-25% faster, README "Speed"). The clamps keep both logs finite (the official
-    # code adds 1e-9 inside each log instead).
+    # whole step 18-25% faster: the speed table in README, "Pre-training"). The clamps keep both
+    # logs finite (the official code adds 1e-9 inside each log instead).
     g = torch.rand(logits.shape, device=logits.device, **_rng_kwargs(rng), dtype=torch.float32)
     g.clamp_min_(1e-9).log_().neg_()  # -log(u)
     g.clamp_min_(1e-9).log_().neg_()  # g = -log(-log(u))
