@@ -4,7 +4,7 @@ the CPU hour's budget (experiments/RESULTS.md, "The hour's Figure 1 on STS-B").
 Each point is a snapshot of one pre-training run (one objective, one pre-training seed)
 fine-tuned on STS-B by sst2_check.py (every training row, 3 epochs, seeds 0 1 2), on SST-2 by
 issue 27's protocol (20,000 rows, 1 epoch, seeds 0 1 2; seed 0's runs against three draws of
-random weights, seed 1's against one) and scored zero-shot on BLiMP
+random weights, seeds 1's and 2's against one each) and scored zero-shot on BLiMP
 by evaluate.py. Its row is read from the table sst2_check wrote (experiments/results/transfer/*.md),
 its BLiMP from evaluate.py's JSON kept beside it, not retyped. Its x is the snapshot's
 pre-training FLOPs, updates x report.flops_per_step (gain_vs_flops.run_flops); its bar spans the
@@ -12,8 +12,8 @@ fine-tuning seeds, lowest to highest. Each objective's random weights (update 0,
 and vocab) are the dashed line in its colour over the band of their jobs: the zero point its
 pre-training has to beat. Pre-training seed 1 (the same commands with --seed 1) ran the same
 four quarters: its points are open markers beside seed 0's on every panel, each line starting
-from its own random weights (one draw on SST-2). Pre-training seed 2 ran the same quarters, not
-fine-tuned on SST-2: its points are open triangles on the STS-B and BLiMP panels. A seed's
+from its own random weights (one draw on SST-2). Pre-training seed 2 ran the same quarters: its
+points are open triangles. A seed's
 tables compare the snapshots that have a partner of the other objective at the same FLOPs
 (paired), and a last table pools every seed's STS-B jobs per objective at the FLOPs all seeds
 reached.
@@ -101,9 +101,10 @@ SEED_NUDGE = 4e12  # FLOPs, about 1% of the hour's axis
 SEED_STYLES = {1: "o:", 2: "^-."}
 MARKER_NAMES = {"o": "circles", "^": "triangles"}  # for the figure's title
 # per pre-training seed, sst2_check's SST-2 table of its eight snapshots (issue 27's protocol;
-# seed 0 against three draws of random weights per objective, seed 1 against one), beside the
-# STS-B tables of the runs' own Run.table; seed 2 was not fine-tuned on SST-2
-SST2_TABLES = {0: "tiny-books-hour-sst2-check.md", 1: "tiny-books-hour-s1-sst2-check.md"}
+# seed 0 against three draws of random weights per objective, seeds 1 and 2 against one each),
+# beside the STS-B tables of the runs' own Run.table
+SST2_TABLES = {0: "tiny-books-hour-sst2-check.md", 1: "tiny-books-hour-s1-sst2-check.md",
+               2: "tiny-books-hour-s2-sst2-check.md"}
 # per pre-training seed, evaluate.py blimp on random weights of each run's config and vocab
 # (--random --seed <the seed>): BLiMP's zero point; a snapshot's own result is blimp_file(its init)
 RANDOM_BLIMP = {
@@ -133,9 +134,8 @@ def blimp(path: Path) -> dict:
 
 def point(run: g.Run, tables: Path = g.TABLES, seed: int = 0) -> dict:
     """`run`'s point, of pre-training seed `seed`: its FLOPs and STS-B row (gain_vs_flops.point),
-    its SST-2 row (None for a seed not fine-tuned on SST-2), its BLiMP and that of the random
-    weights of its objective and seed."""
-    sst2 = g.read_row(tables / SST2_TABLES[seed], run.init) if seed in SST2_TABLES else None
+    its SST-2 row, its BLiMP and that of the random weights of its objective and seed."""
+    sst2 = g.read_row(tables / SST2_TABLES[seed], run.init)
     return {**g.point(run, tables), "sst2": sst2,
             "blimp": blimp(tables / blimp_file(run.init)),
             "random_blimp": blimp(tables / RANDOM_BLIMP[seed][run.group])}
@@ -369,7 +369,7 @@ def figure(seeds: list[list[dict]]):
     objective with its seeds' bars and its random weights as a dashed line over their jobs' band
     (draw_task); BLiMP's accuracy, D sum and the masked LM's PLL, each with its random weights
     (draw_blimp). `seeds[s]` is pre-training seed s's points; a later seed's are open markers,
-    each line from its own random weights at update 0, on SST-2 only if it was fine-tuned there."""
+    each line from its own random weights at update 0."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(19, 5.2))
@@ -380,15 +380,14 @@ def figure(seeds: list[list[dict]]):
                           key=lambda p: p["flops"])
             colour = COLOURS[group]
             draw_task(stsb, mine, "stsb", colour, group, seed)
-            if mine[0]["sst2"] is not None:
-                draw_task(sst2, mine, "sst2", colour, group, seed)
+            draw_task(sst2, mine, "sst2", colour, group, seed)
             draw_blimp(grammar, mine, colour, group, seed)
     grammar.axhline(BLIMP_CHANCE, color="0.6", lw=1, label="chance")
     stsb.set_ylabel("STS-B dev Spearman (x100)")
     stsb.set_title("STS-B, fine-tuned (dots: mean of 3 fine-tuning seeds; bars: min-max)",
                    fontsize=10)
     sst2.set_ylabel("SST-2 dev accuracy")
-    random_jobs = "3 draws x 3 seeds" + (", seed 1 one draw" if len(seeds) > 1 else "")
+    random_jobs = "3 draws x 3 seeds" + (", later seeds one draw" if len(seeds) > 1 else "")
     sst2.set_title(f"SST-2, 20,000 rows, 1 epoch (random weights: {random_jobs})", fontsize=10)
     grammar.set_ylabel("BLiMP accuracy, 200 pairs per paradigm")
     grammar.set_title("BLiMP, zero-shot", fontsize=10)
@@ -410,14 +409,14 @@ def figure(seeds: list[list[dict]]):
 
 
 def tables_markdown(seeds: list[list[dict]]) -> str:
-    """Each pre-training seed's tables (STS-B and BLiMP at the snapshots both objectives have at
-    the same FLOPs, then SST-2 if it was fine-tuned there) under a title, then the STS-B table over
-    every seed, at the FLOPs all of them reached."""
+    """Each pre-training seed's tables (STS-B and BLiMP, then SST-2, at the snapshots both
+    objectives have at the same FLOPs) under a title, then the STS-B table over every seed, at
+    the FLOPs all of them reached."""
     sections = []
     for seed, points in enumerate(seeds):
-        sections.append((f"Pre-training seed {seed}: STS-B and BLiMP", markdown(paired(points))))
-        if points[0]["sst2"] is not None:
-            sections.append((f"Pre-training seed {seed}: SST-2", sst2_markdown(points)))
+        both = paired(points)
+        sections.append((f"Pre-training seed {seed}: STS-B and BLiMP", markdown(both)))
+        sections.append((f"Pre-training seed {seed}: SST-2", sst2_markdown(both)))
     if len(seeds) > 1:
         every = [paired(points) for points in seeds]
         sections.append((f"STS-B over pre-training seeds {seed_names(len(seeds))}",

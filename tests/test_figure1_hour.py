@@ -245,20 +245,21 @@ def test_every_committed_snapshot_has_its_row_and_its_blimp_at_equal_compute():
         assert p["sst2"]["random"] != random0[p["run"].group]  # its own twin, not seed 0's draws
     # a header, its rule, the random weights, four quarters
     assert len(f.seeds_markdown([points, seed1]).splitlines()) == 7
-    # pre-training seed 2: no SST-2; its four quarters' pairs, at the FLOPs of seed 0's
+    # pre-training seed 2: its four quarters' pairs, at the FLOPs of seed 0's, each with its
+    # SST-2 row against its own twin and its BLiMP
     seed2 = [f.point(run, seed=2) for run in f.SEED2_RUNS]
-    assert all(p["sst2"] is None for p in seed2)
     assert f.paired(seed2) == seed2  # every snapshot has its partner
     assert len(f.pairs(seed2)) == 4
     for two, zero in zip(f.pairs(seed2), f.pairs(points)):
         assert (two[0]["flops"], two[1]["flops"]) == (zero[0]["flops"], zero[1]["flops"])
     for p in seed2:
         assert ("d_sum" in p["blimp"]) == (p["run"].objective == "electra")
+        assert p["sst2"]["random"] != random0[p["run"].group]
     # the random weights and the four quarters, on every seed
     assert len(f.seeds_markdown([points, seed1, seed2]).splitlines()) == 7
 
 
-def test_seed_2_is_read_at_the_hour_and_drawn_without_sst2(tmp_path):
+def test_seed_2_is_read_at_the_hour_and_an_unpartnered_snapshot_drawn_without_a_row(tmp_path):
     at_hour = (f.ELECTRA_HOUR, f.BERT_HOUR)
     blimp = {"e": ({"d_sum": 0.5, "d_mean": 0.5, "mlm_pll": 0.52}, {"d_sum": 0.5, "d_mean": 0.5,
                                                                     "mlm_pll": 0.5}),
@@ -268,10 +269,13 @@ def test_seed_2_is_read_at_the_hour_and_drawn_without_sst2(tmp_path):
     for seed, (electra, bert) in enumerate([(56.0, 27.0), (57.0, 28.0), (60.0, 26.0)]):
         stsb = {"e": ([electra - 1, electra, electra + 1], [15.0, 16.0, 17.0]),
                 "b": ([bert - 1, bert, bert + 1], [14.0, 15.0, 16.0])}
-        runs = write_seed(tmp_path, seed, stsb, None if seed == 2 else sst2, blimp, at_hour)
+        runs = write_seed(tmp_path, seed, stsb, sst2, blimp, at_hour)
         seeds.append([f.point(r, tmp_path, seed) for r in runs])
     # seed 2's BERT snapshot at its first quarter: no ELECTRA snapshot to pair it with
     write_table(tmp_path / "bq.md", {"runs/bq": [20.0, 21.0, 22.0]}, [14.0, 15.0, 16.0])
+    write_table(tmp_path / f.SST2_TABLES[2],
+                {"runs/e2": sst2["e"][0], "runs/b2": sst2["b"][0], "runs/bq": [74.0, 75.0, 76.0]},
+                {"runs/e2": sst2["e"][1], "runs/b2": sst2["b"][1], "runs/bq": [77.0] * 3})
     write_blimp(tmp_path / "bq-blimp.json", mlm_pll=0.51)
     quarter = g.Run(f.BERT, "bq.md", "runs/bq", "tiny", f.VOCAB, f.BERT_QUARTERS[0], "bert")
     seeds[2].append(f.point(quarter, tmp_path, 2))
@@ -286,7 +290,9 @@ def test_seed_2_is_read_at_the_hour_and_drawn_without_sst2(tmp_path):
     assert [p["run"].init for p in f.paired(seeds[2])] == ["runs/e2", "runs/b2"]
     text = f.tables_markdown(seeds)
     assert f"**Pre-training seed 2: STS-B and BLiMP**\n\n{f.markdown(f.paired(seeds[2]))}" in text
-    assert "**Pre-training seed 2: SST-2**" not in text
+    sst2_table = f.sst2_markdown(f.paired(seeds[2]))
+    assert f"**Pre-training seed 2: SST-2**\n\n{sst2_table}" in text
+    assert len(sst2_table.splitlines()) == 4  # header, rule, random weights, the hour's pair
     every = f.seeds_markdown([*seeds[:2], f.paired(seeds[2])])
     assert text.endswith(f"**STS-B over pre-training seeds 0, 1 and 2**\n\n{every}")
     stsb, sst2_panel, grammar = f.figure(seeds).axes
@@ -297,5 +303,8 @@ def test_seed_2_is_read_at_the_hour_and_drawn_without_sst2(tmp_path):
     assert line.get_xdata()[0] == 2 * f.SEED_NUDGE
     assert line.get_marker() == "^"
     assert f"{f.ELECTRA}, pre-training seed 2" in lines
-    assert not any("seed 2" in c.get_label() for c in sst2_panel.containers)
+    sst2_lines = {c.get_label(): c for c in sst2_panel.containers}
+    # BERT's seed 2 on SST-2: its twin, its quarter, the hour
+    bert2 = sst2_lines[f"{f.BERT}, pre-training seed 2"][0]
+    assert list(bert2.get_ydata()) == [77.0, 75.0, 78.0]
     assert any("seed 2" in ln.get_label() for ln in grammar.lines)
