@@ -83,7 +83,9 @@ SEED1_RUNS = [
 # hour, pre-training seed 2"), its end the snapshot runs/tiny-books-hour-s2; then again with
 # stops at its first three quarters ("The hour's Figure 1, ELECTRA's pre-training seed 2 at the
 # quarters"), the same run to the bit up to update 8,100. BERT's stopped at its quarters ("The
-# hour's Figure 1, BERT's pre-training seed 2").
+# hour's Figure 1, BERT's pre-training seed 2"). Their SST-2 rows come from both runs again
+# ("The hour's Figure 1 on SST-2, pre-training seed 2"): ELECTRA's equal to the bit, BERT's a
+# rerun of the same seed that drifts from the first after update 100 (another machine).
 SEED2_RUNS = [
     *(g.Run(ELECTRA, "tiny-books-stsb-check.md", f"runs/electra-hour-s2/step{n}", "tiny", VOCAB,
             n)
