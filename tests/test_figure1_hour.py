@@ -33,22 +33,21 @@ def write_blimp(path: Path, **overall: float) -> None:
     path.write_text(json.dumps({"overall": {"pairs": 13400, **overall}}))
 
 
-def write_seed(tmp_path: Path, seed: int, stsb: dict, sst2: dict | None, blimp: dict,
+def write_seed(tmp_path: Path, seed: int, stsb: dict, sst2: dict, blimp: dict,
                updates: tuple[int, int] = (2700, 2927)) -> list[g.Run]:
     """Pre-training seed `seed`'s snapshot of each objective at `updates` (ELECTRA's, BERT's; by
     default the first quarter, 2,700 and 2,927: the same FLOPs), written as sst2_check and
     evaluate.py write them. Each dict maps "e" (ELECTRA) and "b" (BERT) to a pair: the snapshot's
-    and its random weights' jobs on STS-B and on SST-2 (one table for both objectives; None: not
-    fine-tuned on SST-2), their overall accuracies on BLiMP."""
+    and its random weights' jobs on STS-B and on SST-2 (one table for both objectives), their
+    overall accuracies on BLiMP."""
     tag = str(seed) if seed else ""
     groups = {"e": f.ELECTRA, "b": f.BERT}
     for key, group in groups.items():
         write_table(tmp_path / f"{key}{tag}.md", {f"runs/{key}{tag}": stsb[key][0]}, stsb[key][1])
         write_blimp(tmp_path / f"{key}{tag}-blimp.json", **blimp[key][0])
         write_blimp(tmp_path / f.RANDOM_BLIMP[seed][group], **blimp[key][1])
-    if sst2 is not None:
-        write_table(tmp_path / f.SST2_TABLES[seed], {f"runs/{k}{tag}": sst2[k][0] for k in groups},
-                    {f"runs/{k}{tag}": sst2[k][1] for k in groups})
+    write_table(tmp_path / f.SST2_TABLES[seed], {f"runs/{k}{tag}": sst2[k][0] for k in groups},
+                {f"runs/{k}{tag}": sst2[k][1] for k in groups})
     return [g.Run(f.ELECTRA, f"e{tag}.md", f"runs/e{tag}", "tiny", f.VOCAB, updates[0]),
             g.Run(f.BERT, f"b{tag}.md", f"runs/b{tag}", "tiny", f.VOCAB, updates[1], "bert")]
 
