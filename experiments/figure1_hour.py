@@ -13,10 +13,9 @@ and vocab) are the dashed line in its colour over the band of their jobs: the ze
 pre-training has to beat. Pre-training seed 1 (the same commands with --seed 1) ran the same
 four quarters: its points are open markers beside seed 0's on every panel, each line starting
 from its own random weights (one draw on SST-2). Pre-training seed 2 ran the same quarters: its
-points are open triangles. A seed's
-tables compare the snapshots that have a partner of the other objective at the same FLOPs
-(paired), and a last table pools every seed's STS-B jobs per objective at the FLOPs all seeds
-reached.
+points are open triangles. A seed's tables compare the snapshots that have a partner of the other
+objective at the same FLOPs (paired), and a last table pools every seed's STS-B jobs per
+objective at the FLOPs all seeds reached.
 
     python experiments/figure1_hour.py   # experiments/results/transfer/figure1-hour.png and .md
 
@@ -414,13 +413,12 @@ def tables_markdown(seeds: list[list[dict]]) -> str:
     """Each pre-training seed's tables (STS-B and BLiMP, then SST-2, at the snapshots both
     objectives have at the same FLOPs) under a title, then the STS-B table over every seed, at
     the FLOPs all of them reached."""
+    every = [paired(points) for points in seeds]
     sections = []
-    for seed, points in enumerate(seeds):
-        both = paired(points)
+    for seed, both in enumerate(every):
         sections.append((f"Pre-training seed {seed}: STS-B and BLiMP", markdown(both)))
         sections.append((f"Pre-training seed {seed}: SST-2", sst2_markdown(both)))
     if len(seeds) > 1:
-        every = [paired(points) for points in seeds]
         sections.append((f"STS-B over pre-training seeds {seed_names(len(seeds))}",
                          seeds_markdown(every)))
     return "\n".join(f"**{title}**\n\n{table}" for title, table in sections)
