@@ -402,6 +402,13 @@ def is_hf(init: str) -> bool:
     return is_hub_name(init) or hf_folder
 
 
+def random_weights(config: ElectraConfig, seed: int) -> Electra:
+    """Fresh weights of `config` drawn with torch seed `seed` (electra.init_weights, as
+    pre-training starts): the zero point of a score."""
+    torch.manual_seed(seed)
+    return Electra(config)
+
+
 def load_scored(args: argparse.Namespace) -> Scored:
     """What --init (or --random with --vocab and --size) names; fresh weights under --random."""
     if args.init is None:
@@ -414,8 +421,7 @@ def load_scored(args: argparse.Namespace) -> Scored:
     else:
         scored = load_run(Path(args.init), args.vocab)
     if args.random:
-        torch.manual_seed(args.seed)
-        scored.model = Electra(scored.model.config)  # electra.init_weights, as pre-training starts
+        scored.model = random_weights(scored.model.config, args.seed)
         scored.source = f"random weights (seed {args.seed}) of {scored.source}"
     return scored
 

@@ -1,0 +1,100 @@
+"""experiments/blimp_choosers.py: the unigram and fewer-tokens choosers worked by hand on a corpus
+built here, what D's choices follow computed by hand from given credits, and the command line on a
+tiny run folder, its D scored as evaluate.py scores it."""
+import doctest
+import json
+
+import numpy as np
+import pytest
+from test_evaluate import run_folder, tiny_tokenizer, write_blimp
+
+import evaluate
+from experiments import blimp_choosers as bc
+
+
+def test_docstring_examples():
+    result = doctest.testmod(bc)
+    assert result.failed == 0 and result.attempted >= 2
+
+
+# The corpus: "sleep" 3 times, "sleeps" once, "barks" 2 times, "bark" never.
+CORPUS = "the cat sleep .\nthe cat sleep .\nthe dog sleep .\nthe cat sleeps\nthe dog barks\n" \
+         "the dog barks\n"
+PARADIGMS = {"agreement": [("the cat sleeps .", "the cat sleep ."),  # frequent one is bad
+                           ("the dog barks .", "the dog bark ."),  # frequent one is good
+                           ("the cat", "cat the ."),  # fewer tokens good; more frequent good
+                           ("the dog", "the dog")]}  # the same ids: a tie for every chooser
+
+
+def test_choosers_by_hand():
+    tok = tiny_tokenizer()
+    corpus = np.array(tok.encode(CORPUS.replace("\n", " ")))
+    log_p = bc.unigram_log_probs(corpus, len(tok))
+    n, v = len(corpus), len(tok)
+    assert n == 21
+    assert np.exp(log_p[tok.vocab["sleep"]]) == pytest.approx(4 / (n + v))
+    assert np.exp(log_p[tok.vocab["bark"]]) == pytest.approx(1 / (n + v))
+    pairs = [evaluate.MinimalPair(good, bad, "morphology", "agreement")
+             for good, bad in PARADIGMS["agreement"]]
+    c = bc.chooser_credits(tok, pairs, log_p)
+    # pair 1: sleeps (2/(n+v)) against sleep (4/(n+v)), the rest the same: the bad one
+    # pair 2: barks (3/(n+v)) against bark (1/(n+v)): the good one
+    # pair 3: "the cat" against "cat the .": one fewer token, and every log p < 0, so the good one
+    assert c["unigram"].tolist() == [0.0, 1.0, 1.0, 0.5]
+    assert c["fewer_tokens"].tolist() == [0.5, 0.5, 1.0, 0.5]
+    assert c["same_length"].tolist() == [True, True, False, True]
+
+
+def test_what_d_follows_by_hand():
+    choosers = {"unigram": np.array([0.0, 1.0, 1.0, 0.5, 1.0]),
+                "fewer_tokens": np.array([0.5, 0.5, 1.0, 0.5, 0.0]),
+                "same_length": np.array([True, True, False, True, True])}
+    d = np.array([1.0, 1.0, 0.0, 0.5, 0.0])
+    got = bc.follows(d, choosers)
+    assert got["blimp"] == pytest.approx(2.5 / 5)
+    # equal-length pairs 1, 2, 4, 5: disagree, agree, a tie (1/2), disagree
+    assert got["agrees_unigram"] == pytest.approx(1.5 / 4)
+    # every pair: 1/2, 1/2, disagree, 1/2, agree
+    assert got["agrees_fewer_tokens"] == pytest.approx(2.5 / 5)
+    # equal length and the frequent one good: pairs 2 and 5 (D right on 2 only); bad: pair 1
+    assert got["acc_frequent_good"] == pytest.approx(0.5)
+    assert got["acc_frequent_bad"] == pytest.approx(1.0)
+
+
+def test_cli_on_a_run_folder_scores_d_as_evaluate_does(tmp_path, capsys):
+    tok = tiny_tokenizer()
+    run_folder(tmp_path / "run", tok)
+    blimp = write_blimp(tmp_path / "blimp", PARADIGMS)
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "corpus" / "text.txt").write_text(CORPUS, encoding="utf-8")
+    out = tmp_path / "out"
+    results = bc.main(["--init", str(tmp_path / "run"), "--data", str(tmp_path / "corpus"),
+                       "--blimp-dir", str(blimp), "--random-seeds", "3",
+                       "--cache-dir", str(tmp_path / "cache"), "--out", str(out), "--device",
+                       "cpu"])
+    assert results["choosers"] == {"pairs": 4, "unigram": pytest.approx(2.5 / 4),
+                                   "fewer_tokens": pytest.approx(2.5 / 4), "same_length": 3,
+                                   "frequent_good": 1, "frequent_bad": 1}
+    assert [r["model"] for r in results["models"]] == [str(tmp_path / "run"),
+                                                       "random weights, seed 3"]
+    # D's accuracy is evaluate.py's d_sum, for the run and for --random --seed 3
+    argv = ["blimp", "--init", str(tmp_path / "run"), "--data-dir", str(blimp), "--out",
+            str(tmp_path / "evaluate")]
+    trained = evaluate.main(argv)["overall"]["d_sum"]
+    random3 = evaluate.main(argv + ["--random", "--seed", "3"])["overall"]["d_sum"]
+    assert [r["blimp"] for r in results["models"]] == pytest.approx([trained, random3])
+    assert json.loads((out / "results.json").read_text()) == results
+    table = (out / "blimp-choosers.md").read_text()
+    assert "random weights, seed 3" in table and "0.625 of the 4 pairs" in table
+    assert (out / "blimp-choosers.png").stat().st_size > 0
+
+
+def test_runs_of_different_vocabs_are_one_line(tmp_path):
+    tok = tiny_tokenizer()
+    run_folder(tmp_path / "a", tok)
+    other = type(tok)(list(tok.vocab) + ["zebra"])
+    run_folder(tmp_path / "b", other)
+    blimp = write_blimp(tmp_path / "blimp", PARADIGMS)
+    with pytest.raises(SystemExit, match="different vocabs"):
+        bc.main(["--init", str(tmp_path / "a"), str(tmp_path / "b"), "--data", str(tmp_path),
+                 "--blimp-dir", str(blimp)])
