@@ -23,8 +23,20 @@ the frequent sentence is the grammatical one; a D with no opinion on either sits
 Random weights of the same config (one draw per --random-seeds, as evaluate.py --random) are the
 zero point.
 
+On the equal-length pairs the two sentences differ at a few positions (the changed word's tokens)
+and agree at the rest, so D's sum splits in two:
+
+    score_D(good) - score_D(bad) = sum_{t changed} [log D(good, t) - log D(bad, t)]
+                                 + sum_{t unchanged} [log D(good, t) - log D(bad, t)]
+
+The first part is D's call on the changed word itself, the second how the change moves D's calls
+on the words around it (the same words, in a different context). The second table gives each
+part's accuracy (the pair counted right when the part favours the grammatical sentence) and its
+agreement with the unigram chooser, which on these pairs decides by the changed word alone.
+
     python experiments/blimp_choosers.py --data runs/books --blimp-dir ../shared/data/blimp \\
-        --init runs/tiny-books-15 runs/tiny-books-hour-s2 --random-seeds 0 1 2
+        --init runs/tiny-books-15 runs/tiny-books-hour-s2 --labels "15 minutes" "the hour" \\
+        --random-seeds 0 1 2
 
 Every --init must share one vocab (the unigram counts are per vocab). Writes results.json,
 blimp-choosers.md and blimp-choosers.png to --out.
@@ -37,6 +49,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -45,6 +58,7 @@ if str(ROOT) not in sys.path:
 import data  # noqa: E402
 import evaluate  # noqa: E402
 from experiments import common  # noqa: E402
+from plumbing import pad_batch  # noqa: E402
 
 OUT = ROOT / "experiments" / "results" / "blimp_choosers"
 NAME = "blimp-choosers"
@@ -88,16 +102,49 @@ def chooser_credits(tok, pairs: list, log_p: np.ndarray) -> dict[str, np.ndarray
 
 def d_credits(model, tok, pairs: list, device: str) -> np.ndarray:
     """D's credit per pair, from its sum of log D(x, t) (evaluate.py's d_sum)."""
-    model = model.to(device).eval()
     credits, _ = evaluate.blimp_credits(model, tok, pairs, evaluate.BATCH_SIZE, device,
                                         score_mlm=False)
     return np.array(credits["d_sum"])  # [pairs]
 
 
-def follows(d: np.ndarray, choosers: dict) -> dict:
-    """D's BLiMP accuracy, its agreement with the unigram chooser on the equal-length pairs and
-    with the fewer-tokens chooser on all, and its accuracy on the equal-length pairs where the
-    more frequent sentence is the grammatical one (unigram credit 1) and where it is not (0)."""
+@torch.inference_mode()
+def split_credits(model, tok, pairs: list, device: str) -> dict[str, np.ndarray]:
+    """On pairs of equal length in tokens: D's credit from the changed positions alone, and from
+    the unchanged ones alone (the module docstring's two parts); a pair whose ids are the same is a
+    tie in both."""
+    changed, unchanged = [], []
+    step = max(1, evaluate.BATCH_SIZE // 2)  # pairs per forward pass: two rows each
+    for start in range(0, len(pairs), step):
+        chunk = pairs[start:start + step]
+        sentences = [s for p in chunk for s in (p.good, p.bad)]  # good, bad, good, bad, ...
+        rows = [tok.encode_pair(s, max_len=model.config.max_position)[0] for s in sentences]
+        if any(len(g) != len(b) for g, b in zip(rows[0::2], rows[1::2])):
+            raise ValueError("split_credits takes pairs of equal length in tokens only")
+        zeros = [[0] * len(r) for r in rows]
+        x, segment_ids, attention_mask = pad_batch(rows, zeros, tok.pad_id, device)  # [2P, T]
+        log_d = F.logsigmoid(model.discriminator(x, segment_ids, attention_mask).float())
+        own = evaluate.sentence_tokens(attention_mask)[0::2]  # [P, T]: the same in good and bad
+        differ = x[0::2] != x[1::2]  # [P, T]
+        gap = log_d[0::2] - log_d[1::2]  # [P, T]: log D(good, t) - log D(bad, t)
+        parts = (torch.where(differ, gap, 0.0).sum(1),  # [P]
+                 torch.where(own & ~differ, gap, 0.0).sum(1))  # [P]
+        same_ids = ~differ.any(1)  # [P]
+        for i in range(len(chunk)):
+            if same_ids[i]:
+                changed.append(0.5)
+                unchanged.append(0.5)
+                continue
+            changed.append(evaluate.pair_credit(parts[0][i].item(), 0.0))
+            unchanged.append(evaluate.pair_credit(parts[1][i].item(), 0.0))
+    return {"changed": np.array(changed), "unchanged": np.array(unchanged)}
+
+
+def follows(d: np.ndarray, split: dict, choosers: dict) -> dict:
+    """What D's credits `d` (every pair) and `split` (the equal-length pairs) follow: D's BLiMP
+    accuracy, its agreement with the unigram chooser on the equal-length pairs and with the
+    fewer-tokens chooser on all, its accuracy on the equal-length pairs where the more frequent
+    sentence is the grammatical one (unigram credit 1) and where it is not (0), and each part of
+    the split's accuracy and agreement with the unigram chooser."""
     u = choosers["unigram"]
     same = choosers["same_length"]
     return {
@@ -106,47 +153,69 @@ def follows(d: np.ndarray, choosers: dict) -> dict:
         "agrees_fewer_tokens": agreement(d, choosers["fewer_tokens"]),
         "acc_frequent_good": float(d[same & (u == 1)].mean()),
         "acc_frequent_bad": float(d[same & (u == 0)].mean()),
+        "equal_length": float(d[same].mean()),
+        "changed": float(split["changed"].mean()),
+        "changed_agrees_unigram": agreement(split["changed"], u[same]),
+        "unchanged": float(split["unchanged"].mean()),
+        "unchanged_agrees_unigram": agreement(split["unchanged"], u[same]),
     }
 
 
 def markdown(results: dict) -> str:
-    """The choosers' own accuracies, then one row per model."""
+    """The choosers' own accuracies, then two tables of one row per model: what D's sum follows,
+    and the sum split at the changed word."""
     c = results["choosers"]
-    lines = [f"The unigram chooser is right on {c['unigram']:.3f} of the {c['pairs']:,} pairs, "
-             f"the fewer-tokens chooser on {c['fewer_tokens']:.3f}; "
-             f"{c['same_length']:,} pairs have as many tokens in both sentences, and on "
-             f"{c['frequent_good']:,} of those the more frequent sentence is the grammatical "
-             f"one (on {c['frequent_bad']:,} the other).\n"]
+    lines = [f"The unigram chooser is right on {c['unigram']:.3f} of the {c['pairs']:,} pairs "
+             f"({c['unigram_equal_length']:.3f} of the equal-length ones), the fewer-tokens "
+             f"chooser on {c['fewer_tokens']:.3f}; {c['same_length']:,} pairs have as many "
+             f"tokens in both sentences, and on {c['frequent_good']:,} of those the more "
+             f"frequent sentence is the grammatical one (on {c['frequent_bad']:,} the other).\n"]
     header = ["model", "D's BLiMP accuracy", "agrees with the unigram chooser (equal length)",
               "agrees with the fewer-tokens chooser", "right where the frequent one is good",
               "right where the frequent one is bad"]
-    rows = [[r["model"]] + [f"{r[k]:.3f}" for k in ("blimp", "agrees_unigram",
-                                                    "agrees_fewer_tokens", "acc_frequent_good",
-                                                    "acc_frequent_bad")]
-            for r in results["models"]]
-    return "\n".join(lines) + "\n" + common.markdown_table(header, rows)
+    keys = ["blimp", "agrees_unigram", "agrees_fewer_tokens", "acc_frequent_good",
+            "acc_frequent_bad"]
+    rows = [[r["model"]] + [f"{r[k]:.3f}" for k in keys] for r in results["models"]]
+    lines.append(common.markdown_table(header, rows))
+    lines.append(f"D's sum on the {c['same_length']:,} equal-length pairs, split at the changed "
+                 f"word (accuracy, and agreement with the unigram chooser):\n")
+    header = ["model", "whole sentence", "the changed tokens", "the unchanged tokens",
+              "whole: agrees with unigram", "changed: agrees", "unchanged: agrees"]
+    keys = ["equal_length", "changed", "unchanged", "agrees_unigram", "changed_agrees_unigram",
+            "unchanged_agrees_unigram"]
+    rows = [[r["model"]] + [f"{r[k]:.3f}" for k in keys] for r in results["models"]]
+    lines.append(common.markdown_table(header, rows))
+    return "\n".join(lines)
 
 
 def plot(results: dict):
-    """Grouped bars, one group per model: D's accuracy and its agreement with each chooser."""
+    """Two panels, one group of bars per model: D's accuracy on the equal-length pairs from the
+    whole sentence, the changed tokens and the unchanged ones; and each one's agreement with the
+    unigram chooser."""
     def draw(plt):
         rows = results["models"]
-        fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(rows)), 4.2))
+        fig, axes = plt.subplots(1, 2, figsize=(max(10.0, 1.6 * len(rows)), 4.6), sharey=True)
         x = np.arange(len(rows))
-        bars = [("blimp", "D's BLiMP accuracy"),
-                ("agrees_unigram", "agrees with the unigram chooser (equal length)"),
-                ("agrees_fewer_tokens", "agrees with the fewer-tokens chooser")]
-        width = 0.8 / len(bars)
-        for i, (key, title) in enumerate(bars):
-            ax.bar(x + (i - 1) * width, [r[key] for r in rows], width, label=title)
-        ax.axhline(0.5, color="black", linewidth=0.8, linestyle="--")
-        ax.axhline(results["choosers"]["unigram"], color="grey", linewidth=0.8, linestyle=":",
-                   label="the unigram chooser's own BLiMP accuracy")
-        ax.set_xticks(x, [r["model"] for r in rows], rotation=20, ha="right", fontsize=8)
-        ax.set_ylim(0.3, 0.75)
-        ax.set_ylabel("fraction of pairs")
-        ax.set_title("What D's BLiMP choice follows")
-        ax.legend(fontsize=7, loc="upper left")
+        panels = [("D's BLiMP accuracy (equal-length pairs)",
+                   [("equal_length", "whole sentence"), ("changed", "the changed tokens"),
+                    ("unchanged", "the unchanged tokens")]),
+                  ("agreement with the unigram chooser",
+                   [("agrees_unigram", "whole sentence"),
+                    ("changed_agrees_unigram", "the changed tokens"),
+                    ("unchanged_agrees_unigram", "the unchanged tokens")])]
+        for ax, (title, bars) in zip(axes, panels):
+            width = 0.8 / len(bars)
+            for i, (key, label) in enumerate(bars):
+                ax.bar(x + (i - 1) * width, [r[key] for r in rows], width, label=label)
+            ax.axhline(0.5, color="black", linewidth=0.8, linestyle="--")
+            ax.set_xticks(x, [r["model"] for r in rows], rotation=25, ha="right", fontsize=7)
+            ax.set_title(title, fontsize=10)
+        axes[0].axhline(results["choosers"]["unigram_equal_length"], color="grey",
+                        linewidth=0.8, linestyle=":", label="the unigram chooser")
+        axes[0].set_ylim(0.2, 0.8)
+        axes[0].set_ylabel("fraction of pairs")
+        axes[0].legend(fontsize=7, loc="upper left")
+        fig.suptitle("What D's BLiMP choice follows: the changed word, and the words around it")
         fig.tight_layout()
         return fig
     return draw
@@ -156,6 +225,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--init", nargs="+", required=True,
                    help="train.py run folders (or ckpt.pt files) sharing one vocab")
+    p.add_argument("--labels", nargs="+",
+                   help="a name per --init for the table and the figure (default: the paths)")
     p.add_argument("--data", required=True, help="the corpus the runs were pre-trained on")
     p.add_argument("--blimp-dir", required=True, help="a folder of BLiMP's jsonl files")
     p.add_argument("--random-seeds", type=int, nargs="*", default=[0, 1, 2],
@@ -172,6 +243,10 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> dict:
     args = parse_args(argv)
+    labels = args.labels or args.init
+    if len(labels) != len(args.init):
+        raise SystemExit(f"error: {len(args.labels)} --labels for {len(args.init)} --init runs: "
+                         f"give one per run, or none")
     try:
         scored = [evaluate.load_run(Path(init)) for init in args.init]
         pairs = evaluate.read_blimp(args.blimp_dir, args.per_paradigm or None)
@@ -186,15 +261,21 @@ def main(argv=None) -> dict:
     u = choosers["unigram"]
     same = choosers["same_length"]
     summary = {"pairs": len(pairs), "unigram": float(u.mean()),
+               "unigram_equal_length": float(u[same].mean()),
                "fewer_tokens": float(choosers["fewer_tokens"].mean()),
                "same_length": int(same.sum()), "frequent_good": int((same & (u == 1)).sum()),
                "frequent_bad": int((same & (u == 0)).sum())}
-    models = [(init, s.model) for init, s in zip(args.init, scored)]
+    models = [(label, s.model) for label, s in zip(labels, scored)]
     config = scored[0].model.config
     models += [(f"random weights, seed {seed}", evaluate.random_weights(config, seed))
                for seed in args.random_seeds]
-    rows = [{"model": label, **follows(d_credits(model, tok, pairs, args.device), choosers)}
-            for label, model in models]
+    equal_length = [p for p, same in zip(pairs, choosers["same_length"]) if same]
+    rows = []
+    for label, model in models:
+        model = model.to(args.device).eval()
+        d = d_credits(model, tok, pairs, args.device)
+        split = split_credits(model, tok, equal_length, args.device)
+        rows.append({"model": label, **follows(d, split, choosers)})
     results = {"data": args.data, "blimp_dir": args.blimp_dir, "choosers": summary,
                "models": rows}
     text = markdown(results)

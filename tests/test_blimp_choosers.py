@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from test_evaluate import run_folder, tiny_tokenizer, write_blimp
+from test_evaluate import hand_model, run_folder, tiny_config, tiny_tokenizer, write_blimp
 
 import evaluate
 from experiments import blimp_choosers as bc
@@ -50,7 +50,8 @@ def test_what_d_follows_by_hand():
                 "fewer_tokens": np.array([0.5, 0.5, 1.0, 0.5, 0.0]),
                 "same_length": np.array([True, True, False, True, True])}
     d = np.array([1.0, 1.0, 0.0, 0.5, 0.0])
-    got = bc.follows(d, choosers)
+    split = {"changed": np.array([0.0, 1.0, 0.5, 1.0]), "unchanged": np.array([1.0, 1.0, 0.5, 0.0])}
+    got = bc.follows(d, split, choosers)
     assert got["blimp"] == pytest.approx(2.5 / 5)
     # equal-length pairs 1, 2, 4, 5: disagree, agree, a tie (1/2), disagree
     assert got["agrees_unigram"] == pytest.approx(1.5 / 4)
@@ -59,6 +60,57 @@ def test_what_d_follows_by_hand():
     # equal length and the frequent one good: pairs 2 and 5 (D right on 2 only); bad: pair 1
     assert got["acc_frequent_good"] == pytest.approx(0.5)
     assert got["acc_frequent_bad"] == pytest.approx(1.0)
+    assert got["equal_length"] == pytest.approx(2.5 / 4)
+    # the split against the unigram chooser's 0, 1, 1/2, 1 on those pairs
+    assert got["changed"] == pytest.approx(2.5 / 4)
+    assert got["changed_agrees_unigram"] == pytest.approx((1 + 1 + 0.5 + 1) / 4)
+    assert got["unchanged"] == pytest.approx(2.5 / 4)
+    assert got["unchanged_agrees_unigram"] == pytest.approx((0 + 1 + 0.5 + 0) / 4)
+
+
+def test_split_by_hand_with_a_d_that_reads_no_context():
+    """test_evaluate's hand D: its logit depends on the token alone, so the unchanged tokens'
+    calls are the same in both sentences (a tie) and the changed token decides."""
+    tok = tiny_tokenizer()
+    pairs = [evaluate.MinimalPair(good, bad, "morphology", "agreement")
+             for good, bad in [("the cat sleeps .", "the cat sleep ."),  # ln 3 against -ln 3
+                               ("the dog barks .", "the dog bark ."),  # 0 against 0
+                               ("the cat sleep .", "the cat sleeps ."),  # the other way round
+                               ("the dog", "the dog")]]
+    split = bc.split_credits(hand_model(tok), tok, pairs, "cpu")
+    assert split["changed"].tolist() == [1.0, 0.5, 0.0, 0.5]
+    assert split["unchanged"].tolist() == [0.5, 0.5, 0.5, 0.5]
+    with pytest.raises(ValueError, match="equal length"):
+        bc.split_credits(hand_model(tok), tok, [evaluate.MinimalPair("the cat", "cat the .", "",
+                                                                     "")], "cpu")
+
+
+def test_split_parts_add_up_to_the_sum():
+    """Where both parts favour one sentence, so does D's whole sum (evaluate.py's d_sum) on a real
+    model: the two parts are the sum cut in two, no position lost or counted twice."""
+    import torch
+
+    from electra import Electra
+
+    tok = tiny_tokenizer()
+    torch.manual_seed(0)
+    model = Electra(tiny_config(tok)).eval()
+    words = ["the", "cat", "cats", "sleeps", "sleep", "dog", "barks", "bark"]
+    rng = np.random.default_rng(0)
+    pairs = []
+    for _ in range(200):
+        good = list(rng.choice(words, size=5))
+        bad = list(good)
+        bad[rng.integers(5)] = rng.choice(words)
+        pairs.append(evaluate.MinimalPair(" ".join(good), " ".join(bad), "morphology", "p"))
+    split = bc.split_credits(model, tok, pairs, "cpu")
+    whole = bc.d_credits(model, tok, pairs, "cpu")
+    agree = (split["changed"] == split["unchanged"]) & (split["changed"] != 0.5)
+    assert agree.sum() > 20
+    assert (whole[agree] == split["changed"][agree]).all()
+    # a pair whose parts pull apart can go either way: both ways happen on 200 random pairs
+    apart = (split["changed"] + split["unchanged"] == 1.0) & (split["changed"] != 0.5)
+    assert set(whole[apart].tolist()) == {0.0, 1.0}
 
 
 def test_cli_on_a_run_folder_scores_d_as_evaluate_does(tmp_path, capsys):
@@ -73,6 +125,7 @@ def test_cli_on_a_run_folder_scores_d_as_evaluate_does(tmp_path, capsys):
                        "--cache-dir", str(tmp_path / "cache"), "--out", str(out), "--device",
                        "cpu"])
     assert results["choosers"] == {"pairs": 4, "unigram": pytest.approx(2.5 / 4),
+                                   "unigram_equal_length": pytest.approx(1.5 / 3),
                                    "fewer_tokens": pytest.approx(2.5 / 4), "same_length": 3,
                                    "frequent_good": 1, "frequent_bad": 1}
     assert [r["model"] for r in results["models"]] == [str(tmp_path / "run"),
@@ -86,15 +139,19 @@ def test_cli_on_a_run_folder_scores_d_as_evaluate_does(tmp_path, capsys):
     assert json.loads((out / "results.json").read_text()) == results
     table = (out / "blimp-choosers.md").read_text()
     assert "random weights, seed 3" in table and "0.625 of the 4 pairs" in table
+    assert "split at the changed word" in table
     assert (out / "blimp-choosers.png").stat().st_size > 0
 
 
-def test_runs_of_different_vocabs_are_one_line(tmp_path):
+def test_user_errors_are_one_line(tmp_path):
     tok = tiny_tokenizer()
     run_folder(tmp_path / "a", tok)
     other = type(tok)(list(tok.vocab) + ["zebra"])
     run_folder(tmp_path / "b", other)
     blimp = write_blimp(tmp_path / "blimp", PARADIGMS)
+    with pytest.raises(SystemExit, match="2 --labels for 1 --init"):
+        bc.main(["--init", str(tmp_path / "a"), "--labels", "x", "y", "--data", str(tmp_path),
+                 "--blimp-dir", str(blimp)])
     with pytest.raises(SystemExit, match="different vocabs"):
         bc.main(["--init", str(tmp_path / "a"), str(tmp_path / "b"), "--data", str(tmp_path),
                  "--blimp-dir", str(blimp)])
