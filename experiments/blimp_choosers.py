@@ -34,6 +34,9 @@ on the words around it (the same words, in a different context). The second tabl
 part's accuracy (the pair counted right when the part favours the grammatical sentence) and its
 agreement with the unigram chooser, which on these pairs decides by the changed word alone.
 
+One more column says how much of D's call on any token is that token's frequency: Pearson's r
+between D's logit of *original* and log p(token), over every token of the grammatical sentences.
+
     python experiments/blimp_choosers.py --data runs/books --blimp-dir ../shared/data/blimp \\
         --init runs/tiny-books-15 runs/tiny-books-hour-s2 --labels "15 minutes" "the hour" \\
         --random-seeds 0 1 2
@@ -139,6 +142,25 @@ def split_credits(model, tok, pairs: list, device: str) -> dict[str, np.ndarray]
     return {"changed": np.array(changed), "unchanged": np.array(unchanged)}
 
 
+@torch.inference_mode()
+def frequency_correlation(model, tok, sentences: list[str], log_p: np.ndarray,
+                          device: str) -> float:
+    """Pearson's r between D's logit of *original* and log p(token), over every token of
+    `sentences` (not [CLS] or [SEP]): near 1 when D's call follows the token's frequency, near 0
+    when the token's frequency says nothing of it."""
+    logits, frequencies = [], []
+    for start in range(0, len(sentences), evaluate.BATCH_SIZE):
+        chunk = sentences[start:start + evaluate.BATCH_SIZE]
+        rows = [tok.encode_pair(s, max_len=model.config.max_position)[0] for s in chunk]
+        zeros = [[0] * len(r) for r in rows]
+        x, segment_ids, attention_mask = pad_batch(rows, zeros, tok.pad_id, device)  # [B, T]
+        logit = model.discriminator(x, segment_ids, attention_mask).float()  # [B, T]
+        own = evaluate.sentence_tokens(attention_mask)  # [B, T]
+        logits.append(logit[own].cpu().numpy())
+        frequencies.append(log_p[x[own].cpu().numpy()])
+    return float(np.corrcoef(np.concatenate(logits), np.concatenate(frequencies))[0, 1])
+
+
 def follows(d: np.ndarray, split: dict, choosers: dict) -> dict:
     """What D's credits `d` (every pair) and `split` (the equal-length pairs) follow: D's BLiMP
     accuracy, its agreement with the unigram chooser on the equal-length pairs and with the
@@ -172,9 +194,9 @@ def markdown(results: dict) -> str:
              f"frequent sentence is the grammatical one (on {c['frequent_bad']:,} the other).\n"]
     header = ["model", "D's BLiMP accuracy", "agrees with the unigram chooser (equal length)",
               "agrees with the fewer-tokens chooser", "right where the frequent one is good",
-              "right where the frequent one is bad"]
+              "right where the frequent one is bad", "r(D's logit, log p)"]
     keys = ["blimp", "agrees_unigram", "agrees_fewer_tokens", "acc_frequent_good",
-            "acc_frequent_bad"]
+            "acc_frequent_bad", "frequency_r"]
     rows = [[r["model"]] + [f"{r[k]:.3f}" for k in keys] for r in results["models"]]
     lines.append(common.markdown_table(header, rows))
     lines.append(f"D's sum on the {c['same_length']:,} equal-length pairs, split at the changed "
@@ -257,7 +279,8 @@ def main(argv=None) -> dict:
         raise SystemExit("error: the --init runs have different vocabs; the unigram counts are "
                          "per vocab, so pass runs that share one")
     ids, _ = data.encode_corpus(args.data, tok, args.cache_dir)
-    choosers = chooser_credits(tok, pairs, unigram_log_probs(ids, len(tok)))
+    log_p = unigram_log_probs(ids, len(tok))
+    choosers = chooser_credits(tok, pairs, log_p)
     u = choosers["unigram"]
     same = choosers["same_length"]
     summary = {"pairs": len(pairs), "unigram": float(u.mean()),
@@ -270,12 +293,14 @@ def main(argv=None) -> dict:
     models += [(f"random weights, seed {seed}", evaluate.random_weights(config, seed))
                for seed in args.random_seeds]
     equal_length = [p for p, same in zip(pairs, choosers["same_length"]) if same]
+    grammatical = [p.good for p in pairs]
     rows = []
     for label, model in models:
         model = model.to(args.device).eval()
         d = d_credits(model, tok, pairs, args.device)
         split = split_credits(model, tok, equal_length, args.device)
-        rows.append({"model": label, **follows(d, split, choosers)})
+        r = frequency_correlation(model, tok, grammatical, log_p, args.device)
+        rows.append({"model": label, **follows(d, split, choosers), "frequency_r": r})
     results = {"data": args.data, "blimp_dir": args.blimp_dir, "choosers": summary,
                "models": rows}
     text = markdown(results)

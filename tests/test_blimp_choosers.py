@@ -3,6 +3,7 @@ built here, what D's choices follow computed by hand from given credits, and the
 tiny run folder, its D scored as evaluate.py scores it."""
 import doctest
 import json
+import types
 
 import numpy as np
 import pytest
@@ -85,6 +86,26 @@ def test_split_by_hand_with_a_d_that_reads_no_context():
                                                                      "")], "cpu")
 
 
+def test_frequency_correlation_of_a_d_that_reads_frequency_alone():
+    """A D whose logit is 2 log p(token) + 1 correlates with frequency exactly (r = 1); one whose
+    logit is -log p, exactly the other way (r = -1); test_evaluate's hand D, by its table."""
+    from test_evaluate import TableD
+
+    tok = tiny_tokenizer()
+    log_p = bc.unigram_log_probs(np.array(tok.encode(CORPUS.replace("\n", " "))), len(tok))
+    sentences = ["the cat sleeps .", "the dog barks", "cat the bark sleep"]
+    for table, r in [(2 * log_p + 1, 1.0), (-log_p, -1.0)]:
+        model = types.SimpleNamespace(discriminator=TableD(table.tolist()),
+                                      config=types.SimpleNamespace(max_position=32))
+        assert bc.frequency_correlation(model, tok, sentences, log_p, "cpu") == pytest.approx(r)
+    # the hand D's logits on these 11 tokens, against their log p, by numpy
+    hand = hand_model(tok)
+    ids = [i for s in sentences for i in tok.encode(s)]
+    expected = np.corrcoef(hand.discriminator.table[ids].numpy(), log_p[ids])[0, 1]
+    got = bc.frequency_correlation(hand, tok, sentences, log_p, "cpu")
+    assert got == pytest.approx(expected) and abs(got) < 0.99
+
+
 def test_split_parts_add_up_to_the_sum():
     """Where both parts favour one sentence, so does D's whole sum (evaluate.py's d_sum) on a real
     model: the two parts are the sum cut in two, no position lost or counted twice."""
@@ -139,7 +160,8 @@ def test_cli_on_a_run_folder_scores_d_as_evaluate_does(tmp_path, capsys):
     assert json.loads((out / "results.json").read_text()) == results
     table = (out / "blimp-choosers.md").read_text()
     assert "random weights, seed 3" in table and "0.625 of the 4 pairs" in table
-    assert "split at the changed word" in table
+    assert "split at the changed word" in table and "r(D's logit, log p)" in table
+    assert all(-1 <= r["frequency_r"] <= 1 for r in results["models"])
     assert (out / "blimp-choosers.png").stat().st_size > 0
 
 
