@@ -253,8 +253,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--blimp-dir", required=True, help="a folder of BLiMP's jsonl files")
     p.add_argument("--random-seeds", type=int, nargs="*", default=[0, 1, 2],
                    help="torch seeds of the random-weights draws (as evaluate.py --random --seed)")
-    p.add_argument("--per-paradigm", type=int, default=evaluate.PER_PARADIGM,
-                   help=f"the first N pairs of each paradigm (default {evaluate.PER_PARADIGM})")
+    p.add_argument("--blimp-pairs", type=int, default=evaluate.PER_PARADIGM,
+                   help=f"the first N pairs of each paradigm, 0 for all (default "
+                        f"{evaluate.PER_PARADIGM})")
     p.add_argument("--cache-dir", default="cache",
                    help="where the tokenised corpus is cached (train.py's --cache-dir)")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu",
@@ -271,14 +272,17 @@ def main(argv=None) -> dict:
                          f"give one per run, or none")
     try:
         scored = [evaluate.load_run(Path(init)) for init in args.init]
-        pairs = evaluate.read_blimp(args.blimp_dir, args.per_paradigm or None)
     except (FileNotFoundError, ValueError) as e:
         raise SystemExit(f"error: {e}") from None
+    pairs, _ = common.read_blimp(args)
     tok = scored[0].tokenizer
     if any(s.tokenizer.hash() != tok.hash() for s in scored):
         raise SystemExit("error: the --init runs have different vocabs; the unigram counts are "
                          "per vocab, so pass runs that share one")
-    ids, _ = data.encode_corpus(args.data, tok, args.cache_dir)
+    try:
+        ids, _ = data.encode_corpus(args.data, tok, args.cache_dir)
+    except (FileNotFoundError, ValueError) as e:
+        raise SystemExit(f"--data {args.data}: {e}") from None
     log_p = unigram_log_probs(ids, len(tok))
     choosers = chooser_credits(tok, pairs, log_p)
     u = choosers["unigram"]

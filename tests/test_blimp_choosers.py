@@ -174,6 +174,12 @@ def test_user_errors_are_one_line(tmp_path):
     with pytest.raises(SystemExit, match="2 --labels for 1 --init"):
         bc.main(["--init", str(tmp_path / "a"), "--labels", "x", "y", "--data", str(tmp_path),
                  "--blimp-dir", str(blimp)])
+    with pytest.raises(SystemExit, match="--blimp-dir .*no .jsonl files"):
+        bc.main(["--init", str(tmp_path / "a"), "--data", str(tmp_path), "--blimp-dir",
+                 str(tmp_path / "nowhere")])
+    with pytest.raises(SystemExit, match="--data .*nowhere"):
+        bc.main(["--init", str(tmp_path / "a"), "--data", str(tmp_path / "nowhere"),
+                 "--blimp-dir", str(blimp), "--cache-dir", str(tmp_path / "cache")])
     with pytest.raises(SystemExit, match="different vocabs"):
         bc.main(["--init", str(tmp_path / "a"), str(tmp_path / "b"), "--data", str(tmp_path),
                  "--blimp-dir", str(blimp)])
