@@ -252,7 +252,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--data", required=True, help="the corpus the runs were pre-trained on")
     p.add_argument("--blimp-dir", required=True, help="a folder of BLiMP's jsonl files")
     p.add_argument("--random-seeds", type=int, nargs="*", default=[0, 1, 2],
-                   help="torch seeds of the random-weights draws (as evaluate.py --random --seed)")
+                   help="torch seeds of the random-weights draws of the first --init's config "
+                        "(as evaluate.py --random --seed)")
     p.add_argument("--blimp-pairs", type=int, default=evaluate.PER_PARADIGM,
                    help=f"the first N pairs of each paradigm, 0 for all (default "
                         f"{evaluate.PER_PARADIGM})")
@@ -296,7 +297,7 @@ def main(argv=None) -> dict:
     config = scored[0].model.config
     models += [(f"random weights, seed {seed}", evaluate.random_weights(config, seed))
                for seed in args.random_seeds]
-    equal_length = [p for p, same in zip(pairs, choosers["same_length"]) if same]
+    equal_length = [pair for pair, equal in zip(pairs, same) if equal]
     grammatical = [p.good for p in pairs]
     rows = []
     for label, model in models:
