@@ -110,6 +110,15 @@ def d_credits(model, tok, pairs: list, device: str) -> np.ndarray:
     return np.array(credits["d_sum"])  # [pairs]
 
 
+def discriminator_logits(model, tok, sentences: list[str], device: str):
+    """D's logits of *original* on `sentences`, each read as [CLS] sentence [SEP] as evaluate.py
+    reads them: (x, attention_mask, logits), each [B, T]."""
+    rows = [tok.encode_pair(s, max_len=model.config.max_position)[0] for s in sentences]
+    zeros = [[0] * len(r) for r in rows]
+    x, segment_ids, attention_mask = pad_batch(rows, zeros, tok.pad_id, device)  # [B, T]
+    return x, attention_mask, model.discriminator(x, segment_ids, attention_mask).float()
+
+
 @torch.inference_mode()
 def split_credits(model, tok, pairs: list, device: str) -> dict[str, np.ndarray]:
     """On pairs of equal length in tokens: D's credit from the changed positions alone, and from
@@ -120,12 +129,11 @@ def split_credits(model, tok, pairs: list, device: str) -> dict[str, np.ndarray]
     for start in range(0, len(pairs), step):
         chunk = pairs[start:start + step]
         sentences = [s for p in chunk for s in (p.good, p.bad)]  # good, bad, good, bad, ...
-        rows = [tok.encode_pair(s, max_len=model.config.max_position)[0] for s in sentences]
-        if any(len(g) != len(b) for g, b in zip(rows[0::2], rows[1::2])):
+        x, attention_mask, logits = discriminator_logits(model, tok, sentences, device)  # [2P, T]
+        lengths = attention_mask.sum(1)  # [2P]
+        if (lengths[0::2] != lengths[1::2]).any():
             raise ValueError("split_credits takes pairs of equal length in tokens only")
-        zeros = [[0] * len(r) for r in rows]
-        x, segment_ids, attention_mask = pad_batch(rows, zeros, tok.pad_id, device)  # [2P, T]
-        log_d = F.logsigmoid(model.discriminator(x, segment_ids, attention_mask).float())
+        log_d = F.logsigmoid(logits)  # [2P, T]
         own = evaluate.sentence_tokens(attention_mask)[0::2]  # [P, T]: the same in good and bad
         differ = x[0::2] != x[1::2]  # [P, T]
         gap = log_d[0::2] - log_d[1::2]  # [P, T]: log D(good, t) - log D(bad, t)
@@ -151,10 +159,7 @@ def frequency_correlation(model, tok, sentences: list[str], log_p: np.ndarray,
     logits, frequencies = [], []
     for start in range(0, len(sentences), evaluate.BATCH_SIZE):
         chunk = sentences[start:start + evaluate.BATCH_SIZE]
-        rows = [tok.encode_pair(s, max_len=model.config.max_position)[0] for s in chunk]
-        zeros = [[0] * len(r) for r in rows]
-        x, segment_ids, attention_mask = pad_batch(rows, zeros, tok.pad_id, device)  # [B, T]
-        logit = model.discriminator(x, segment_ids, attention_mask).float()  # [B, T]
+        x, attention_mask, logit = discriminator_logits(model, tok, chunk, device)  # [B, T]
         own = evaluate.sentence_tokens(attention_mask)  # [B, T]
         logits.append(logit[own].cpu().numpy())
         frequencies.append(log_p[x[own].cpu().numpy()])
