@@ -841,7 +841,7 @@ def test_ctrl_c_while_training_the_vocabulary(corpus, tmp_path, monkeypatch):
     assert not (out / "vocab.txt").exists() and not (out / "ckpt.pt").exists()
 
 
-def calls_out_of_train_py(argv: list[str]) -> list[str]:
+def calls_out_of_train_py(argv: list[str], monkeypatch) -> list[str]:
     """The functions of the project's other files that train.py calls from `train.train` up to the
     first optimizer step, in the order first met ("file.py:qualname"). A function counts when the
     nearest project frame below it is train.py's, so the model's forward counts (torch's
@@ -849,7 +849,6 @@ def calls_out_of_train_py(argv: list[str]) -> list[str]:
     module_files = {str(p) for p in ROOT.glob("*.py")}
     train_py = str(ROOT / "train.py")
     met = []
-    state = {"in_train": False, "updated": False}
 
     def nearest_project_caller(frame) -> str | None:
         caller = frame.f_back
@@ -858,42 +857,40 @@ def calls_out_of_train_py(argv: list[str]) -> list[str]:
         return caller and caller.f_code.co_filename
 
     def profile(frame, event, arg):
-        if event != "call" or state["updated"]:
-            return
         code = frame.f_code
-        if code.co_filename == train_py and code.co_name == "train":
-            state["in_train"] = True
-        if not state["in_train"] or code.co_filename not in module_files:
+        if event != "call" or code.co_filename not in module_files - {train_py}:
             return
-        if code.co_filename != train_py and nearest_project_caller(frame) == train_py:
-            name = f"{Path(code.co_filename).name}:{code.co_qualname}"
-            if name not in met:
-                met.append(name)
+        name = f"{Path(code.co_filename).name}:{code.co_qualname}"
+        if nearest_project_caller(frame) == train_py and name not in met:
+            met.append(name)
+
+    def traced_train(*args, **kwargs):
+        sys.setprofile(profile)
+        return real_train(*args, **kwargs)
 
     def first_update(*args, **kwargs):
-        state["updated"] = True
         sys.setprofile(None)
         return real_step(*args, **kwargs)
 
+    real_train = train.train
     real_step = torch.optim.AdamW.step
-    torch.optim.AdamW.step = first_update
-    sys.setprofile(profile)
+    monkeypatch.setattr(train, "train", traced_train)
+    monkeypatch.setattr(torch.optim.AdamW, "step", first_update)
     try:
         train.main(argv)
     finally:
         sys.setprofile(None)
-        torch.optim.AdamW.step = real_step
     return met
 
 
-def test_the_calls_out_of_train_py_before_the_first_update(corpus, tmp_path):
+def test_the_calls_out_of_train_py_before_the_first_update(corpus, tmp_path, monkeypatch):
     """Issue 24 asks for at most 8. These 14 stand: the data and the model (pretraining_data,
     Batches.get, Electra, its forward), the schedule and the weight-decay rule that fine-tuning
     shares (lr_factor, decays: moved down to electra.py by the same issue), what a run prints and
     logs (startup_report, MetricsLog, step_stats in report.py), Ctrl-C's checkpoint
     (StopOnSignal), and the preset, the vocabulary's size and the precision. A new one fails
     here, so a call added to the loop's path is added on purpose."""
-    met = calls_out_of_train_py(args(corpus, tmp_path / "run", "--steps", "2"))
+    met = calls_out_of_train_py(args(corpus, tmp_path / "run", "--steps", "2"), monkeypatch)
     assert met == [
         "data.py:pretraining_data",
         "electra.py:get_config",
