@@ -25,7 +25,14 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from plumbing import DownloadError, atomic_write, decode_text, download, extract_zip, rank0_first
+from support.plumbing import (
+    DownloadError,
+    atomic_write,
+    decode_text,
+    download,
+    extract_zip,
+    rank0_first,
+)
 from tokenizer import Tokenizer
 from tokenizer import train as train_vocab
 

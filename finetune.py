@@ -40,10 +40,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 from tqdm import tqdm
 
-import glue
 from electra import ElectraConfig, Encoder, decays, init_weights, lr_factor
-from hf import HubError, Pretrained, is_hub_name, load_init, paper_size
-from plumbing import DownloadError, StopOnSignal, add_flag, atomic_write, mixed_precision
+from support import glue
+from support.hf import HubError, Pretrained, is_hub_name, load_init, paper_size
+from support.plumbing import DownloadError, StopOnSignal, add_flag, atomic_write, mixed_precision
 
 # -----------------------------------------------------------------------------
 # The recipe: paper Appendix A, Table 7

@@ -63,8 +63,8 @@ from finetune import (
     update,
     with_recipe_defaults,
 )
-from hf import HubError, Pretrained, load_init
-from plumbing import (
+from support.hf import HubError, Pretrained, load_init
+from support.plumbing import (
     DownloadError,
     StopOnSignal,
     add_flag,

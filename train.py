@@ -35,8 +35,6 @@ import torch.distributed as dist
 import torch.nn as nn
 from tqdm import tqdm
 
-import plumbing
-import report
 from data import DATA_URL, KNOWN_CORPORA, SHORT_SEQ_MIN, PretrainingData, pretraining_data
 from electra import (
     METRICS,
@@ -47,8 +45,9 @@ from electra import (
     get_config,
     lr_factor,
 )
-from hf import HubError, export_hf, load_electra, released_start
-from plumbing import add_flag
+from support import plumbing, report
+from support.hf import HubError, export_hf, load_electra, released_start
+from support.plumbing import add_flag
 from tokenizer import CONFIG as WORDPIECE
 from tokenizer import Tokenizer
 

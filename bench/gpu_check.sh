@@ -268,7 +268,7 @@ else
             # with: a run stopped by its time limit saves after its last metrics row, so that
             # row's step is not it. plumbing.load_checkpoint, as the export read it (the same
             # fallback to the previous checkpoint)
-            "$PYTHON" -c 'import sys; from pathlib import Path; import plumbing
+            "$PYTHON" -c 'import sys; from pathlib import Path; from support import plumbing
 saved = plumbing.load_checkpoint(Path(sys.argv[1]), "--export-hf")
 Path(sys.argv[2]).write_text(str(saved["step"]) + "\n")' \
                 "$RUN/ckpt.pt" "$WORK/hf/$bring/step.txt" >> "$LOG" 2>&1
@@ -277,7 +277,7 @@ Path(sys.argv[2]).write_text(str(saved["step"]) + "\n")' \
     fi
     # after the export, which SST-2 needs: BLiMP gets the time left
     if [ -d "$BLIMP" ]; then
-        step blimp "$T_BLIMP" "$PYTHON" evaluate.py blimp --init "$RUN" --data-dir "$BLIMP" \
+        step blimp "$T_BLIMP" "$PYTHON" -m support.evaluate blimp --init "$RUN" --data-dir "$BLIMP" \
             --device "$device" --out "$WORK/blimp" "${blimp[@]}"
         cp "$WORK/blimp/blimp.json" "$OUT/blimp.json" 2> /dev/null
     else

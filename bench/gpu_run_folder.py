@@ -24,10 +24,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import hf  # noqa: E402
-import plumbing  # noqa: E402
-import train  # noqa: E402
-from tokenizer import Tokenizer  # noqa: E402
+import train
+from support import (
+    hf,
+    plumbing,
+)
+from tokenizer import Tokenizer
 
 
 def main(argv=None) -> Path:

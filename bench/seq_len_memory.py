@@ -26,11 +26,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import torch  # noqa: E402
+import torch
 
-import electra  # noqa: E402
-import plumbing  # noqa: E402
-import train  # noqa: E402
+import electra
+import train
+from support import plumbing
 
 # bench/train_step.py's config and batch builders (loaded by path: bench/ is not a package, and
 # bench/tokenizer.py would shadow the top-level tokenizer module if bench/ were put on sys.path)

@@ -23,11 +23,11 @@ os.environ.setdefault("RAYON_NUM_THREADS", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tokenizers import BertWordPieceTokenizer  # noqa: E402
-from transformers.models.bert.tokenization_bert_legacy import BertTokenizerLegacy  # noqa: E402
+from tokenizers import BertWordPieceTokenizer
+from transformers.models.bert.tokenization_bert_legacy import BertTokenizerLegacy
 
-import data  # noqa: E402
-import tokenizer  # noqa: E402
+import data
+import tokenizer
 
 
 def best_time(fn, repeat):

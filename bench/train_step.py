@@ -32,13 +32,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import torch  # noqa: E402
+import torch
 
-import electra  # noqa: E402
-import hf  # noqa: E402
-import plumbing  # noqa: E402
-import report  # noqa: E402
-import train  # noqa: E402
+import electra
+import train
+from support import (
+    hf,
+    plumbing,
+    report,
+)
 
 
 def make_config(size: str, seq: int) -> electra.ElectraConfig:

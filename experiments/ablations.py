@@ -33,8 +33,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import evaluate  # noqa: E402
-from experiments import common  # noqa: E402
+from experiments import common
+from support import evaluate
 
 NAME = "ablations"
 OBJECTIVES = (("electra", "ELECTRA"), ("all_tokens_mlm", "All-Tokens MLM"),

@@ -58,10 +58,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # the core files are flat modules at the repo's top level
 
-import data  # noqa: E402
-import evaluate  # noqa: E402
-from experiments import common  # noqa: E402
-from plumbing import pad_batch  # noqa: E402
+import data
+from experiments import common
+from support import evaluate
+from support.plumbing import pad_batch
 
 OUT = ROOT / "experiments" / "results" / "blimp_choosers"
 NAME = "blimp-choosers"

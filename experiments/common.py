@@ -52,15 +52,17 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # the core files are flat modules at the repo's top level
 
-import data  # noqa: E402
-import evaluate  # noqa: E402
-import finetune  # noqa: E402
-import glue  # noqa: E402
-import plumbing  # noqa: E402
-import train  # noqa: E402
-from electra import ElectraConfig, generator_config, get_config  # noqa: E402
-from report import flops_per_step, read_metrics  # noqa: E402
-from tokenizer import Tokenizer  # noqa: E402
+import data
+import finetune
+import train
+from electra import ElectraConfig, generator_config, get_config
+from support import (
+    evaluate,
+    glue,
+    plumbing,
+)
+from support.report import flops_per_step, read_metrics
+from tokenizer import Tokenizer
 
 # under the repo's /runs/, which .gitignore leaves out (checkpoints)
 DEFAULT_RUNS_DIR = "runs/experiments"
@@ -316,7 +318,8 @@ def read_blimp(args: argparse.Namespace) -> tuple[list | None, str]:
         return None, ""
     if not any(Path(args.blimp_dir).glob("*.jsonl")):
         raise SystemExit(f"--blimp-dir {args.blimp_dir}: no .jsonl files there; pass the data "
-                         f"folder of github.com/alexwarstadt/blimp (python evaluate.py blimp "
+                         f"folder of github.com/alexwarstadt/blimp (python -m support.evaluate "
+                         f"blimp "
                          f"downloads it into {evaluate.BLIMP_CACHE})")
     try:
         pairs = evaluate.read_blimp(args.blimp_dir, args.blimp_pairs or None)

@@ -27,10 +27,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # the core files are flat modules at the repo's top level
 
-import data  # noqa: E402
-import train  # noqa: E402
-from electra import Electra, ElectraConfig, disc_auc  # noqa: E402
-from tokenizer import Tokenizer  # noqa: E402
+import data
+import train
+from electra import Electra, ElectraConfig, disc_auc
+from tokenizer import Tokenizer
 
 # name -> (what it changes, train.py flags). Every candidate: --size tiny with the paper's values
 # for what it does not change (temperature 1, 15% masked, dropout 0.1: the old tiny preset), a

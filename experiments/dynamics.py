@@ -28,10 +28,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import data  # noqa: E402
-import train  # noqa: E402
-from electra import disc_auc  # noqa: E402
-from experiments.cpu_preset import type_replaced_rate  # noqa: E402
+import data
+import train
+from electra import disc_auc
+from experiments.cpu_preset import type_replaced_rate
 
 
 def main(argv=None) -> None:

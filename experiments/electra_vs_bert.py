@@ -32,7 +32,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from experiments import common  # noqa: E402
+from experiments import common
 
 NAME = "electra_vs_bert"
 OBJECTIVES = (("electra", "ELECTRA"), ("bert", "BERT"))  # (train.py --objective, label)

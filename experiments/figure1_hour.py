@@ -37,10 +37,10 @@ for folder in (ROOT, ROOT / "experiments"):  # plumbing at the top level; gain_v
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
 
-import gain_vs_flops as g  # noqa: E402
-from electra_vs_bert import BLIMP_CHANCE  # noqa: E402
+import gain_vs_flops as g
+from electra_vs_bert import BLIMP_CHANCE
 
-from plumbing import atomic_write  # noqa: E402
+from support.plumbing import atomic_write
 
 VOCAB = 8192  # runs/tiny-books/vocab.txt, the books' vocab both runs share
 ELECTRA = "ELECTRA (tiny preset)"

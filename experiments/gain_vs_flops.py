@@ -51,8 +51,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # the core files are flat modules at the repo's top level
 
-import train  # noqa: E402
-from report import flops_per_step  # noqa: E402
+import train
+from support.report import flops_per_step
 
 TABLES = ROOT / "experiments" / "results" / "transfer"
 # sst2_check's cell "mean [min-max] sd" (", median" after it in later tables)

@@ -26,8 +26,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import evaluate  # noqa: E402
-from experiments import common  # noqa: E402
+from experiments import common
+from support import evaluate
 
 NAME = "generator_size"
 # Figure 3's range, as fractions of the discriminator's hidden size

@@ -37,11 +37,13 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # the core files are flat modules at the repo's top level
 
-import data  # noqa: E402
-import plumbing  # noqa: E402
-import report  # noqa: E402
-import train  # noqa: E402
-from electra import Electra, ElectraConfig  # noqa: E402
+import data
+import train
+from electra import Electra, ElectraConfig
+from support import (
+    plumbing,
+    report,
+)
 
 
 def parse_args(argv=None) -> argparse.Namespace:

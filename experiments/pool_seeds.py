@@ -26,7 +26,7 @@ from types import SimpleNamespace
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from experiments import ablations, common, electra_vs_bert, generator_size  # noqa: E402
+from experiments import ablations, common, electra_vs_bert, generator_size
 
 EXPERIMENTS = {m.NAME: m for m in (electra_vs_bert, ablations, generator_size)}
 # settings that may differ between the files: the seed is what is pooled; the rest say where

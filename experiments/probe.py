@@ -64,13 +64,15 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # the core files are flat modules at the repo's top level
 
-import evaluate  # noqa: E402
-import finetune  # noqa: E402
-import glue  # noqa: E402
-import plumbing  # noqa: E402
-from electra import Encoder  # noqa: E402
-from experiments import sst2_check  # noqa: E402
-from hf import TRAIN_CHECKPOINT  # noqa: E402
+import finetune
+from electra import Encoder
+from experiments import sst2_check
+from support import (
+    evaluate,
+    glue,
+    plumbing,
+)
+from support.hf import TRAIN_CHECKPOINT
 
 TASK = "sst2"
 # the first 20,000 rows of train.tsv, as the fine-tuning check

@@ -63,10 +63,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # the core files are flat modules at the repo's top level
 
-import plumbing  # noqa: E402
-import train  # noqa: E402
-from electra import Electra, ElectraConfig  # noqa: E402
-from hf import TRAIN_CHECKPOINT  # noqa: E402
+import train
+from electra import Electra, ElectraConfig
+from support import plumbing
+from support.hf import TRAIN_CHECKPOINT
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import train  # noqa: E402  (the project's modules: after the sys.path line)
-from electra import Electra, ElectraConfig  # noqa: E402
-from tokenizer import CONFIG, Tokenizer, count_words  # noqa: E402
+import train  # the project's modules: after the sys.path line
+from electra import Electra, ElectraConfig
+from tokenizer import CONFIG, Tokenizer, count_words
 
 # Chapters I-V of Jane Austen's Emma (1816, public domain; Project Gutenberg via the NLTK
 # selection), 69 kB: enough text for a 1000-token vocabulary and a few hundred tiny steps, small
@@ -128,7 +128,7 @@ def load_released(name, revision: str = "main") -> dict:
     """Google's released generator and discriminator (e.g. "google/electra-small": its -generator
     and -discriminator), fetched once from the hub into ~/.cache (hf.load_electra), in load_run's
     shape. Needs internet the first time; HF_ENDPOINT points at a mirror."""
-    import hf
+    from support import hf
 
     model, vocab = hf.load_electra(name, revision=revision)
     return {

@@ -54,7 +54,7 @@ def hf_pair(cfg, seed=0):
     mapping cannot hide."""
     from transformers import ElectraConfig, ElectraForMaskedLM, ElectraForPreTraining
 
-    from hf import hf_config_dict
+    from support.hf import hf_config_dict
 
     torch.manual_seed(seed)
     d = ElectraForPreTraining(ElectraConfig(**hf_config_dict(cfg))).eval()
@@ -71,9 +71,9 @@ def hf_pair(cfg, seed=0):
 def save_run_folder(folder, tok, cfg, seed=0):
     """A run folder as train.py writes it: ckpt.pt (through train.checkpoint, at step 7) and
     vocab.txt, holding a freshly initialised Electra of `cfg` (seeded); returns the model."""
-    import plumbing
     import train
     from electra import Electra
+    from support import plumbing
 
     folder.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(seed)

@@ -197,10 +197,10 @@ def test_gpu_run_folder_makes_a_run_of_the_discriminator_brought_back(tmp_path, 
     given, and whose random twin (sst2_check) is the run's initial draw, seed 0."""
     import torch
 
-    import hf
     import train
     from electra import Electra
     from experiments import sst2_check
+    from support import hf
     from tokenizer import Tokenizer
     from tokenizer import train as train_vocab
 

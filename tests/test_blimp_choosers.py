@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from test_evaluate import hand_model, run_folder, tiny_config, tiny_tokenizer, write_blimp
 
-import evaluate
 from experiments import blimp_choosers as bc
+from support import evaluate
 
 
 def test_docstring_examples():

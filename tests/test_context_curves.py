@@ -9,7 +9,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "experiments"))
 
-import context_curves as c  # noqa: E402
+import context_curves as c
 
 
 def write_run(folder: Path, rows: list[dict]) -> Path:

@@ -16,7 +16,7 @@ from electra import (
     mlm_loss,
     replace,
 )
-from report import flops_per_step, flops_per_step_official
+from support.report import flops_per_step, flops_per_step_official
 
 
 def micro_config(**kw):

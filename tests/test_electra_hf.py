@@ -14,9 +14,9 @@ from transformers import (
 )
 
 import electra
-import hf
 from electra import Discriminator, count_params, generator_config, get_config
-from hf import from_hf_state_dicts, hf_config_dict, load_hf_encoder, to_hf_state_dicts
+from support import hf
+from support.hf import from_hf_state_dicts, hf_config_dict, load_hf_encoder, to_hf_state_dicts
 
 
 def inputs(vocab, B=3, T=20):

@@ -14,10 +14,9 @@ import pytest
 import torch
 from conftest import save_run_folder
 
-import evaluate
-import hf
 from electra import Electra, get_config
-from plumbing import DownloadError
+from support import evaluate, hf
+from support.plumbing import DownloadError
 from tokenizer import Tokenizer
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]

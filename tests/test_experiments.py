@@ -16,10 +16,10 @@ import matplotlib
 import pytest
 import torch
 
-import evaluate
 import finetune
 import train
 from experiments import ablations, common, electra_vs_bert, generator_size, pool_seeds
+from support import evaluate
 
 ROOT = Path(__file__).resolve().parents[1]
 WORDS = ("the cat sat on a mat while dogs ran over green hills and birds sang songs of old "

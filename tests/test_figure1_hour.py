@@ -10,9 +10,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "experiments"))
 
-import figure1_hour as f  # noqa: E402
-import gain_vs_flops as g  # noqa: E402
-from sst2_check import format_table, spread  # noqa: E402
+import figure1_hour as f
+import gain_vs_flops as g
+from sst2_check import format_table, spread
 
 
 def write_table(path: Path, rows: dict[str, list[float]],

@@ -5,7 +5,7 @@ import pytest
 import scipy.stats
 import sklearn.metrics
 
-import glue
+from support import glue
 
 # --- metrics --------------------------------------------------------------------------------------
 

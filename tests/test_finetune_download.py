@@ -6,8 +6,8 @@ import pytest
 from test_finetune_model import save_train_checkpoint, tiny_config, tiny_tokenizer
 
 import finetune as ft
-import glue
-from plumbing import DownloadError
+from support import glue
+from support.plumbing import DownloadError
 
 
 def make_zip(path, files):

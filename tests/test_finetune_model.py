@@ -9,10 +9,9 @@ import transformers
 from conftest import save_run_folder
 
 import finetune as ft
-import glue
-import hf
 from electra import Encoder, get_config, lr_factor
-from hf import load_pretrained
+from support import glue, hf
+from support.hf import load_pretrained
 from tokenizer import Tokenizer
 
 WORDS = ["good", "bad", "movie", "film", "great", "awful", "the", "a", "is", "was", "not", "very",

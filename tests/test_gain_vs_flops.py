@@ -9,7 +9,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "experiments"))
 
-import gain_vs_flops as g  # noqa: E402
+import gain_vs_flops as g
 
 # sst2_check's two table formats: without the median (before 2026-11-26) and with it
 TABLE = """SST-2 dev accuracy, 20,000 training rows, 1 epoch(s), seeds 0 1 2: mean [min-max] std

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import torch
 
-import plumbing
 import train
 from electra import Electra, get_config
+from support import plumbing
 from tokenizer import train as train_vocab
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")

@@ -14,8 +14,8 @@ import torch
 from conftest import hf_pair
 
 import electra
-import hf
-from plumbing import DownloadError
+from support import hf
+from support.plumbing import DownloadError
 from tokenizer import CONFIG
 
 # A discriminator 64 wide with 2 layers; its generator half as wide (fraction 1/2: hidden 32, 1
@@ -301,7 +301,7 @@ def test_a_generator_of_another_shape_is_refused(tmp_path):
 
 def test_download_checks_a_given_sha256(http_server, tmp_path):
     """plumbing.download's sha256 argument: a match keeps the file, a mismatch keeps nothing."""
-    from plumbing import download
+    from support.plumbing import download
 
     root, url = http_server
     (root / "w.bin").write_bytes(b"electra" * 100)

@@ -79,9 +79,9 @@ def test_load_run_gives_the_temperature_of_the_last_update(schedule, expected, t
     sys.modules.pop("_helpers", None)
     import _helpers
 
-    import plumbing
     import train
     from electra import Electra, get_config
+    from support import plumbing
     from tokenizer import Tokenizer
 
     tok = Tokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"])

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 import data
-import report
 import train
 from electra import OBJECTIVES, Electra, disc_auc, get_config
+from support import report
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(27)]
 

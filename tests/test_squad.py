@@ -345,7 +345,7 @@ def test_offline_download_and_bad_data_are_one_clear_line(tmp_path, http_server)
 
 def test_a_few_steps_lower_the_loss(tmp_path):
     from finetune import FinetuneConfig, Runtime
-    from hf import load_pretrained
+    from support.hf import load_pretrained
 
     pre = load_pretrained(tiny_run(tmp_path))
     features = squad.make_features(squad.read_examples(squad_file_data()), pre.tokenizer,
@@ -359,7 +359,7 @@ def test_a_few_steps_lower_the_loss(tmp_path):
 
 def test_dropout_sets_the_fine_tuned_encoders_dropout(tmp_path):
     from finetune import FinetuneConfig, Runtime
-    from hf import load_pretrained
+    from support.hf import load_pretrained
 
     pre = load_pretrained(tiny_run(tmp_path))
     assert pre.config.dropout == 0.0  # the tiny preset pre-trains without dropout

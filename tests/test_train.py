@@ -24,10 +24,9 @@ from torch._dynamo.utils import counters
 
 import data
 import electra
-import plumbing
-import report
 import train
 from electra import Electra, disc_auc
+from support import plumbing, report
 from tokenizer import Tokenizer
 from tokenizer import train as train_vocab
 

@@ -6,7 +6,7 @@ import zipfile
 
 import pytest
 
-from plumbing import DownloadError, download, extract_zip
+from support.plumbing import DownloadError, download, extract_zip
 
 
 def _make_zip(path, files):

@@ -13,10 +13,10 @@ Three sentence scores, each over the sentence's own n tokens (never [CLS] or [SE
 x_\\t is x with token t replaced by [MASK]; p is ELECTRA's generator G, or the masked LM of the
 BERT objective. The zero point is the same config and vocab with fresh weights (--random):
 
-    python evaluate.py blimp --init out/                    # a train.py run folder
-    python evaluate.py blimp --init out/ --random           # its zero point: fresh weights
-    python evaluate.py blimp --init google/electra-small    # a released pair from the hub
-    python evaluate.py blimp --random --vocab vocab.txt --size tiny
+    python -m support.evaluate blimp --init out/                    # a train.py run folder
+    python -m support.evaluate blimp --init out/ --random           # its zero point: fresh weights
+    python -m support.evaluate blimp --init google/electra-small    # a released pair from the hub
+    python -m support.evaluate blimp --random --vocab vocab.txt --size tiny
 
 The file reads: the data (67 jsonl files, from --data-dir or downloaded once), the scores, the
 accuracies, the model to score, then the command line.
@@ -36,7 +36,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from electra import SIZES, Electra, ElectraConfig, get_config
-from hf import (
+from support.hf import (
     TRAIN_CHECKPOINT,
     HubError,
     check_vocab,
@@ -48,7 +48,7 @@ from hf import (
     read_weights,
     vocab_beside,
 )
-from plumbing import (
+from support.plumbing import (
     DownloadError,
     add_flag,
     atomic_write,
@@ -487,7 +487,7 @@ def format_table(results: dict) -> str:
 
 
 def blimp(args: argparse.Namespace) -> dict:
-    """python evaluate.py blimp ...: score, print the table, write the results JSON."""
+    """python -m support.evaluate blimp ...: score, print the table, write the results JSON."""
     try:
         scored = load_scored(args)
         data_dir = args.data_dir or download_blimp(args.cache_dir, args.blimp_url)

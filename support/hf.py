@@ -24,7 +24,7 @@ import torch.nn as nn
 from safetensors.torch import load_file, save_file
 
 from electra import Electra, ElectraConfig, Encoder, generator_config, get_config
-from plumbing import DOWNLOAD_TIMEOUT_S, DownloadError, atomic_write, download
+from support.plumbing import DOWNLOAD_TIMEOUT_S, DownloadError, atomic_write, download
 from tokenizer import Tokenizer
 
 # -----------------------------------------------------------------------------

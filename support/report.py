@@ -35,7 +35,7 @@ from electra import (
     disc_auc,
     generator_config,
 )
-from plumbing import atomic_write
+from support.plumbing import atomic_write
 
 # -----------------------------------------------------------------------------
 # The metrics: what each update measures (electra.METRICS), summed between two lines of

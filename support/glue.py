@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from plumbing import atomic_write, download, extract_zip, pad_batch
+from support.plumbing import atomic_write, download, extract_zip, pad_batch
 
 # -----------------------------------------------------------------------------
 # Metrics. Each returns a plain float on the raw scale (accuracy in [0, 1], correlations in
