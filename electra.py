@@ -17,7 +17,7 @@ Conventions: shapes are written [B, T, H] = [batch, sequence, hidden]; K = the n
 slots per sequence (config.max_predictions); V = vocabulary size.
 
 Sign convention: the paper's D(x, t) is the probability that token t is *original*. The official
-TensorFlow code and HuggingFace predict *replaced*. We follow the paper everywhere; hf.py's
+TensorFlow code and HuggingFace predict *replaced*. We follow the paper everywhere; support/hf.py's
 checkpoint converters flip the sign of the last layer.
 """
 
@@ -76,8 +76,8 @@ HEAD_SIZE = 64  # heads = hidden // 64 (BERT's and ELECTRA's head size)
 FFN_RATIO = 4  # FFN inner size = 4 * hidden (Vaswani et al. 2017; BERT)
 
 # Pre-training objectives. "electra" and "bert" are the paper's main comparison (Table 1); the
-# other three are Section 3.5's efficiency ablations (Table 5), each defined where
-# Electra.forward runs it.
+# other three are Section 3.5's efficiency ablations (Table 5). Electra.forward runs "electra";
+# other_objective the rest.
 OBJECTIVES = ("electra", "bert", "electra_15", "replace_mlm", "all_tokens_mlm")
 # The objectives that train a discriminator; the others train a full-size masked LM instead.
 WITH_DISCRIMINATOR = ("electra", "electra_15")
@@ -85,20 +85,15 @@ WITH_DISCRIMINATOR = ("electra", "electra_15")
 # Model presets: each lists what differs from ElectraConfig's defaults, which are ELECTRA-Small's.
 # small/base/large are the paper's (Table 6; official configure_pretraining.py). Training recipes
 # (batch, lr, steps, sequence length) belong to train.py.
-# ours, for CPUs (README, "See ELECTRA learn on a CPU"; experiments/cpu_preset.py): 8192 pieces,
-# as p_G's softmax and sampling cost O(V) per masked token, and three changes from Small so that
-# D visibly learns in a 15-minute CPU run (at the paper's values its held-out AUC stays near
-# chance): temperature 2 keeps G's samples detectable while D learns context; mask_prob 0.25 (as
-# Large), more replaced tokens; no dropout (no overfitting).
-TINY = dict(vocab_size=8192, hidden_size=128, num_layers=4, num_heads=2, intermediate_size=512,
-            temperature=2.0, mask_prob=0.25, dropout=0.0, attention_dropout=0.0)
 SIZES = {
-    "tiny": TINY,
-    # ours (issue 27), the tiny model over an hour on 2 CPU cores, where D learns context (README,
-    # "Does what D learns transfer?"): the paper's 15% masked, as 25% gives D no more context in
-    # the hour and costs 30% more per update (G's softmax runs on fewer slots). Its temperature
-    # moves from 2 to the paper's 1: train.RECIPES["tiny-hour"].
-    "tiny-hour": {**TINY, "mask_prob": 0.15},
+    # ours, for a laptop CPU: Small's shape at half the width and a third of the depth, with 8,192
+    # WordPiece tokens, as G's softmax and sampling cost O(V) per masked token. At the paper's
+    # sampling values D stays near chance in a 15-minute CPU run, so G samples at temperature 2
+    # (replacements D can learn to spot), 25% of the tokens are masked (as Large) and there is no
+    # dropout: a short run does not overfit.
+    "tiny": dict(vocab_size=8192, hidden_size=128, num_layers=4, num_heads=2,
+                 intermediate_size=512, temperature=2.0, mask_prob=0.25, dropout=0.0,
+                 attention_dropout=0.0),
     "small": {},
     "base": dict(embedding_size=768, hidden_size=768, num_heads=12, intermediate_size=3072,
                  generator_fraction=1 / 3),
@@ -108,7 +103,7 @@ SIZES = {
 
 
 def get_config(size: str, **overrides) -> ElectraConfig:
-    """The config for `size` (SIZES: "tiny", "tiny-hour", "small", "base", "large") with
+    """The config for `size` (SIZES: "tiny", "small", "base", "large") with
     `overrides` applied, checked (check_config: a ValueError naming the field)."""
     if size not in SIZES:
         raise ValueError(f"unknown size {size!r}: choose one of {', '.join(SIZES)}")
@@ -251,6 +246,10 @@ class Generator(Encoder):
         self.head_ln = nn.LayerNorm(config.embedding_size, eps=config.layer_norm_eps)
         self.output_bias = nn.Parameter(torch.zeros(config.vocab_size))
 
+    def forward(self, input_ids, segment_ids, attention_mask, m):
+        """input_ids, segment_ids, attention_mask: [B, T]; m: [B, K] -> logits [B, K, V]."""
+        return self.logits(self.hidden_states(input_ids, segment_ids, attention_mask), m)
+
     def logits(self, h, m):
         """h: [B, T, Hg] states; m: [B, K] positions -> logits [B, K, V] of p_G there."""
         h_m = h.gather(1, m[..., None].expand(-1, -1, h.shape[-1]))  # [B, K, Hg]
@@ -353,19 +352,6 @@ def mask_tokens(x, m, m_valid, config: ElectraConfig, rng: torch.Generator | Non
     return replace(x, m, torch.where(to_mask, torch.full_like(x_m, config.mask_id), x_m))
 
 
-def bert_mask_tokens(x, m, m_valid, config: ElectraConfig, rng: torch.Generator | None = None):
-    """BERT's masking (Devlin et al. 2019, Sec. 3.1): of the chosen positions 80% become [MASK],
-    10% a random token, 10% keep the original. The baseline of the paper's Table 1."""
-    x_m = x.gather(1, m)  # [B, K]
-    u = torch.rand(m.shape, device=x.device, **_rng_kwargs(rng))
-    random_ids = torch.randint(0, config.vocab_size, m.shape, device=x.device, **_rng_kwargs(rng))
-    keep_or_random = torch.where(u < config.bert_mask_token_prob + config.bert_random_token_prob,
-                                 random_ids, x_m)
-    values = torch.where(u < config.bert_mask_token_prob, torch.full_like(x_m, config.mask_id),
-                         keep_or_random)
-    return replace(x, m, torch.where(m_valid, values, x_m))
-
-
 @torch.no_grad()
 def sample(logits, temperature: float = 1.0, rng: torch.Generator | None = None):
     """x_hat_i ~ p_G(x_i | x_masked) for i in m                                      (paper, Sec. 2)
@@ -375,10 +361,8 @@ def sample(logits, temperature: float = 1.0, rng: torch.Generator | None = None)
     No gradient: "we do not back-propagate the discriminator loss through the generator" (Sec. 2).
     """
     # g is computed in place: at [B, K, V] it is as large as G's logits, and each out-of-place
-    # step would allocate and fill another such tensor. The same numbers, half the time (this
-    # function alone at the tiny preset's 1,024 x 8,192 on 2 CPU threads: 108 ms -> 54 ms; the
-    # whole step 18-25% faster: the speed table in README, "Pre-training"). The clamps keep both
-    # logs finite (the official code adds 1e-9 inside each log instead).
+    # step would allocate and fill another such tensor. The clamps keep both logs finite (the
+    # official code adds 1e-9 inside each log instead).
     g = torch.rand(logits.shape, device=logits.device, **_rng_kwargs(rng), dtype=torch.float32)
     g.clamp_min_(1e-9).log_().neg_()  # -log(u)
     g.clamp_min_(1e-9).log_().neg_()  # g = -log(-log(u))
@@ -416,56 +400,6 @@ def disc_loss(logits, is_original, weights):
     return _mean(bce, weights)
 
 
-def all_tokens_mlm_loss(logits, copy_logits, x_corrupt, x, attention_mask):
-    """The All-Tokens MLM ablation's loss (Section 3.5, Table 5).
-
-    The model predicts the identity of *every* token of x_corrupt, not only the masked ones, with
-    the paper's explicit copy mechanism: a sigmoid layer gives a copy probability D_t, and
-        p(x_t | x_corrupt) = D_t * 1(x_corrupt_t = x_t) + (1 - D_t) * p_MLM(x_t | x_corrupt)
-    Loss: the mean of -log p(x_t | x_corrupt) over the non-padding tokens, computed in log space.
-    logits: [B, T, V]; copy_logits: [B, T]; x_corrupt, x, attention_mask: [B, T].
-    """
-    log_p_mlm = logits.float().log_softmax(-1).gather(-1, x[..., None]).squeeze(-1)  # [B, T]
-    log_copy = F.logsigmoid(copy_logits.float())  # [B, T] log D_t
-    log_no_copy = F.logsigmoid(-copy_logits.float())  # [B, T] log(1 - D_t)
-    # log(D_t + (1 - D_t) p_MLM) where the token is unchanged,
-    # log((1 - D_t) p_MLM) where it was replaced
-    log_p = torch.where(x_corrupt == x, torch.logaddexp(log_copy, log_no_copy + log_p_mlm),
-                        log_no_copy + log_p_mlm)
-    return -_mean(log_p, attention_mask)
-
-
-def disc_auc(p_original, is_original, weights):
-    """AUC of D's P(replaced) = 1 - D(x, t): the chance that a replaced token outscores an original.
-
-        AUC = 1 / (n_r n_o) * sum_{replaced i} ( #{original j : s_j < s_i}
-                                                 + 1/2 #{original j : s_j = s_i} )
-
-    the Mann-Whitney statistic, with s = 1 - D over the tokens where `weights` is 1 (n_r replaced,
-    n_o original); 0.5 is chance (and the value when either count is 0), 1.0 a perfect ranking. The
-    official code reports it too (run_pretraining.py). Unlike D's accuracy it moves as soon as D
-    ranks replaced tokens higher, long before any of them crosses 0.5.
-
-    p_original, is_original, weights: the same shape ([B, T], or flat) -> a 0-dim tensor.
-    Example: replaced scores [0.8, 0.4], original scores [0.4, 0.3, 0.1]: 0.8 beats all three (3),
-    0.4 beats two and ties one (2.5), AUC = 5.5 / 6 = 0.9167.
-    """
-    s = 1.0 - p_original.detach().float().flatten()  # [N] score of *replaced*
-    w = weights.flatten().bool()
-    orig = is_original.flatten() & w
-    repl = ~is_original.flatten() & w
-    # Sorting and binary search rather than torch.unique: no host sync, one graph under
-    # torch.compile. s_orig: [N] the originals' scores ascending, the rest (inf) last
-    s_orig = torch.where(orig, s, torch.inf).sort().values
-    below = torch.searchsorted(s_orig, s, side="left")  # [N] originals scored strictly lower
-    below_or_tied = torch.searchsorted(s_orig, s, side="right")  # [N] ... lower or equal
-    wins = (below + below_or_tied).double() / 2  # [N] = below + ties / 2; float64: sums reach ~1e9
-    pairs = repl.sum().double() * orig.sum().double()
-    chance = torch.full_like(pairs, 0.5)
-    auc = torch.where(pairs > 0, (wins * repl).sum() / pairs.clamp_min(1.0), chance)
-    return auc.float()
-
-
 def electra_loss(l_mlm, l_disc, lam: float):
     """min_{theta_G, theta_D} sum_x L_MLM(x, theta_G) + lambda L_Disc(x, theta_D)  (paper, Sec. 2)
     """
@@ -475,37 +409,27 @@ def electra_loss(l_mlm, l_disc, lam: float):
 # -----------------------------------------------------------------------------
 # The whole model
 
-# The scalars of one step: the ElectraOutput fields that train.py logs.
-METRICS = ("loss", "mlm_loss", "disc_loss", "gen_acc", "disc_acc", "disc_precision", "disc_recall",
-           "disc_auc", "replaced_frac", "main_mlm_loss")
-
 
 @dataclass
 class ElectraOutput:
-    """One step's loss, its METRICS and its tensors. A metric the objective lacks reads 0."""
+    """One step's loss, its parts, and the tensors of its steps (None where an objective has no
+    such step). What a run reports from them (G's and D's accuracy, D's AUC) is computed where it
+    is reported, in support/report.py."""
     loss: torch.Tensor  # L_MLM + lam * L_Disc (ELECTRA), L_MLM (BERT), + main_mlm_loss (Sec. 3.5)
     mlm_loss: torch.Tensor  # G's L_MLM (BERT: the full-size masked LM's)
-    gen_acc: torch.Tensor  # generator's top-1 accuracy at the masked positions
     m: torch.Tensor  # [B, K] masked positions
     m_valid: torch.Tensor  # [B, K]
     x_masked: torch.Tensor  # [B, T]
+    logits_G: torch.Tensor  # [B, K, V] G's logits at the masked positions (BERT: the masked LM's)
     x_corrupt: torch.Tensor | None = None  # [B, T] (None for BERT)
-    p_original: torch.Tensor | None = None  # [B, T] D(x_corrupt, t) (None without a discriminator)
+    logits_D: torch.Tensor | None = None  # [B, T] D's logit of *original* (None without a D)
     disc_loss: torch.Tensor | None = None  # L_Disc
-    disc_acc: torch.Tensor | None = None  # discriminator's accuracy over non-padding tokens
-    disc_precision: torch.Tensor | None = None  # the share of D's "replaced" calls that are right
-    disc_recall: torch.Tensor | None = None  # of the replaced tokens, the fraction D finds
-    disc_auc: torch.Tensor | None = None  # P(D ranks a replaced token above an original one)
-    replaced_frac: torch.Tensor | None = None  # replaced tokens / non-padding tokens
     main_mlm_loss: torch.Tensor | None = None  # Replace MLM / All-Tokens MLM: the main model's loss
 
-    def __post_init__(self):
-        for name in METRICS:
-            if getattr(self, name) is None:
-                setattr(self, name, torch.zeros_like(self.loss))
-
-    def metrics(self) -> dict:
-        return {n: getattr(self, n).item() for n in METRICS}
+    @property
+    def p_original(self) -> torch.Tensor | None:
+        """D(x_corrupt, t) = sigmoid(logit): [B, T] the probability that each token is original."""
+        return None if self.logits_D is None else torch.sigmoid(self.logits_D.detach().float())
 
 
 class Electra(nn.Module):
@@ -533,7 +457,7 @@ class Electra(nn.Module):
                 rng: torch.Generator | None = None,
                 temperature: float | None = None) -> ElectraOutput:
         """One pre-training step: Section 2's steps in the module docstring's order, then the loss.
-        BERT's step stops at L_MLM, with BERT's 80/10/10 masking and its masked LM in G's place.
+        The other objectives (BERT, Section 3.5's ablations) run in other_objective.
 
         temperature: G's sampling temperature, x_hat ~ softmax(logits / temperature); None:
         config.temperature, the one training uses. Evaluation passes 1.0, the paper's, to measure
@@ -541,68 +465,22 @@ class Electra(nn.Module):
         tempered samples can separate them by their rarity alone, without reading the context.
         """
         cfg = self.config
+        if cfg.objective != "electra":
+            return other_objective(self, input_ids, segment_ids, attention_mask, rng, temperature)
         x = input_ids
-        bert = cfg.objective == "bert"
-        G = self.mlm if bert else self.generator
         m, m_valid = mask_positions(x, attention_mask, cfg, rng)  # [B, K]
-        x_masked = (bert_mask_tokens if bert else mask_tokens)(x, m, m_valid, cfg, rng)  # [B, T]
-        h_G = G.hidden_states(x_masked, segment_ids, attention_mask)  # [B, T, Hg]
-        logits_G = G.logits(h_G, m)  # [B, K, V]
+        x_masked = mask_tokens(x, m, m_valid, cfg, rng)  # [B, T]
+        logits_G = self.generator(x_masked, segment_ids, attention_mask, m)  # [B, K, V]
+        x_hat = sample(logits_G, cfg.temperature if temperature is None else temperature, rng)
         x_m = x.gather(1, m)  # [B, K] the original tokens at the masked positions
-        l_mlm = mlm_loss(logits_G, x_m, m_valid)
-        gen_acc = _mean(logits_G.argmax(-1) == x_m, m_valid)
-        steps = dict(mlm_loss=l_mlm, gen_acc=gen_acc, m=m, m_valid=m_valid, x_masked=x_masked)
-        if bert:
-            return ElectraOutput(loss=l_mlm, **steps)
-        if temperature is None:
-            temperature = cfg.temperature
-        x_hat = sample(logits_G, temperature, rng)  # [B, K]
         x_corrupt = replace(x, m, torch.where(m_valid, x_hat, x_m))  # [B, T]
-        is_original = x_corrupt == x  # a sample equal to the original counts as original
-        real = attention_mask.bool()
-        steps.update(x_corrupt=x_corrupt, replaced_frac=_mean(~is_original, real))
-        if cfg.objective in ("replace_mlm", "all_tokens_mlm"):
-            l_main = self._main_mlm_loss(x, x_corrupt, m, m_valid, segment_ids, attention_mask)
-            return ElectraOutput(loss=l_mlm + l_main, main_mlm_loss=l_main, **steps)
         logits_D = self.discriminator(x_corrupt, segment_ids, attention_mask)  # [B, T]
-        if cfg.objective == "electra_15":
-            # ELECTRA 15% (Sec. 3.5): "identical to ELECTRA except the discriminator loss only comes
-            # from the 15% of the tokens that were masked out of the input"
-            m_weights = m_valid.to(attention_mask.dtype)  # [B, K]
-            weights = torch.zeros_like(attention_mask).scatter(1, m, m_weights)  # [B, T]
-        else:
-            weights = attention_mask
-        l_disc = disc_loss(logits_D, is_original, weights)
-        p_original = torch.sigmoid(logits_D.detach().float())
-        replaced = ~is_original & real
-        called_replaced = (logits_D.detach() < 0) & real
-        return ElectraOutput(loss=electra_loss(l_mlm, l_disc, cfg.lam), disc_loss=l_disc,
-                             p_original=p_original,
-                             disc_acc=_mean(called_replaced == replaced, real),
-                             disc_precision=_mean(replaced, called_replaced),
-                             disc_recall=_mean(called_replaced, replaced),
-                             disc_auc=disc_auc(p_original, is_original, attention_mask), **steps)
-
-    def _main_mlm_loss(self, x, x_corrupt, m, m_valid, segment_ids, attention_mask):
-        """The main model's loss in Replace MLM and All-Tokens MLM (Section 3.5, Table 5): a
-        full-size masked LM that reads x_corrupt instead of x_masked, so it never sees [MASK].
-        - replace_mlm: "the same as masked language modeling except instead of replacing masked-out
-          tokens with [MASK], they are replaced with tokens from a generator model"; it predicts the
-          original tokens at the masked positions (mlm_loss).
-        - all_tokens_mlm: predicts the identity of every token, with a copy mechanism
-          (all_tokens_mlm_loss).
-        The total loss is G's L_MLM plus this one, without lambda: both are log-likelihoods over a
-        vocabulary.
-        """
-        h = self.mlm.hidden_states(x_corrupt, segment_ids, attention_mask)  # [B, T, H]
-        if self.config.objective == "replace_mlm":
-            x_m = x.gather(1, m)  # [B, K] the original tokens at the masked positions
-            return mlm_loss(self.mlm.logits(h, m), x_m, m_valid)
-        B, T = x.shape
-        every = torch.arange(T, device=x.device).expand(B, -1)  # [T] -> [B, T] all positions
-        logits = self.mlm.logits(h, every)  # [B, T, V]
-        copy_logits = self.copy_head(h).squeeze(-1)  # [B, T, 1] -> [B, T]
-        return all_tokens_mlm_loss(logits, copy_logits, x_corrupt, x, attention_mask)
+        l_mlm = mlm_loss(logits_G, x_m, m_valid)
+        # a sample equal to the original counts as original
+        l_disc = disc_loss(logits_D, x_corrupt == x, attention_mask)
+        return ElectraOutput(loss=electra_loss(l_mlm, l_disc, cfg.lam), mlm_loss=l_mlm,
+                             disc_loss=l_disc, m=m, m_valid=m_valid, x_masked=x_masked,
+                             logits_G=logits_G, x_corrupt=x_corrupt, logits_D=logits_D)
 
     @torch.no_grad()
     def p_original(self, input_ids, segment_ids, attention_mask):
@@ -618,6 +496,93 @@ class Electra(nn.Module):
         wanted = encoder.state_dict()
         encoder.load_state_dict({k: v for k, v in trained.state_dict().items() if k in wanted})
         return encoder
+
+
+# -----------------------------------------------------------------------------
+# The other objectives: the BERT baseline (Table 1) and Section 3.5's ablations (Table 5)
+
+
+def other_objective(model: Electra, x, segment_ids, attention_mask, rng, temperature
+                    ) -> ElectraOutput:
+    """Electra.forward for the objectives other than "electra", through the same steps:
+
+    - bert: BERT's 80/10/10 masking (bert_mask_tokens) and a masked LM of D's size in G's place;
+      the step stops at L_MLM.
+    - electra_15: "identical to ELECTRA except the discriminator loss only comes from the 15% of
+      the tokens that were masked out of the input" (Sec. 3.5).
+    - replace_mlm: "the same as masked language modeling except instead of replacing masked-out
+      tokens with [MASK], they are replaced with tokens from a generator model"; a full-size masked
+      LM reads x_corrupt and predicts the original tokens at the masked positions.
+    - all_tokens_mlm: that masked LM predicts the identity of every token, with a copy mechanism
+      (all_tokens_mlm_loss).
+    The two MLM ablations add their loss to G's L_MLM without lambda: both are log-likelihoods over
+    a vocabulary.
+    """
+    cfg = model.config
+    m, m_valid = mask_positions(x, attention_mask, cfg, rng)  # [B, K]
+    x_m = x.gather(1, m)  # [B, K]
+    if cfg.objective == "bert":
+        x_masked = bert_mask_tokens(x, m, m_valid, cfg, rng)  # [B, T]
+        logits = model.mlm(x_masked, segment_ids, attention_mask, m)  # [B, K, V]
+        l_mlm = mlm_loss(logits, x_m, m_valid)
+        return ElectraOutput(loss=l_mlm, mlm_loss=l_mlm, m=m, m_valid=m_valid, x_masked=x_masked,
+                             logits_G=logits)
+    x_masked = mask_tokens(x, m, m_valid, cfg, rng)  # [B, T]
+    logits_G = model.generator(x_masked, segment_ids, attention_mask, m)  # [B, K, V]
+    x_hat = sample(logits_G, cfg.temperature if temperature is None else temperature, rng)
+    x_corrupt = replace(x, m, torch.where(m_valid, x_hat, x_m))  # [B, T]
+    l_mlm = mlm_loss(logits_G, x_m, m_valid)
+    steps = dict(mlm_loss=l_mlm, m=m, m_valid=m_valid, x_masked=x_masked, logits_G=logits_G,
+                 x_corrupt=x_corrupt)
+    if cfg.objective == "electra_15":
+        logits_D = model.discriminator(x_corrupt, segment_ids, attention_mask)  # [B, T]
+        # L_Disc over the masked positions only: weight 1 there, 0 elsewhere
+        weights = torch.zeros_like(attention_mask).scatter(1, m, m_valid.to(attention_mask.dtype))
+        l_disc = disc_loss(logits_D, x_corrupt == x, weights)
+        return ElectraOutput(loss=electra_loss(l_mlm, l_disc, cfg.lam), disc_loss=l_disc,
+                             logits_D=logits_D, **steps)
+    h = model.mlm.hidden_states(x_corrupt, segment_ids, attention_mask)  # [B, T, H]
+    if cfg.objective == "replace_mlm":
+        l_main = mlm_loss(model.mlm.logits(h, m), x_m, m_valid)
+    else:  # all_tokens_mlm
+        B, T = x.shape
+        every = torch.arange(T, device=x.device).expand(B, -1)  # [T] -> [B, T] all positions
+        copy_logits = model.copy_head(h).squeeze(-1)  # [B, T, 1] -> [B, T]
+        l_main = all_tokens_mlm_loss(model.mlm.logits(h, every), copy_logits, x_corrupt, x,
+                                     attention_mask)
+    return ElectraOutput(loss=l_mlm + l_main, main_mlm_loss=l_main, **steps)
+
+
+def bert_mask_tokens(x, m, m_valid, config: ElectraConfig, rng: torch.Generator | None = None):
+    """BERT's masking (Devlin et al. 2019, Sec. 3.1): of the chosen positions 80% become [MASK],
+    10% a random token, 10% keep the original. The baseline of the paper's Table 1."""
+    x_m = x.gather(1, m)  # [B, K]
+    u = torch.rand(m.shape, device=x.device, **_rng_kwargs(rng))
+    random_ids = torch.randint(0, config.vocab_size, m.shape, device=x.device, **_rng_kwargs(rng))
+    keep_or_random = torch.where(u < config.bert_mask_token_prob + config.bert_random_token_prob,
+                                 random_ids, x_m)
+    values = torch.where(u < config.bert_mask_token_prob, torch.full_like(x_m, config.mask_id),
+                         keep_or_random)
+    return replace(x, m, torch.where(m_valid, values, x_m))
+
+
+def all_tokens_mlm_loss(logits, copy_logits, x_corrupt, x, attention_mask):
+    """The All-Tokens MLM ablation's loss (Section 3.5, Table 5).
+
+    The model predicts the identity of *every* token of x_corrupt, not only the masked ones, with
+    the paper's explicit copy mechanism: a sigmoid layer gives a copy probability D_t, and
+        p(x_t | x_corrupt) = D_t * 1(x_corrupt_t = x_t) + (1 - D_t) * p_MLM(x_t | x_corrupt)
+    Loss: the mean of -log p(x_t | x_corrupt) over the non-padding tokens, computed in log space.
+    logits: [B, T, V]; copy_logits: [B, T]; x_corrupt, x, attention_mask: [B, T].
+    """
+    log_p_mlm = logits.float().log_softmax(-1).gather(-1, x[..., None]).squeeze(-1)  # [B, T]
+    log_copy = F.logsigmoid(copy_logits.float())  # [B, T] log D_t
+    log_no_copy = F.logsigmoid(-copy_logits.float())  # [B, T] log(1 - D_t)
+    # log(D_t + (1 - D_t) p_MLM) where the token is unchanged,
+    # log((1 - D_t) p_MLM) where it was replaced
+    log_p = torch.where(x_corrupt == x, torch.logaddexp(log_copy, log_no_copy + log_p_mlm),
+                        log_no_copy + log_p_mlm)
+    return -_mean(log_p, attention_mask)
 
 
 def count_params(module: nn.Module) -> int:

@@ -1,8 +1,7 @@
-"""Pre-training ELECTRA (Clark et al. 2020, arXiv 2003.10555): the recipe, the optimizer and the
-loop.
+"""Pre-training ELECTRA (Clark et al. 2020, arXiv 2003.10555).
 
     python train.py --size small                 # WikiText-103, downloaded once into ./cache
-    python train.py --size tiny --data my_texts/ # any .txt file or folder of them
+    python train.py --size tiny --data my_texts/ # a laptop's CPU: any .txt file or folder of them
 
     python train.py --out out --resume           # continue a stopped run exactly
     python train.py --out out --export-hf hf/    # HuggingFace ELECTRA layout (config.json, weights)
@@ -11,47 +10,23 @@ loop.
     torchrun --nproc_per_node 4 train.py --size base   # DDP on 4 GPUs
     python train.py --presets                    # every preset's parameters and FLOPs per step
 
-Read top to bottom, like nanoGPT's train.py: the recipe (paper Table 6) and TrainConfig, whose
-fields are the flags; the learning-rate schedule and the optimizer; what a checkpoint holds; the
-run's set-up (set_up: the data, the model, the optimizer) and train(), the loop: the forward and
-backward of each update, the clip, the optimizer step, then the logs, held-out evaluations and
-checkpoints; last the command line (parse_args, resolve_config, main). The data pipeline is
-data.py, the model electra.py, what a run prints, logs and draws report.py, and the plumbing
-(checkpoint files, the run folder, DDP, devices, signals) plumbing.py.
+Read top to bottom, like nanoGPT's train.py: the recipe (paper Table 6), the model, the optimizer
+and its schedule, what a checkpoint holds, the run's set-up (the data, the model, the optimizer,
+DDP, compile and mixed precision), the loop, then the command line. The data pipeline is data.py
+and the model electra.py. What a run prints, logs and draws is support/report.py; the command
+line's checks support/train_cli.py; the loop's guards (Ctrl-C, out of memory, a loss that is not
+finite) and the plumbing (checkpoint files, the run folder, DDP, devices) support/plumbing.py.
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
-import math
 import os
 import sys
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from dataclasses import replace as dc_replace
 from pathlib import Path
 
-import torch
-import torch.distributed as dist
-import torch.nn as nn
-from tqdm import tqdm
-
-from data import DATA_URL, KNOWN_CORPORA, SHORT_SEQ_MIN, PretrainingData, pretraining_data
-from electra import (
-    METRICS,
-    OBJECTIVES,
-    Electra,
-    ElectraConfig,
-    decays,
-    get_config,
-    lr_factor,
-)
-from support import plumbing, report
-from support.hf import HubError, export_hf, load_electra, released_start
-from support.plumbing import add_flag
-from tokenizer import CONFIG as WORDPIECE
-from tokenizer import Tokenizer
-
-MIN_VOCAB_SIZE = len(WORDPIECE.specials) + 1  # the special tokens and at least one piece
+from support import train_cli
 
 # -----------------------------------------------------------------------------
 # The recipe: per size (paper Table 6, official configure_pretraining.py), every value a flag. The
@@ -66,30 +41,18 @@ class Recipe:
     bert_steps: int  # updates for objective "bert" (Table 6 "Train Steps (BERT/ELECTRA)")
     seq_len: int  # tokens per example
     warmup: int  # linear warm-up updates
-    eval_interval: int = 2000  # updates between held-out evaluations (and curves.png redraws)
-    temperature_end: float | None = None  # G's temperature schedule (temperature_at); None: none
-    # the update that schedule ends at, for the recipe's `steps` (a run of other --steps moves it
-    # in proportion: recipe_config); None: the last
-    temperature_steps: int | None = None
+    log_interval: int = 100  # ours: updates between metrics.jsonl lines
+    eval_interval: int = 2000  # ours: updates between held-out evaluations (and curves.png)
 
 
 RECIPES = {
-    # ours, for a laptop CPU: the discriminator visibly learns in 15 minutes on 2 cores (README,
-    # "See ELECTRA learn on a CPU"; the search is experiments/cpu_preset.py). ELECTRA-Small's seq
-    # 128; a quarter of its batch; twice its peak lr (a 4-layer 128-wide model trains stably at
-    # 1e-3 and a short run needs it); 1,800 updates, what fits the 15 minutes on 2 cores (the
-    # README gives the measured run), with a warm-up of 100; held-out AUC every 100 updates, so
-    # the curve is visible.
+    # ours, for a laptop CPU: Small's sequence length, a quarter of its batch and twice its peak
+    # lr (a 4-layer 128-wide model trains stably at 1e-3, and a short run needs it), for 1,800
+    # updates, the 15 minutes of the README's CPU run on 2 cores. It logs every 10 updates and
+    # evaluates every 50, so that a student sees the curves and D's view of a held-out sentence
+    # within the first minutes.
     "tiny": Recipe(batch_size=32, lr=1e-3, steps=1_800, bert_steps=1_800, seq_len=128,
-                   warmup=100, eval_interval=100),
-    # ours (issue 27), the tiny model over lunch: what 60 minutes hold on 2 cores at 15% masked
-    # (9,600 updates), and G's temperature moving from the model's 2 to the paper's 1 over the
-    # first half, then 1: replacements D can spot while it learns to attend, the paper's
-    # plausible ones for the second half. D's context AUC reaches 0.65 (target) only so; with the
-    # move ending at the last update it stops at 0.63 (README, "Does what D learns transfer?").
-    "tiny-hour": Recipe(batch_size=32, lr=1e-3, steps=9_600, bert_steps=9_600, seq_len=128,
-                        warmup=100, eval_interval=100, temperature_end=1.0,
-                        temperature_steps=4_800),
+                   warmup=100, log_interval=10, eval_interval=50),
     "small": Recipe(batch_size=128, lr=5e-4, steps=1_000_000, bert_steps=1_450_000, seq_len=128,
                     warmup=10_000),
     "base": Recipe(batch_size=256, lr=2e-4, steps=766_000, bert_steps=1_000_000, seq_len=512,
@@ -113,11 +76,12 @@ class TrainConfig:
     size: str = "small"  # the model (electra.SIZES) and its recipe (RECIPES)
     objective: str = "electra"  # electra.OBJECTIVES: ELECTRA, the BERT baseline, Sec. 3.5 ablations
     data: str = "wikitext-103"  # a .txt file, a folder of them, or a name in data.KNOWN_CORPORA
-    data_url: str = DATA_URL  # where the known corpora are downloaded from (a mirror, a test)
+    # where the known corpora are downloaded from (a mirror, a test's server): data.DATA_URL
+    data_url: str = field(default_factory=lambda: DATA_URL)
     cache_dir: str = "cache"  # downloads and tokenised corpora, shared between runs
     out_dir: str = "out"  # the run folder (--out): ckpt.pt, vocab.txt, metrics.jsonl, curves.png
     vocab: str | None = None  # a BERT-format vocab.txt; None: train one on the corpus
-    vocab_size: int = get_config("small").vocab_size  # the vocab trained (electra.SIZES)
+    vocab_size: int = 30522  # the vocab trained: Small's, BERT's uncased WordPiece (electra.SIZES)
     seq_len: int = RECIPES["small"].seq_len  # tokens per example (Table 6)
     batch_size: int = RECIPES["small"].batch_size  # sequences per update, all GPUs (Table 6)
     grad_accum: int = 1  # ours: micro-batches per update, to fit the paper's batch on a small GPU
@@ -126,23 +90,17 @@ class TrainConfig:
     warmup: int = RECIPES["small"].warmup  # linear warm-up updates (Table 6)
     weight_decay: float = 0.01  # Table 6 "Weight Decay"; official excludes LayerNorm and bias
     clip_norm: float = 1.0  # official optimization.py: clip_by_global_norm(grads, 1.0)
-    # ours (issue 27): G samples at a temperature moving linearly from the model's to this one at
-    # the last update (temperature_at): replacements D can tell early, plausible ones late
-    temperature_end: float | None = None  # None: the model's temperature throughout (preset)
-    # ours (issue 27): the update the move ends at, T_end after it, so that D spends the rest of
-    # the run on the paper's plausible samples; None: the last update (preset)
-    temperature_steps: int | None = None
     eval_fraction: float = 0.01  # ours: the share of documents held out (0: none)
     eval_batches: int = 10  # ours: micro-batches per evaluation, a few thousand sequences on a GPU
-    log_interval: int = 100  # ours: updates between metrics.jsonl lines
+    log_interval: int = RECIPES["small"].log_interval  # updates between metrics.jsonl lines
     eval_interval: int = RECIPES["small"].eval_interval  # updates between held-out evaluations
     ckpt_interval: int = 2000  # ours: updates between checkpoints
     stop_at: int | None = None  # stop with a checkpoint after this update (None: at steps)
     seed: int = 0  # the data order, masks, dropout and initialisation
     device: str = "auto"  # auto: cuda if available; cpu, cuda or cuda:N
     compile: bool = False  # torch.compile the model: for GPUs (the first steps compile, slowly)
-    # with compile: CUDA graphs (mode "reduce-overhead") replay the compiled step in one launch;
-    # ELECTRA-Small's step is launch-bound (H100 bench: 81 steps/s, 21 compiled without them)
+    # with compile: CUDA graphs (mode "reduce-overhead") replay the compiled step in one launch,
+    # for small models whose step is bound by kernel launches (bench/README.md)
     cuda_graphs: bool = False
     precision: str = "auto"  # auto, bf16 or fp32: plumbing.mixed_precision
     peak_tflops: float | None = None  # accelerator peak for MFU; None: looked up from the GPU name
@@ -155,8 +113,7 @@ class TrainConfig:
 
 # What a --resume keeps as the checkpoint has it: a run changed half-way is not the run started.
 RESUME_FIELDS = ("size", "objective", "data", "vocab_size", "seq_len", "batch_size", "lr", "steps",
-                 "warmup", "weight_decay", "clip_norm", "temperature_end", "temperature_steps",
-                 "eval_fraction", "seed", "overrides")
+                 "warmup", "weight_decay", "clip_norm", "eval_fraction", "seed", "overrides")
 
 
 def recipe_config(**flags) -> TrainConfig:
@@ -164,21 +121,10 @@ def recipe_config(**flags) -> TrainConfig:
     electra.SIZES' vocab size) or TrainConfig's defaults.
 
     >>> cfg = recipe_config(size="tiny", lr=3e-3)
-    >>> cfg.lr, cfg.batch_size, cfg.steps, cfg.vocab_size
-    (0.003, 32, 1800, 8192)
+    >>> cfg.lr, cfg.batch_size, cfg.steps, cfg.vocab_size, cfg.log_interval, cfg.eval_interval
+    (0.003, 32, 1800, 8192, 10, 50)
     >>> recipe_config(objective="bert").steps  # Table 6: BERT-Small trains 1.45M updates
     1450000
-    >>> cfg = recipe_config(size="tiny-hour")
-    >>> cfg.steps, cfg.temperature_end, cfg.temperature_steps
-    (9600, 1.0, 4800)
-
-    A run of other --steps keeps the recipe's temperature schedule in proportion (the move over
-    the first half for tiny-hour), unless --temperature-steps is given:
-
-    >>> recipe_config(size="tiny-hour", steps=1800).temperature_steps
-    900
-    >>> recipe_config(size="tiny-hour", steps=1800, temperature_steps=1200).temperature_steps
-    1200
     """
     given = TrainConfig(**flags)  # its size and objective
     r = RECIPES[given.size]
@@ -189,147 +135,29 @@ def recipe_config(**flags) -> TrainConfig:
         "lr": r.lr,
         "steps": r.bert_steps if given.objective == "bert" else r.steps,
         "warmup": r.warmup,
+        "log_interval": r.log_interval,
         "eval_interval": r.eval_interval,
     }
-    if given.objective != "bert":  # BERT's masked LM samples nothing: no temperature to move
-        recipe["temperature_end"] = r.temperature_end
-        recipe["temperature_steps"] = r.temperature_steps
-        if r.temperature_steps is not None and "steps" in flags:
-            # ours: the schedule is a share of the run, so a shorter run still reaches T_end
-            share = r.temperature_steps / recipe["steps"]
-            recipe["temperature_steps"] = max(1, round(share * flags["steps"]))
     return TrainConfig(**{**recipe, **flags})
 
 
-def check_train_config(cfg: TrainConfig) -> None:
-    """One line (SystemExit) for a value out of its range, naming its flag.
+if __name__ == "__main__":
+    # The command line is read before torch loads (seconds): a mistyped flag answers at once.
+    train_cli.parse_args(sys.argv[1:], TrainConfig, RECIPES)
 
-    >>> check_train_config(TrainConfig(lr=-1.0))
-    Traceback (most recent call last):
-    SystemExit: --lr -1.0: must be a positive number (the peak learning rate)
-    >>> check_train_config(TrainConfig(eval_fraction=1.0))
-    Traceback (most recent call last):
-    SystemExit: --eval-fraction 1.0: must be a share in [0, 1) (0: no held-out set)
-    >>> check_train_config(TrainConfig(seq_len=4))
-    Traceback (most recent call last):
-    SystemExit: --seq-len 4: must be an integer >= 5 (the example builder's shortest target length)
-    """
-    def refuse(flag: str, value, must: str) -> SystemExit:
-        return SystemExit(f"{flag} {value}: must be {must}")
+import torch  # noqa: E402 (after the command line, above)
+import torch.distributed as dist  # noqa: E402
+import torch.nn as nn  # noqa: E402
+from tqdm import tqdm  # noqa: E402
 
-    def positive(v) -> bool:
-        return math.isfinite(v) and v > 0
-
-    if cfg.vocab_size < MIN_VOCAB_SIZE:
-        raise refuse("--vocab-size", cfg.vocab_size,
-                     f"an integer >= {MIN_VOCAB_SIZE} (the special tokens and at least one piece)")
-    if cfg.seq_len < SHORT_SEQ_MIN:
-        raise refuse("--seq-len", cfg.seq_len, f"an integer >= {SHORT_SEQ_MIN} "
-                     f"(the example builder's shortest target length)")
-    if cfg.batch_size < 1:
-        raise refuse("--batch-size", cfg.batch_size, "an integer >= 1 (sequences per update)")
-    if cfg.grad_accum < 1:
-        raise refuse("--grad-accum", cfg.grad_accum, "an integer >= 1 (micro-batches per update)")
-    if not positive(cfg.lr):
-        raise refuse("--lr", cfg.lr, "a positive number (the peak learning rate)")
-    if cfg.steps < 1:
-        raise refuse("--steps", cfg.steps, "an integer >= 1 (updates)")
-    if cfg.warmup < 0:
-        raise refuse("--warmup", cfg.warmup, "an integer >= 0 (warm-up updates)")
-    if not (math.isfinite(cfg.weight_decay) and cfg.weight_decay >= 0):
-        raise refuse("--weight-decay", cfg.weight_decay, "a number >= 0 (AdamW weight decay)")
-    if not positive(cfg.clip_norm):
-        raise refuse("--clip-norm", cfg.clip_norm, "a positive number (the gradient-norm clip)")
-    if cfg.cuda_graphs and not cfg.compile:
-        raise SystemExit("--cuda-graphs replays torch.compile's graphs: add --compile")
-    if cfg.cuda_graphs and cfg.grad_accum > 1:
-        # the first micro-batch's gradients may be the graph's own output buffers, which the next
-        # replay overwrites; untested on a GPU, so refused rather than risked
-        raise SystemExit(f"--cuda-graphs with --grad-accum {cfg.grad_accum} is not tested on a GPU "
-                         f"yet: drop one of them")
-    if cfg.temperature_end is not None and not positive(cfg.temperature_end):
-        raise refuse("--temperature-end", cfg.temperature_end,
-                     "a positive number (G's sampling temperature at the last update)")
-    if cfg.temperature_end is not None and cfg.objective == "bert":
-        raise refuse("--temperature-end", cfg.temperature_end,
-                     "left out with --objective bert (BERT's masked LM samples no replacements)")
-    if cfg.temperature_steps is not None and cfg.temperature_steps < 1:
-        raise refuse("--temperature-steps", cfg.temperature_steps,
-                     "an integer >= 1 (the update that reaches --temperature-end)")
-    if cfg.temperature_steps is not None and cfg.temperature_end is None:
-        raise refuse("--temperature-steps", cfg.temperature_steps,
-                     "given with --temperature-end (the temperature it moves to)")
-    if not 0 <= cfg.eval_fraction < 1:
-        raise refuse("--eval-fraction", cfg.eval_fraction, "a share in [0, 1) (0: no held-out set)")
-    if cfg.eval_batches < 1:
-        raise refuse("--eval-batches", cfg.eval_batches,
-                     "an integer >= 1 (micro-batches per evaluation)")
-    if cfg.log_interval < 1:
-        raise refuse("--log-interval", cfg.log_interval,
-                     "an integer >= 1 (updates between metrics lines)")
-    if cfg.eval_interval < 1:
-        raise refuse("--eval-interval", cfg.eval_interval,
-                     "an integer >= 1 (updates between evaluations)")
-    if cfg.ckpt_interval < 1:
-        raise refuse("--ckpt-interval", cfg.ckpt_interval,
-                     "an integer >= 1 (updates between checkpoints)")
-    if cfg.stop_at is not None and cfg.stop_at < 1:
-        raise refuse("--stop-at", cfg.stop_at, "an integer >= 1 (the update to stop after)")
-    if cfg.seed < 0:
-        raise refuse("--seed", cfg.seed, "an integer >= 0 (the random seed)")
-    if cfg.peak_tflops is not None and not positive(cfg.peak_tflops):
-        raise refuse("--peak-tflops", cfg.peak_tflops,
-                     "a positive number (the accelerator's peak TFLOP/s)")
-
+from data import DATA_URL, PretrainingData, pretraining_data  # noqa: E402
+from electra import Electra, ElectraConfig, decays, get_config, lr_factor  # noqa: E402
+from support import plumbing, report  # noqa: E402
+from support.hf import export_hf, load_electra  # noqa: E402
+from tokenizer import Tokenizer  # noqa: E402
 
 # -----------------------------------------------------------------------------
-# The schedules (learning rate, G's sampling temperature) and the optimizer
-
-
-def learning_rate(step: int, cfg: TrainConfig) -> float:
-    """Pre-training lr of update `step`: cfg.lr * lr_factor.
-
-    Example: lr 1e-3, warmup 10, steps 100: step 0 -> 1e-4, step 9 -> 9.1e-4, step 50 -> 5e-4.
-
-    >>> cfg = TrainConfig(lr=1e-3, warmup=10, steps=100)
-    >>> [round(learning_rate(step, cfg), 8) for step in (0, 9, 50, 100)]
-    [0.0001, 0.00091, 0.0005, 0.0]
-    """
-    return cfg.lr * lr_factor(step, cfg.steps, cfg.warmup)
-
-
-def temperature_at(step: int, cfg: TrainConfig, config: ElectraConfig) -> float:
-    """G's sampling temperature at update `step` (counted from 0, as in learning_rate):
-
-        T(step) = T_0 + (T_end - T_0) * min(step / (S - 1), 1),  S = temperature_steps, or steps
-
-    T_0 = config.temperature (the model's: the paper's 1, the tiny preset's 2) at the first update,
-    T_end = cfg.temperature_end at update S (counted from 1: step S - 1) and after, linear
-    between; S is the run's last update unless cfg.temperature_steps is given; a single update
-    samples at T_0. --stop-at does not shorten it (nor the lr schedule). cfg.temperature_end
-    None: T_0 throughout, the paper's constant temperature.
-
-    ours (issue 27): at a high temperature G proposes rare tokens, which D learns to flag from the
-    token alone, an early signal; lowered towards 1, G's samples become plausible and D has to read
-    their context to find them.
-
-    Example: T_0 2, T_end 1, 5 updates: 2, 1.75, 1.5, 1.25, 1; reaching 1 at update 3 instead:
-    2, 1.5, 1, 1, 1.
-
-    >>> cfg = TrainConfig(steps=5, temperature_end=1.0)
-    >>> [temperature_at(step, cfg, ElectraConfig(temperature=2.0)) for step in range(5)]
-    [2.0, 1.75, 1.5, 1.25, 1.0]
-    >>> cfg = TrainConfig(steps=5, temperature_end=1.0, temperature_steps=3)
-    >>> [temperature_at(step, cfg, ElectraConfig(temperature=2.0)) for step in range(5)]
-    [2.0, 1.5, 1.0, 1.0, 1.0]
-    >>> temperature_at(3, TrainConfig(steps=5), ElectraConfig(temperature=2.0))  # no schedule
-    2.0
-    """
-    if cfg.temperature_end is None:
-        return config.temperature
-    S = cfg.temperature_steps if cfg.temperature_steps is not None else cfg.steps
-    fraction = min(step / max(S - 1, 1), 1.0)
-    return config.temperature + (cfg.temperature_end - config.temperature) * fraction
+# The model: the size's preset (electra.SIZES) with the vocabulary and the recipe's lengths
 
 
 def model_config(cfg: TrainConfig, tok: Tokenizer) -> ElectraConfig:
@@ -355,8 +183,8 @@ def preset_configs() -> dict[str, ElectraConfig]:
     configs = {}
     for size, recipe in RECIPES.items():
         mc = get_config(size)
-        k_cap = max_predictions(mc.mask_prob, recipe.seq_len)
-        configs[size] = dc_replace(mc, max_predictions=k_cap)
+        configs[size] = dc_replace(mc, max_predictions=max_predictions(mc.mask_prob,
+                                                                       recipe.seq_len))
     return configs
 
 
@@ -365,16 +193,32 @@ def build_model(mc: ElectraConfig, device) -> Electra:
     return Electra(mc).to(device)
 
 
+# -----------------------------------------------------------------------------
+# The optimizer and the learning-rate schedule
+
+
+def learning_rate(step: int, cfg: TrainConfig) -> float:
+    """Pre-training lr of update `step`: cfg.lr * lr_factor, linear warm-up then linear decay.
+
+    Example: lr 1e-3, warmup 10, steps 100: step 0 -> 1e-4, step 9 -> 9.1e-4, step 50 -> 5e-4.
+
+    >>> cfg = TrainConfig(lr=1e-3, warmup=10, steps=100)
+    >>> [round(learning_rate(step, cfg), 8) for step in (0, 9, 50, 100)]
+    [0.0001, 0.00091, 0.0005, 0.0]
+    """
+    return cfg.lr * lr_factor(step, cfg.steps, cfg.warmup)
+
+
 def build_optimizer(model: nn.Module, cfg: TrainConfig, fused: bool = True) -> torch.optim.AdamW:
     """AdamW with the paper's settings; weight decay on matrices only, not LayerNorm or biases.
 
     Deviation: the official AdamWeightDecayOptimizer has no bias correction; torch's AdamW has.
     For a steady gradient the official update is (1 - 0.9^t) / sqrt(1 - 0.999^t) times AdamW's:
-    3.16x at update 1, 6.57x at update 12 (the largest), 1.96x at 300, 1.26x at 1,000, 1.03x at
-    3,000, within 1% only after ~3,900 updates (finetune.AdamWeightDecay is the official one;
-    tests/test_finetune_model.py measures these ratios). Pre-training runs 10k warm-up updates,
-    so the difference falls where the lr is still small, and the runs are hundreds of thousands
-    of updates long; and torch has a fused kernel for AdamW (one kernel for all parameters).
+    3.16x at update 1, 6.57x at update 12 (the largest), 1.26x at 1,000, within 1% only after
+    ~3,900 updates (finetune.AdamWeightDecay is the official one; tests/test_finetune_model.py
+    checks these ratios). Pre-training warms up for 10k updates, so the difference falls where
+    the lr is still small, in runs hundreds of thousands of updates long; and torch has a fused
+    kernel for AdamW (one kernel for all parameters).
     """
     params = [p for p in model.parameters() if p.requires_grad]
     groups = [{"params": [p for p in params if decays(p)], "weight_decay": cfg.weight_decay},
@@ -392,7 +236,8 @@ def checkpoint(model: Electra, optimizer, step: int, cfg: TrainConfig, vocab_has
     file, the previous checkpoint kept as plumbing.load_checkpoint's fallback).
 
     The learning-rate schedule is a pure function of the step (learning_rate), and so is the
-    data order (Batches), so `step` is their whole state. `rng` holds every rank's RNG states.
+    data order (data.Batches), so `step` is their whole state. `rng` holds every rank's RNG
+    states.
     """
     return {
         "model": model.state_dict(),  # generator, discriminator and their shared embeddings
@@ -406,8 +251,7 @@ def checkpoint(model: Electra, optimizer, step: int, cfg: TrainConfig, vocab_has
 
 
 # -----------------------------------------------------------------------------
-# The run: its set-up (data, model, optimizer), then the loop of updates, logs, held-out
-# evaluations and checkpoints
+# The run's set-up: the data, the model and its optimizer, DDP, compile and mixed precision
 
 
 @dataclass
@@ -432,8 +276,7 @@ def set_up(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device) 
     new, --init-from's released ones, or the checkpoint `saved`'s (with the optimizer's state and
     the RNG states, so the run continues exactly)."""
     if world > 1 and cfg.cuda_graphs:
-        raise SystemExit("--cuda-graphs is not tested with DDP (no multi-GPU machine yet): drop it "
-                         "or run one process")
+        raise SystemExit("--cuda-graphs is not supported with DDP: drop it or run one process")
     data = pretraining_data(cfg, rank, world, saved and saved["vocab_hash"])
     try:
         mc = model_config(cfg, data.tok)
@@ -444,8 +287,7 @@ def set_up(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device) 
     if saved is None and cfg.init_from:  # the released weights, not a random start
         released, _ = load_electra(cfg.init_from, cfg.generator, cfg.revision, cfg.hub_cache_dir)
         raw.load_state_dict(released.state_dict())
-    # torch fuses AdamW on these
-    optimizer = build_optimizer(raw, cfg, fused=device.type in ("cuda", "cpu"))
+    optimizer = build_optimizer(raw, cfg, fused=device.type in ("cuda", "cpu"))  # torch fuses these
     step = 0
     if saved is not None:
         raw.load_state_dict(saved["model"])
@@ -458,7 +300,7 @@ def set_up(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device) 
     if device.type == "cuda":  # TF32 for any fp32 matmul left outside autocast
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
-    if world > 1:
+    if world > 1:  # DDP: each process its own micro-batches, gradients averaged in backward
         device_ids = [device.index] if device.type == "cuda" else None
         model = nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
     if cfg.compile:
@@ -466,24 +308,10 @@ def set_up(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device) 
         # the model inside it) lets torch split the graph at DDP's gradient buckets and overlap
         # communication.
         model.compile(mode="reduce-overhead" if cfg.cuda_graphs else None)
+    # bf16 autocast on GPUs that have it, fp32 elsewhere
     precision, autocast = plumbing.mixed_precision(device, cfg.precision)
     return Run(rank=rank, world=world, device=device, data=data, mc=mc, raw=raw, model=model,
                optimizer=optimizer, precision=precision, autocast=autocast, step=step)
-
-
-def diverged(step: int, cfg: TrainConfig, last_ckpt: int | None) -> SystemExit:
-    """The one line that stops a run whose loss or gradient norm was not finite at update
-    `step`."""
-    ckpt_path = Path(cfg.out_dir) / "ckpt.pt"
-    # the previous checkpoint, after a fallback
-    good = ckpt_path if ckpt_path.is_file() else plumbing.previous_checkpoint(ckpt_path)
-    if last_ckpt is not None:
-        kept = f"the last good checkpoint, {good} at step {last_ckpt:,}, is untouched"
-    else:
-        kept = "no checkpoint was written"
-    return SystemExit(f"the loss is not finite at step {step:,} (lr {cfg.lr:g}): the run diverged "
-                      f"and was stopped; {kept}. Start a new run with a lower --lr "
-                      f"(e.g. {cfg.lr / 10:g}) or a longer --warmup")
 
 
 def save_run(cfg: TrainConfig, run: Run, step: int) -> None:
@@ -497,300 +325,110 @@ def save_run(cfg: TrainConfig, run: Run, step: int) -> None:
                                        cfg.objective)
 
 
-def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device) -> dict:
+# -----------------------------------------------------------------------------
+# The loop: updates, then logs, held-out evaluations and checkpoints
+
+
+def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device,
+          before_update=None) -> dict:
     """The run: set up, then the loop of updates with its logs, held-out evaluations and
     checkpoints (see main for the arguments and what it returns)."""
     run = set_up(cfg, saved, rank, world, device)
+    model, optimizer, batches = run.model, run.optimizer, run.data.batches
+    out_dir = Path(cfg.out_dir)
     master = rank == 0
     say = print if master else (lambda *a, **k: None)
-    out_dir = Path(cfg.out_dir)
-    metrics_path = out_dir / "metrics.jsonl"
-    ckpt_path = out_dir / "ckpt.pt"
-    curves_path = out_dir / "curves.png"
-    batches = run.data.batches
     step = run.step
     end = min(cfg.steps, cfg.stop_at or cfg.steps)
     say(report.startup_report(cfg, run, end))
-
-    log = report.MetricsLog(metrics_path, cfg, run, end)
-    # The first update whose loss or gradient norm was not finite (0: none), kept on the device
-    # and read only where the loop waits for the device anyway (logs, evaluations, checkpoints).
-    diverged_at = torch.zeros((), dtype=torch.long, device=device)
-    last_ckpt = step if saved is not None else None
-    last_train = None
-    last_eval = None
-    interrupted = False
-    bar = tqdm(total=cfg.steps, initial=step, unit="step", dynamic_ncols=True, disable=not master,
-               desc=f"{cfg.objective}-{cfg.size}")
-    with plumbing.StopOnSignal() as stop:
+    log = report.MetricsLog(out_dir / "metrics.jsonl", cfg, run, end)
+    last_train = last_eval = None
+    logged = {}  # what an experiment's hook adds to metrics.jsonl's rows
+    stop = False
+    with (tqdm(total=cfg.steps, initial=step, unit="step", dynamic_ncols=True, disable=not master,
+               desc=f"{cfg.objective}-{cfg.size}") as bar,
+          plumbing.LoopGuards(cfg, world, device, batches.micro_batch,
+                              last_ckpt=step if saved else None) as guards):
         while step < end:
             # the learning rate of this update: warm-up, then linear decay to 0 at cfg.steps
             lr = learning_rate(step, cfg)
-            for group in run.optimizer.param_groups:
+            for group in optimizer.param_groups:
                 group["lr"] = lr
-            # G's sampling temperature of this update: the model's, or its schedule's
-            temperature = temperature_at(step, cfg, run.mc)
-            # cfg.grad_accum micro-batches of forward and backward (DDP averages the gradients at
-            # the last), the clip, the AdamW step
-            stats = torch.zeros(len(METRICS), device=device)  # the update's mean metrics
-            try:
+            if before_update is not None:  # an experiment's hook (experiments/hooks.py)
+                logged = before_update(step, cfg, run) or {}
+            # cfg.grad_accum micro-batches of forward and backward, the clip, the AdamW step
+            stats = torch.zeros(len(report.METRICS), device=device)  # the update's mean metrics
+            with guards.update():  # out of GPU memory: one line, how to fit the batch
                 for micro in range(cfg.grad_accum):
-                    batch = [torch.from_numpy(a) for a in batches.get(step, micro)]
-                    if device.type == "cuda":  # from pinned memory, without waiting for the copy
-                        batch = [t.pin_memory().to(device, non_blocking=True) for t in batch]
-                    x, segment_ids, attention_mask = batch  # [b, T] each
+                    x, segment_ids, attention_mask = plumbing.to_device(batches.get(step, micro),
+                                                                        device)  # [b, T] each
+                    # DDP all-reduces the gradients in backward: at the last micro-batch only
                     last = micro == cfg.grad_accum - 1
-                    if world > 1 and not last:
-                        sync = run.model.no_sync()  # DDP: no gradient all-reduce before the last
-                    else:
-                        sync = contextlib.nullcontext()
-                    # CUDA graphs: a new step, so the last replay's outputs (already read into
-                    # stats) may be overwritten
-                    if cfg.cuda_graphs:
+                    sync = model.no_sync() if world > 1 and not last else contextlib.nullcontext()
+                    if cfg.cuda_graphs:  # a new step: the last replay's outputs may be overwritten
                         torch.compiler.cudagraph_mark_step_begin()
                     with sync:
-                        with run.autocast:
-                            # masks and samples are drawn inside, fresh each call
-                            out = run.model(x, segment_ids, attention_mask,
-                                            temperature=temperature)
+                        with run.autocast:  # masks and samples are drawn inside, fresh each call
+                            out = model(x, segment_ids, attention_mask)
                         (out.loss / cfg.grad_accum).backward()
-                    stats += report.step_stats(out) / cfg.grad_accum
+                    stats += report.step_stats(out, x, attention_mask) / cfg.grad_accum
                 grad_norm = nn.utils.clip_grad_norm_(run.raw.parameters(), cfg.clip_norm)
-                run.optimizer.step()
-                run.optimizer.zero_grad(set_to_none=True)
-            except torch.OutOfMemoryError as e:
-                raise SystemExit(
-                    f"out of GPU memory at micro-batch {batches.micro_batch} x seq {cfg.seq_len}: "
-                    f"add --grad-accum {cfg.grad_accum * 2} (same batch {cfg.batch_size} per "
-                    f"update, half the memory per step) or lower --batch-size. The last "
-                    f"checkpoint ({ckpt_path}) is intact; continue with --resume.") from e
+                optimizer.step()
+                optimizer.zero_grad(set_to_none=True)
             step += 1
 
-            finite = torch.isfinite(stats[0]) & torch.isfinite(grad_norm)
-            diverged_at = torch.where((diverged_at == 0) & ~finite, step, diverged_at)
-            log.add(step, stats, grad_norm)
-            bar.update(1)
             log_step = step % cfg.log_interval == 0 or step == end
             eval_step = step % cfg.eval_interval == 0 or step == end
             ckpt_step = step % cfg.ckpt_interval == 0 or step == end
-            if (log_step or eval_step or ckpt_step or stop.requested) and diverged_at.item():
-                bar.close()
-                raise diverged(diverged_at.item(), cfg, last_ckpt)
-            # metrics.jsonl's rows carry the temperature when it moves
-            logged = {"temperature": temperature} if cfg.temperature_end is not None else {}
+            # a loss that is not finite ends the run here; Ctrl-C on any process stops them all
+            stop = guards.after_update(step, stats[0], grad_norm, log_step,
+                                       sync=log_step or eval_step or ckpt_step)
+            log.add(step, stats, grad_norm)
+            bar.update(1)
             if log_step:
                 last_train = log.train_row(step, lr, batches.epoch(step), logged)
                 bar.set_postfix_str(report.progress_line(last_train, cfg.objective), refresh=False)
-            if master and len(run.data.eval_ex) and eval_step:
-                # D against G's samples at the temperature of the update just made, as in training
-                held = report.evaluate_heldout(run.raw, run.data.eval_ex, batches, cfg,
-                                               run.autocast, temperature)
-                last_eval = {"step": step, "split": "eval", **held, **logged,
-                             "elapsed_s": log.elapsed()}
-                log.write(last_eval)
-                report.plot_pretraining_curves(metrics_path, curves_path, cfg.objective)
-                line = report.progress_line(last_eval, cfg.objective)
-                bar.write(f"step {step:,} held-out: {line}")
-                if run.raw.discriminator is not None:  # the same sentence each time, D improving
-                    sample = report.heldout_example(run.raw, run.data.eval_ex, batches, cfg,
-                                                    temperature)
-                    bar.write(report.marked_sentence(run.data.tok.id_to_token, *sample,
-                                                     tty=sys.stdout.isatty()))
-            interrupted = plumbing.agree_to_stop(stop.requested, log_step, world, device)
-            if ckpt_step or interrupted:
+            if master and eval_step and len(run.data.eval_ex):
+                last_eval, lines = report.heldout_evaluation(cfg, run, step, log, logged)
+                bar.write(lines)
+            if ckpt_step or stop:
                 save_run(cfg, run, step)
-                last_ckpt = step
-            if interrupted:
+                guards.saved(step)
+            if stop:
                 break
             if log_step:
-                log.restart_clock()
-    bar.close()
-    if interrupted:
+                log.restart_clock()  # evaluation and checkpoint time is not training speed
+    ckpt_path = out_dir / "ckpt.pt"
+    if stop:
         say(f"stopped at step {step:,}: checkpoint saved to {ckpt_path}. Continue with the same "
             f"command plus --resume.")
     else:
         say(f"{'reached --stop-at' if end < cfg.steps else 'done'}: step {step:,}, checkpoint "
-            f"{ckpt_path}, curves {curves_path}, metrics {metrics_path}")
-    return {
-        "model": run.raw,
-        "step": step,
-        "config": cfg,
-        "model_config": run.mc,
-        "tokenizer": run.data.tok,
-        "train": last_train,
-        "eval": last_eval,
-        "interrupted": interrupted,
-    }
+            f"{ckpt_path}, curves {out_dir / 'curves.png'}, metrics {out_dir / 'metrics.jsonl'}")
+    return {"model": run.raw, "step": step, "config": cfg, "model_config": run.mc,
+            "tokenizer": run.data.tok, "train": last_train, "eval": last_eval, "interrupted": stop}
 
 
 # -----------------------------------------------------------------------------
-# The command line
+# The command line (its flags and checks: support/train_cli.py)
 
 
-def parse_args(argv=None) -> argparse.Namespace:
-    """One flag per TrainConfig field (dashes; the underscore spelling is a hidden alias), and
-    --resume, --export-hf, --presets. A flag of RESUME_FIELDS or the recipe that is not given
-    parses to None: resolve_config takes it from the checkpoint or the recipe. Every flag given is
-    range-checked here (check_train_config), before anything is written."""
-    p = argparse.ArgumentParser(
-        description="Pre-train ELECTRA (Clark et al. 2020). Presets per --size follow the paper's "
-                    "Table 6; every value can be overridden.")
-    c = TrainConfig  # the defaults
-    add_flag(p, "size", choices=tuple(RECIPES), help=f"model and recipe preset (default {c.size})")
-    add_flag(p, "objective", choices=OBJECTIVES,
-             help="electra: replaced token detection; bert: the masked-LM baseline; electra_15, "
-                  "replace_mlm, all_tokens_mlm: the ablations of Sec. 3.5 (default electra)")
-    add_flag(p, "data", help=f".txt file, folder of .txt files, or one of {list(KNOWN_CORPORA)} "
-                             f"(default {c.data})")
-    add_flag(p, "data_url", default=c.data_url,
-             help=f"base URL of the known corpora (or $ELECTRA_DATA_URL; default {DATA_URL})")
-    add_flag(p, "cache_dir", default=c.cache_dir,
-             help="downloads and tokenised corpora (default %(default)s)")
-    p.add_argument("--out", dest="out_dir", metavar="OUT", default=c.out_dir,
-                   help="run folder: ckpt.pt, vocab.txt, metrics.jsonl, curves.png "
-                        "(default %(default)s)")
-    add_flag(p, "vocab", help="a BERT-format vocab.txt (default: train one on the corpus)")
-    add_flag(p, "vocab_size", type=int, help="size of the trained vocab (preset)")
-    add_flag(p, "seq_len", type=int, help="tokens per example (preset)")
-    add_flag(p, "batch_size", type=int, help="sequences per update, all GPUs together (preset)")
-    add_flag(p, "grad_accum", type=int, default=c.grad_accum,
-             help="micro-batches per update (default %(default)s)")
-    add_flag(p, "lr", type=float, help="peak learning rate (preset)")
-    add_flag(p, "steps", type=int, help="updates (preset)")
-    add_flag(p, "warmup", type=int, help="warm-up updates (preset)")
-    add_flag(p, "weight_decay", type=float, help=f"AdamW weight decay (default {c.weight_decay})")
-    add_flag(p, "clip_norm", type=float, help=f"gradient-norm clip (default {c.clip_norm})")
-    add_flag(p, "temperature_end", type=float,
-             help="G's sampling temperature at the last update, reached linearly from the model's "
-                  "(--set temperature=...; tiny 2, the paper's 1) (preset: tiny-hour 1, the "
-                  "others constant)")
-    add_flag(p, "temperature_steps", type=int,
-             help="the update that reaches --temperature-end, held after it (preset: tiny-hour "
-                  "4800, the others the last)")
-    add_flag(p, "eval_fraction", type=float,
-             help=f"share of documents held out (default {c.eval_fraction})")
-    add_flag(p, "eval_batches", type=int, default=c.eval_batches,
-             help="micro-batches per evaluation (default %(default)s)")
-    add_flag(p, "log_interval", type=int, default=c.log_interval,
-             help="updates between metrics.jsonl lines (default %(default)s)")
-    add_flag(p, "eval_interval", type=int, help="updates between held-out evaluations (preset)")
-    add_flag(p, "ckpt_interval", type=int, default=c.ckpt_interval,
-             help="updates between checkpoints (default %(default)s)")
-    add_flag(p, "stop_at", type=int,
-             help="stop with a checkpoint after this update (the schedule still runs to --steps)")
-    add_flag(p, "seed", type=int, help=f"random seed (default {c.seed})")
-    add_flag(p, "device", default=c.device,
-             help="auto (default: cuda if available), cpu, cuda or cuda:N")
-    add_flag(p, "compile", action="store_true", help="torch.compile the model")
-    add_flag(p, "cuda_graphs", action="store_true",
-             help="with --compile on a GPU: CUDA graphs (torch.compile's reduce-overhead mode), "
-                  "one launch per compiled step")
-    add_flag(p, "precision", choices=("auto", "bf16", "fp32"), default=c.precision,
-             help="auto (default): bf16 autocast on GPUs with bf16 tensor cores, fp32 elsewhere")
-    add_flag(p, "peak_tflops", type=float,
-             help="accelerator peak TFLOP/s for MFU (default: looked up from the GPU name)")
-    p.add_argument("--set", dest="overrides", metavar="FIELD=VALUE", action="append",
-                   help="override an ElectraConfig field, e.g. --set num_layers=2 (repeatable)")
-    add_flag(p, "init_from", metavar="NAME_OR_FOLDER",
-             help="continue pre-training a released ELECTRA (e.g. google/electra-small, its hub "
-                  "name or a folder): its shape, vocab, generator and discriminator")
-    add_flag(p, "generator", help="with --init-from: the generator's hub name or folder")
-    add_flag(p, "revision", default=c.revision,
-             help="hub revision of --init-from (branch, tag or commit)")
-    add_flag(p, "hub_cache_dir",
-             help="hub checkpoints (default ~/.cache/electra-from-scratch/hub)")
-    p.add_argument("--resume", action="store_true",
-                   help="continue the run in --out from its ckpt.pt")
-    add_flag(p, "export_hf", metavar="DIR",
-             help="write the checkpoint in --out in HuggingFace's ELECTRA layout to DIR, then exit")
-    p.add_argument("--presets", action="store_true",
-                   help="print every preset's parameters and FLOPs per step, then exit")
-    args = p.parse_args(argv)
-    if args.overrides is not None:
-        args.overrides = parse_overrides(args.overrides)
-    objective_kept = args.objective in (None, "electra", "electra_15")
-    if args.init_from and (args.resume or args.vocab or not objective_kept):
-        raise SystemExit("--init-from starts a new ELECTRA run from a released generator and "
-                         "discriminator, with their vocab: drop --resume, --vocab and --objective")
-    check_train_config(recipe_config(**config_flags(args)))  # the flags given, over the preset
-    return args
-
-
-def config_flags(args: argparse.Namespace) -> dict:
-    """The TrainConfig fields of the parsed flags, those that parsed to None (not given) left
-    out."""
-    values = {f.name: getattr(args, f.name) for f in fields(TrainConfig)}
-    return {name: value for name, value in values.items() if value is not None}
-
-
-# ElectraConfig fields that --set may not change: they come from --objective and the vocabulary
-NOT_SET = ("objective", "vocab_size", "pad_id", "cls_id", "sep_id", "mask_id")
-
-
-def parse_overrides(items: list[str]) -> dict:
-    """--set's ["num_layers=2", "dropout=0"] -> {"num_layers": 2, "dropout": 0.0}, typed by
-    ElectraConfig.
-
-    >>> parse_overrides(["num_layers=2", "dropout=0"])
-    {'num_layers': 2, 'dropout': 0.0}
-    """
-    return plumbing.parse_overrides(items, ElectraConfig, "--set", NOT_SET,
-                                    "--objective / the vocabulary")
-
-
-def resumed(flags: dict, saved: dict, out_dir: str) -> dict:
-    """The fields of a resumed run: the flags given, and RESUME_FIELDS as the checkpoint's config
-    `saved` has them, which a flag may not contradict: one line naming each flag that does.
-
-    >>> saved = asdict(recipe_config(size="tiny"))
-    >>> cfg = recipe_config(**resumed({"log_interval": 1}, saved, "out"))
-    >>> cfg.size, cfg.lr, cfg.log_interval
-    ('tiny', 0.001, 1)
-    >>> resumed({"size": "small"}, saved, "out")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    SystemExit: --resume: ... different settings: --size small (checkpoint: tiny). Resume with ...
-    """
-    # a checkpoint written before a field existed ran with its default
-    saved = {**asdict(TrainConfig()), **saved}
-    changed = []
-    for name in RESUME_FIELDS:
-        if name in flags and flags[name] != saved[name]:
-            flag = "--set" if name == "overrides" else "--" + name.replace("_", "-")
-            changed.append(f"{flag} {flags[name]} (checkpoint: {saved[name]})")
-    if changed:
-        raise SystemExit(f"--resume: the checkpoint in {out_dir} was trained with different "
-                         f"settings: {'; '.join(changed)}. Resume with the checkpoint's settings "
-                         f"(drop those flags), or start a new run with another --out.")
-    return {**flags, **{name: saved[name] for name in RESUME_FIELDS}}
-
-
-def resolve_config(args: argparse.Namespace, saved: dict | None) -> TrainConfig:
-    """The run's TrainConfig: the flags given, the rest from the recipe; on --resume the
-    checkpoint's RESUME_FIELDS, which flags may not contradict (resumed)."""
-    flags = config_flags(args)
-    if saved is not None:
-        return recipe_config(**resumed(flags, saved, args.out_dir))
-    cfg = recipe_config(**flags)
-    try:
-        get_config(cfg.size, **cfg.overrides)  # checked: a bad --set stops here, before the data
-    except ValueError as e:
-        given = " ".join(f"{k}={v}" for k, v in cfg.overrides.items())
-        raise SystemExit(f"--set {given}: {e} (size {cfg.size})") from e
-    return cfg
-
-
-def main(argv=None) -> dict:
+def main(argv=None, before_update=None) -> dict:
     """python train.py [flags]; returns what the run produced (for tests and notebooks):
-    {"model", "step", "config", "model_config", "tokenizer", "train", "eval", "interrupted"}."""
-    args = parse_args(argv)
+    {"model", "step", "config", "model_config", "tokenizer", "train", "eval", "interrupted"}.
+
+    before_update(step, cfg, run): called before each update, for experiments that change a run as
+    it goes (experiments/hooks.py: G's temperature); what it returns is added to metrics.jsonl's
+    rows. The paper's method has none."""
+    args = train_cli.parse_args(argv, TrainConfig, RECIPES)
+    train_cli.check_args(args, recipe_config)  # before anything is written
     out_dir = Path(args.out_dir)
-    ckpt_path = out_dir / "ckpt.pt"
     if args.presets:
         table = report.preset_costs(RECIPES, preset_configs())
         print(table)
         return {"presets": table}
     if args.export_hf:
-        saved = plumbing.load_checkpoint(ckpt_path, "--export-hf")
+        saved = plumbing.load_checkpoint(out_dir / "ckpt.pt", "--export-hf")
         model = Electra(ElectraConfig(**saved["model_config"]))
         model.load_state_dict(saved["model"])
         files = export_hf(model, out_dir / "vocab.txt", Path(args.export_hf))
@@ -798,23 +436,15 @@ def main(argv=None) -> dict:
         for f in files:
             print(f"  {f}")
         return {"model": model, "step": saved["step"], "files": files}
-    # torchrun's; plumbing.setup_distributed joins the group below
-    rank = int(os.environ.get("RANK", "0"))
-    with plumbing.open_run_folder(ckpt_path, args.resume, rank) as saved:
+    rank = int(os.environ.get("RANK", "0"))  # torchrun's; setup_distributed joins the group
+    with plumbing.open_run_folder(out_dir / "ckpt.pt", args.resume, rank) as saved:
         if args.init_from:  # continued pre-training: the released model's shape, vocab and size
-            try:
-                size, shape, vocab = released_start(args.init_from, args.generator, args.revision,
-                                                    args.hub_cache_dir)
-            except (FileNotFoundError, ValueError, HubError) as e:
-                raise SystemExit(f"--init-from {args.init_from}: {e}") from None
-            args.size = args.size or size
-            args.vocab = str(vocab)
-            shape = parse_overrides([f"{k}={v}" for k, v in shape.items()])  # as --set gives them
-            args.overrides = {**shape, **(args.overrides or {})}
-        cfg = resolve_config(args, saved["train_config"] if saved else None)
+            train_cli.released_flags(args)
+        cfg = train_cli.resolve_config(args, saved and saved["train_config"], recipe_config,
+                                       RESUME_FIELDS)
         rank, _, world, device = plumbing.setup_distributed(cfg.device)
         try:
-            return train(cfg, saved, rank, world, device)
+            return train(cfg, saved, rank, world, device, before_update)
         finally:
             if world > 1:
                 dist.destroy_process_group()

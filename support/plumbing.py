@@ -1,14 +1,14 @@
 """Plumbing shared by train.py, finetune.py, squad.py, data.py and tokenizer.py: nothing in here is
 ELECTRA. Downloads (size-checked, renamed only when complete), text files decoded, atomic writes,
 checkpoint files (with the previous one kept as a fallback), RNG state, devices and precision, DDP,
-signals, the run folder (one run at a time), and the command line's spelling (add_flag) and --set
-values (parse_overrides). Each lives here once.
+signals, the run folder (one run at a time), and train.py's guards around its loop (LoopGuards).
+Each lives here once. The command line's spelling (add_flag, parse_overrides) is support/flags.py's,
+which imports no torch; the names stay importable from here for finetune.py, squad.py and
+experiments/.
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
-import dataclasses
 import errno
 import hashlib
 import http.client
@@ -34,6 +34,8 @@ import torch
 import torch.distributed as dist
 from torch.nn.utils.rnn import pad_sequence
 from tqdm import tqdm
+
+from support.flags import add_flag, parse_overrides  # noqa: F401 (re-exported)
 
 # -----------------------------------------------------------------------------
 # Downloads: streamed to a ".part" file, size-checked, renamed only when complete,
@@ -380,6 +382,15 @@ def pad_batch(ids: list[list[int]], segments: list[list[int]], pad_id: int, devi
     return input_ids.to(device), segment_ids.to(device), attention_mask.to(device)
 
 
+def to_device(arrays, device: torch.device) -> list[torch.Tensor]:
+    """numpy arrays (a batch) as tensors on `device`; on a GPU copied from pinned memory, without
+    waiting for the copy."""
+    tensors = [torch.from_numpy(a) for a in arrays]
+    if device.type == "cuda":
+        return [t.pin_memory().to(device, non_blocking=True) for t in tensors]
+    return tensors
+
+
 def barrier(world: int) -> None:
     if world > 1:
         dist.barrier()
@@ -514,55 +525,81 @@ def _lock(f, release: bool = False) -> None:
 
 
 # -----------------------------------------------------------------------------
-# Command-line spelling
+# train.py's guards around its loop: Ctrl-C, a stop the processes agree on, out of GPU memory, a
+# loss that is not finite. Each ends the run with a checkpoint or one line, never a traceback.
 
 
-def add_flag(parser: argparse.ArgumentParser, name: str, **kwargs) -> None:
-    """Flag `--name-with-dashes` for config field `name`, as argparse and most CLIs spell flags;
-    `--name_with_underscores`, the spelling finetune.py and squad.py once used, stays accepted as a
-    hidden alias, so older commands keep working.
+class LoopGuards:
+    """The guards of train.py's loop, in a `with` block around it (`cfg` is the run's
+    train.TrainConfig, `micro_batch` the sequences per forward pass, `last_ckpt` the update of the
+    checkpoint on disk, None for a new run):
 
-    >>> p = argparse.ArgumentParser()
-    >>> add_flag(p, "max_seq_len", type=int, help="tokens per example")
-    >>> p.parse_args(["--max-seq-len", "64"]), p.parse_args(["--max_seq_len", "32"])
-    (Namespace(max_seq_len=64), Namespace(max_seq_len=32))
+    - Ctrl-C or SIGTERM (StopOnSignal) asks the loop to stop; the processes agree on the update
+      they stop after (agree_to_stop), save a checkpoint there and end;
+    - out of GPU memory in an update (`with guards.update():`) ends in one line that says how to
+      fit the batch;
+    - a loss or gradient norm that is not finite ends the run in one line (diverged), before the
+      next checkpoint could keep it. It is recorded on the device at each update and read only
+      where the loop waits for the device anyway (logs, evaluations, checkpoints).
     """
-    parser.add_argument("--" + name.replace("_", "-"), dest=name, **kwargs)
-    if "_" in name:
-        alias = {k: v for k, v in kwargs.items() if k not in ("help", "metavar")}
-        parser.add_argument("--" + name, dest=name, help=argparse.SUPPRESS, **alias)
 
+    def __init__(self, cfg, world: int, device: torch.device, micro_batch: int,
+                 last_ckpt: int | None):
+        self.cfg = cfg
+        self.world = world
+        self.device = device
+        self.micro_batch = micro_batch
+        self.last_ckpt = last_ckpt
+        self.ckpt_path = Path(cfg.out_dir) / "ckpt.pt"
+        self.signal = StopOnSignal()
+        # the first update whose loss or gradient norm was not finite (0: none)
+        self.diverged_at = torch.zeros((), dtype=torch.long, device=device)
 
-def parse_overrides(items: list[str], config_cls, flag: str, fixed: tuple = (),
-                    fixed_by: str = "") -> dict:
-    """FIELD=VALUE strings as {field: value}, each value typed by the field of `config_cls`; the
-    `fixed` fields are set by `fixed_by`, not by `flag`. A bad item ends in one line.
+    def __enter__(self):
+        self.signal.__enter__()
+        return self
 
-    >>> @dataclasses.dataclass
-    ... class C:
-    ...     num_layers: int = 12
-    ...     dropout: float = 0.1
-    ...     vocab_size: int = 30522
-    >>> parse_overrides(["num_layers=2", "dropout=0"], C, "--set")
-    {'num_layers': 2, 'dropout': 0.0}
-    >>> parse_overrides(["vocab_size=8"], C, "--set", fixed=("vocab_size",),
-    ...                 fixed_by="the vocabulary")
-    Traceback (most recent call last):
-    SystemExit: --set vocab_size=8: vocab_size comes from the vocabulary, not from --set
-    """
-    kinds = {f.name: f.type if isinstance(f.type, str) else f.type.__name__
-             for f in dataclasses.fields(config_cls)}
-    casts = {"int": int, "float": float, "bool": lambda v: v.lower() in ("1", "true", "yes")}
-    out = {}
-    for item in items:
-        key, is_set, value = item.partition("=")
-        if not is_set or key not in kinds:
-            raise SystemExit(f"{flag} {item}: expected FIELD=VALUE with FIELD one of "
-                             f"{sorted(kinds)}")
-        if key in fixed:
-            raise SystemExit(f"{flag} {item}: {key} comes from {fixed_by}, not from {flag}")
+    def __exit__(self, *exc):
+        self.signal.__exit__(*exc)
+
+    @contextlib.contextmanager
+    def update(self):
+        """The forward and backward passes of one update; out of GPU memory ends in one line."""
+        cfg = self.cfg
         try:
-            out[key] = casts.get(kinds[key], str)(value)
-        except ValueError as e:
-            raise SystemExit(f"{flag} {item}: {key} must be a {kinds[key]}") from e
-    return out
+            yield
+        except torch.OutOfMemoryError as e:
+            raise SystemExit(
+                f"out of GPU memory at micro-batch {self.micro_batch} x seq {cfg.seq_len}: add "
+                f"--grad-accum {cfg.grad_accum * 2} (same batch {cfg.batch_size} per update, half "
+                f"the memory per step) or lower --batch-size. The last checkpoint "
+                f"({self.ckpt_path}) is intact; continue with --resume.") from e
+
+    def after_update(self, step: int, loss: torch.Tensor, grad_norm: torch.Tensor,
+                     log_step: bool, sync: bool) -> bool:
+        """Whether to stop after update `step` (a stop asked for on any process, agreed at log
+        steps). `sync`: the loop waits for the device after this update (a log, an evaluation or
+        a checkpoint follows), so a non-finite loss recorded so far is read, and ends the run."""
+        finite = torch.isfinite(loss) & torch.isfinite(grad_norm)
+        self.diverged_at = torch.where((self.diverged_at == 0) & ~finite, step, self.diverged_at)
+        if (sync or self.signal.requested) and self.diverged_at.item():
+            raise self.diverged(self.diverged_at.item())
+        return agree_to_stop(self.signal.requested, log_step, self.world, self.device)
+
+    def saved(self, step: int) -> None:
+        """A checkpoint of update `step` is on disk."""
+        self.last_ckpt = step
+
+    def diverged(self, step: int) -> SystemExit:
+        """The one line that stops a run whose loss or gradient norm was not finite at `step`."""
+        lr = self.cfg.lr
+        path = self.ckpt_path
+        # the previous checkpoint, after a fallback
+        good = path if path.is_file() else previous_checkpoint(path)
+        if self.last_ckpt is not None:
+            kept = f"the last good checkpoint, {good} at step {self.last_ckpt:,}, is untouched"
+        else:
+            kept = "no checkpoint was written"
+        return SystemExit(f"the loss is not finite at step {step:,} (lr {lr:g}): the run diverged "
+                          f"and was stopped; {kept}. Start a new run with a lower --lr "
+                          f"(e.g. {lr / 10:g}) or a longer --warmup")

@@ -1,7 +1,8 @@
 """What a run tells its user; nothing here changes what is trained.
 
-train.py calls these. Read in order: the metrics (METRICS, step_stats), the same on held-out text
-with D's context AUC (evaluate_heldout), the metrics file (MetricsLog writes metrics.jsonl,
+train.py calls these. Read in order: the metrics of a step (METRICS, step_stats: G's and D's
+accuracy, D's precision, recall and AUC, disc_auc), the same on held-out text with D's context
+AUC (evaluate_heldout), the metrics file (MetricsLog writes metrics.jsonl,
 read_metrics reads it), the curves drawn from it (plot_pretraining_curves), the printed lines
 (progress_line, one held-out sentence as D reads it: marked_sentence, startup_report),
 the FLOPs of a step in two conventions (flops_per_step, flops_per_step_official: Table 1's compute)
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -27,24 +29,58 @@ from tqdm import tqdm
 from data import pretraining_batch
 from electra import (
     HEAD_SIZE,
-    METRICS,
     WITH_DISCRIMINATOR,
     Electra,
     ElectraConfig,
     count_params,
-    disc_auc,
     generator_config,
 )
 from support.plumbing import atomic_write
 
 # -----------------------------------------------------------------------------
-# The metrics: what each update measures (electra.METRICS), summed between two lines of
-# metrics.jsonl, and the same measured on held-out text
+# The metrics: what each update measures, from the tensors of its step (electra.ElectraOutput),
+# summed between two lines of metrics.jsonl, and the same measured on held-out text
+
+# The scalars of one step that metrics.jsonl logs; a metric the objective lacks reads 0
+METRICS = ("loss", "mlm_loss", "disc_loss", "gen_acc", "disc_acc", "disc_precision", "disc_recall",
+           "disc_auc", "replaced_frac", "main_mlm_loss")
 
 
-def step_stats(out) -> torch.Tensor:
-    """The ElectraOutput scalars as one detached tensor [len(METRICS)] (no host sync)."""
-    return torch.stack([getattr(out, n).detach().float() for n in METRICS])
+def mean_where(values: torch.Tensor, where: torch.Tensor) -> torch.Tensor:
+    """The mean of `values` over the positions where `where` is nonzero (0 if there are none)."""
+    w = where.float()
+    return (values.float() * w).sum() / w.sum().clamp_min(1.0)
+
+
+@torch.no_grad()
+def step_stats(out, x: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """The METRICS of one step as one detached tensor [len(METRICS)] (no host sync), from its
+    ElectraOutput `out` and its inputs x, attention_mask [B, T]:
+
+    - gen_acc: G's top-1 accuracy at the masked positions;
+    - replaced_frac: the share of real tokens G's samples changed;
+    - disc_acc: D's accuracy over the real tokens (D calls a token replaced when D(x, t) < 0.5);
+    - disc_precision: the share of D's "replaced" calls that are right; disc_recall: the share of
+      the replaced tokens D finds; disc_auc: how D ranks them (disc_auc).
+    """
+    zero = torch.zeros((), device=out.loss.device)
+    real = attention_mask.bool()
+    values = {"loss": out.loss, "mlm_loss": out.mlm_loss,
+              "gen_acc": mean_where(out.logits_G.argmax(-1) == x.gather(1, out.m), out.m_valid)}
+    if out.x_corrupt is not None:
+        is_original = out.x_corrupt == x
+        values["replaced_frac"] = mean_where(~is_original, real)
+    if out.logits_D is not None:
+        replaced = ~is_original & real
+        called_replaced = (out.logits_D < 0) & real
+        values.update(disc_loss=out.disc_loss,
+                      disc_acc=mean_where(called_replaced == replaced, real),
+                      disc_precision=mean_where(replaced, called_replaced),
+                      disc_recall=mean_where(called_replaced, replaced),
+                      disc_auc=disc_auc(out.p_original, is_original, attention_mask))
+    if out.main_mlm_loss is not None:
+        values["main_mlm_loss"] = out.main_mlm_loss
+    return torch.stack([values.get(n, zero).detach().float() for n in METRICS])
 
 
 def stats_dict(t: torch.Tensor) -> dict:
@@ -55,15 +91,44 @@ def stats_dict(t: torch.Tensor) -> dict:
     return d
 
 
+def disc_auc(p_original, is_original, weights):
+    """AUC of D's P(replaced) = 1 - D(x, t): the chance that a replaced token outscores an original.
+
+        AUC = 1 / (n_r n_o) * sum_{replaced i} ( #{original j : s_j < s_i}
+                                                 + 1/2 #{original j : s_j = s_i} )
+
+    the Mann-Whitney statistic, with s = 1 - D over the tokens where `weights` is 1 (n_r replaced,
+    n_o original); 0.5 is chance (and the value when either count is 0), 1.0 a perfect ranking. The
+    official code reports it too (run_pretraining.py). Unlike D's accuracy it moves as soon as D
+    ranks replaced tokens higher, long before any of them crosses 0.5.
+
+    p_original, is_original, weights: the same shape ([B, T], or flat) -> a 0-dim tensor.
+    Example: replaced scores [0.8, 0.4], original scores [0.4, 0.3, 0.1]: 0.8 beats all three (3),
+    0.4 beats two and ties one (2.5), AUC = 5.5 / 6 = 0.9167.
+    """
+    s = 1.0 - p_original.detach().float().flatten()  # [N] score of *replaced*
+    w = weights.flatten().bool()
+    orig = is_original.flatten() & w
+    repl = ~is_original.flatten() & w
+    # Sorting and binary search rather than torch.unique: no host sync, one graph under
+    # torch.compile. s_orig: [N] the originals' scores ascending, the rest (inf) last
+    s_orig = torch.where(orig, s, torch.inf).sort().values
+    below = torch.searchsorted(s_orig, s, side="left")  # [N] originals scored strictly lower
+    below_or_tied = torch.searchsorted(s_orig, s, side="right")  # [N] ... lower or equal
+    wins = (below + below_or_tied).double() / 2  # [N] = below + ties / 2; float64: sums reach ~1e9
+    pairs = repl.sum().double() * orig.sum().double()
+    chance = torch.full_like(pairs, 0.5)
+    auc = torch.where(pairs > 0, (wins * repl).sum() / pairs.clamp_min(1.0), chance)
+    return auc.float()
+
+
 # G's sampling temperature of the context AUC: the paper's (ElectraConfig's default, the official
 # code's temperature 1.0), whatever temperature a run trains at
 CONTEXT_TEMPERATURE = ElectraConfig.temperature
 
 
 # Evaluations run eagerly: train.py --compile compiles the model in place, and eval mode and the
-# held-out shapes would compile it again, for a few batches. On an H100 the training graph took
-# 62 s to compile, and the first evaluation, compiling, had not ended 40 s later when the run was
-# stopped.
+# held-out shapes would compile it again, which takes longer than the few batches it would speed.
 EAGER = torch.compiler.set_stance("force_eager")
 
 
@@ -81,7 +146,7 @@ def evaluate_heldout(model: torch.nn.Module, examples: np.ndarray, batches, cfg,
     and D's context AUC: disc_auc against G's samples drawn at CONTEXT_TEMPERATURE = 1.
     `examples` are laid out as the training `batches` (a data.Batches: its ids, micro-batch size,
     length and special tokens); `cfg` is the run's train.TrainConfig; `temperature` is G's sampling
-    temperature in training at this step (train.temperature_at; None: the model's).
+    temperature in training (None: the model's, config.temperature).
 
     Runs on the first cfg.eval_batches micro-batches of held-out examples with the torch RNG
     forked and seeded, so evaluations at different steps see the same corrupted inputs and the
@@ -135,7 +200,7 @@ def heldout_pass(model: torch.nn.Module, inputs: list[tuple], autocast, seed: in
     for x, segment_ids, attention_mask in inputs:
         with autocast:
             out = model(x, segment_ids, attention_mask, temperature=temperature)
-        per_batch.append(step_stats(out))
+        per_batch.append(step_stats(out, x, attention_mask))
         p = out.p_original  # [B, T], None without a discriminator
         if discriminator is not None:
             with autocast:
@@ -196,7 +261,7 @@ class MetricsLog:
 
     def train_row(self, step: int, lr: float, epoch: float, extra: dict | None = None) -> dict:
         """The means since the last row, averaged over the ranks, written as one row with
-        `extra` (the sampling temperature of a schedule)."""
+        `extra` (what an experiment's hook adds, e.g. G's temperature)."""
         if self.world > 1:
             dist.all_reduce(self.sums)
             self.sums /= self.world
@@ -428,6 +493,25 @@ def heldout_example(model: torch.nn.Module, examples: np.ndarray, batches, cfg,
     return x[0, real].cpu(), out.x_corrupt[0, real].cpu(), out.p_original[0, real].cpu()
 
 
+def heldout_evaluation(cfg, run, step: int, log: MetricsLog, extra: dict) -> tuple[dict, str]:
+    """The held-out evaluation after update `step` of train.Run `run` (train.TrainConfig `cfg`):
+    its row, written to metrics.jsonl with `extra` (an experiment's hook's values), curves.png
+    redrawn, and the lines to print: the metrics, and one held-out sentence as D reads it (the
+    same sentence each time, so a student sees D improve)."""
+    batches = run.data.batches
+    held = evaluate_heldout(run.raw, run.data.eval_ex, batches, cfg, run.autocast)
+    row = {"step": step, "split": "eval", **held, **extra, "elapsed_s": log.elapsed()}
+    log.write(row)
+    out_dir = Path(cfg.out_dir)
+    plot_pretraining_curves(out_dir / "metrics.jsonl", out_dir / "curves.png", cfg.objective)
+    lines = f"step {step:,} held-out: {progress_line(row, cfg.objective)}"
+    if run.raw.discriminator is not None:
+        sample = heldout_example(run.raw, run.data.eval_ex, batches, cfg)
+        lines += "\n" + marked_sentence(run.data.tok.id_to_token, *sample,
+                                        tty=sys.stdout.isatty())
+    return row, lines
+
+
 def startup_report(cfg, run, end: int) -> str:
     """What the run is: config, data, parameter counts and the FLOPs estimate. `cfg` is the run's
     train.TrainConfig, `run` its train.Run (set up to start at update run.step), `end` the update
@@ -477,10 +561,6 @@ def startup_report(cfg, run, end: int) -> str:
         f"eval every {cfg.eval_interval}, checkpoint every {cfg.ckpt_interval}",
         f"device   {run.device}, {run.precision}{bf16}{compiled}",
     ]
-    if cfg.temperature_end is not None:  # after "optim": train.temperature_at's schedule
-        reached = cfg.temperature_steps if cfg.temperature_steps is not None else cfg.steps
-        lines.insert(-3, f"sampling G's temperature {run.mc.temperature:g} -> "
-                         f"{cfg.temperature_end:g}, linear from update 1 to {reached:,}")
     return "\n".join(lines)
 
 
@@ -629,20 +709,17 @@ def peak_flops(device: torch.device, override_tflops: float | None) -> float | N
 # A GPU-sized run started on a CPU: how long it would take, and the preset made for CPUs
 
 CPU_PRESET = "tiny"  # the preset made to show ELECTRA learning on a laptop CPU (train.RECIPES)
-# the same tiny model over lunch: 60 minutes on 2 cores (train.RECIPES, issue 27)
-CPU_HOUR_PRESET = "tiny-hour"
-CPU_PRESETS = (CPU_PRESET, CPU_HOUR_PRESET)  # the presets made for CPUs: no projection for them
-CPU_PRESET_MINUTES = 15  # what the CPU preset's run takes on a 2-core CPU (measured, README)
+CPU_PRESET_MINUTES = 15  # what the CPU preset's run takes on a 2-core CPU (README)
 # ours: updates timed, after the first (one-off set-up), for the CPU time projection
 PROJECTION_STEPS = 3
 
 
 class CpuProjection:
-    """Times PROJECTION_STEPS updates after the first of a run of a size not in CPU_PRESETS on a
+    """Times PROJECTION_STEPS updates after the first of a run of a size != CPU_PRESET on a
     CPU, then writes cpu_projection's line once."""
 
     def __init__(self, size: str, device: torch.device, first_step: int, end: int, write):
-        self.active = device.type == "cpu" and size not in CPU_PRESETS
+        self.active = device.type == "cpu" and size != CPU_PRESET
         self.size = size
         self.first_step = first_step
         self.end = end

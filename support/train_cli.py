@@ -1,0 +1,262 @@
+"""train.py's command line: its flags (parse_args), the checks of their values (check_args,
+check_train_config, --set's fields), and the configuration a run gets from them, a checkpoint it
+resumes, or a released model it starts from (resolve_config, resumed, released_flags).
+
+train.py reads its command line before it imports torch, so that a mistyped flag answers at once:
+parse_args needs nothing heavy. The checks that need the model's or the data's modules run after
+torch has loaded, and import those modules where they run.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+from dataclasses import asdict, fields
+
+from support.flags import add_flag, parse_overrides
+from tokenizer import CONFIG as WORDPIECE
+
+MIN_VOCAB_SIZE = len(WORDPIECE.specials) + 1  # the special tokens and at least one piece
+# ElectraConfig fields that --set may not change: they come from --objective and the vocabulary
+NOT_SET = ("objective", "vocab_size", "pad_id", "cls_id", "sep_id", "mask_id")
+
+
+def parse_args(argv, config: type, sizes) -> argparse.Namespace:
+    """One flag per field of `config` (train.TrainConfig; dashes, the underscore spelling a hidden
+    alias), and --resume, --export-hf, --presets; `sizes` are the presets of --size. A flag of the
+    recipe or of RESUME_FIELDS that is not given parses to None: resolve_config takes it from the
+    recipe or the checkpoint. Only argparse's checks run here (a flag's name, type and choices);
+    check_args checks the values."""
+    p = argparse.ArgumentParser(
+        description="Pre-train ELECTRA (Clark et al. 2020). Presets per --size follow the paper's "
+                    "Table 6; every value can be overridden.")
+    c = config  # the defaults
+    add_flag(p, "size", choices=tuple(sizes), help=f"model and recipe preset (default {c.size})")
+    add_flag(p, "objective",
+             help="electra: replaced token detection; bert: the masked-LM baseline; electra_15, "
+                  "replace_mlm, all_tokens_mlm: the ablations of Sec. 3.5 (default electra)")
+    add_flag(p, "data", help=f".txt file, folder of .txt files, or a corpus data.py downloads "
+                             f"(wikitext-103, wikitext-2) (default {c.data})")
+    add_flag(p, "data_url", help="base URL of the known corpora (default: $ELECTRA_DATA_URL, or "
+                                 "data.DATA_URL)")
+    add_flag(p, "cache_dir", default=c.cache_dir,
+             help="downloads and tokenised corpora (default %(default)s)")
+    p.add_argument("--out", dest="out_dir", metavar="OUT", default=c.out_dir,
+                   help="run folder: ckpt.pt, vocab.txt, metrics.jsonl, curves.png "
+                        "(default %(default)s)")
+    add_flag(p, "vocab", help="a BERT-format vocab.txt (default: train one on the corpus)")
+    add_flag(p, "vocab_size", type=int, help="size of the trained vocab (preset)")
+    add_flag(p, "seq_len", type=int, help="tokens per example (preset)")
+    add_flag(p, "batch_size", type=int, help="sequences per update, all GPUs together (preset)")
+    add_flag(p, "grad_accum", type=int, default=c.grad_accum,
+             help="micro-batches per update (default %(default)s)")
+    add_flag(p, "lr", type=float, help="peak learning rate (preset)")
+    add_flag(p, "steps", type=int, help="updates (preset)")
+    add_flag(p, "warmup", type=int, help="warm-up updates (preset)")
+    add_flag(p, "weight_decay", type=float, help=f"AdamW weight decay (default {c.weight_decay})")
+    add_flag(p, "clip_norm", type=float, help=f"gradient-norm clip (default {c.clip_norm})")
+    add_flag(p, "eval_fraction", type=float,
+             help=f"share of documents held out (default {c.eval_fraction})")
+    add_flag(p, "eval_batches", type=int, default=c.eval_batches,
+             help="micro-batches per evaluation (default %(default)s)")
+    add_flag(p, "log_interval", type=int, help="updates between metrics.jsonl lines (preset)")
+    add_flag(p, "eval_interval", type=int, help="updates between held-out evaluations (preset)")
+    add_flag(p, "ckpt_interval", type=int, default=c.ckpt_interval,
+             help="updates between checkpoints (default %(default)s)")
+    add_flag(p, "stop_at", type=int,
+             help="stop with a checkpoint after this update (the schedule still runs to --steps)")
+    add_flag(p, "seed", type=int, help=f"random seed (default {c.seed})")
+    add_flag(p, "device", default=c.device,
+             help="auto (default: cuda if available), cpu, cuda or cuda:N")
+    add_flag(p, "compile", action="store_true", help="torch.compile the model")
+    add_flag(p, "cuda_graphs", action="store_true",
+             help="with --compile on a GPU: CUDA graphs (torch.compile's reduce-overhead mode), "
+                  "one launch per compiled step")
+    add_flag(p, "precision", choices=("auto", "bf16", "fp32"), default=c.precision,
+             help="auto (default): bf16 autocast on GPUs with bf16 tensor cores, fp32 elsewhere")
+    add_flag(p, "peak_tflops", type=float,
+             help="accelerator peak TFLOP/s for MFU (default: looked up from the GPU name)")
+    p.add_argument("--set", dest="overrides", metavar="FIELD=VALUE", action="append",
+                   help="override an ElectraConfig field, e.g. --set num_layers=2 (repeatable)")
+    add_flag(p, "init_from", metavar="NAME_OR_FOLDER",
+             help="continue pre-training a released ELECTRA (e.g. google/electra-small, its hub "
+                  "name or a folder): its shape, vocab, generator and discriminator")
+    add_flag(p, "generator", help="with --init-from: the generator's hub name or folder")
+    add_flag(p, "revision", default=c.revision,
+             help="hub revision of --init-from (branch, tag or commit)")
+    add_flag(p, "hub_cache_dir",
+             help="hub checkpoints (default ~/.cache/electra-from-scratch/hub)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the run in --out from its ckpt.pt")
+    add_flag(p, "export_hf", metavar="DIR",
+             help="write the checkpoint in --out in HuggingFace's ELECTRA layout to DIR, then exit")
+    p.add_argument("--presets", action="store_true",
+                   help="print every preset's parameters and FLOPs per step, then exit")
+    return p.parse_args(argv)
+
+
+def check_args(args: argparse.Namespace, recipe_config) -> None:
+    """The values of the flags given, checked before anything is written: --set's items typed by
+    ElectraConfig (args.overrides becomes a dict), --init-from's companions, and every value over
+    the recipe (`recipe_config`: train.recipe_config) in its range (check_train_config)."""
+    from electra import ElectraConfig  # after torch has loaded (this module's docstring)
+
+    if args.overrides is not None:
+        args.overrides = parse_overrides(args.overrides, ElectraConfig, "--set", NOT_SET,
+                                         "--objective / the vocabulary")
+    objective_kept = args.objective in (None, "electra", "electra_15")
+    if args.init_from and (args.resume or args.vocab or not objective_kept):
+        raise SystemExit("--init-from starts a new ELECTRA run from a released generator and "
+                         "discriminator, with their vocab: drop --resume, --vocab and --objective")
+    check_train_config(recipe_config(**config_flags(args, recipe_config)))
+
+
+def config_flags(args: argparse.Namespace, recipe_config) -> dict:
+    """The TrainConfig fields of the parsed flags, those that parsed to None (not given) left
+    out."""
+    names = [f.name for f in fields(recipe_config())]
+    return {name: getattr(args, name) for name in names if getattr(args, name, None) is not None}
+
+
+def check_train_config(cfg) -> None:
+    """One line (SystemExit) for a value of train.TrainConfig `cfg` out of its range, naming its
+    flag.
+
+    >>> from train import TrainConfig
+    >>> check_train_config(TrainConfig(lr=-1.0))
+    Traceback (most recent call last):
+    SystemExit: --lr -1.0: must be a positive number (the peak learning rate)
+    >>> check_train_config(TrainConfig(eval_fraction=1.0))
+    Traceback (most recent call last):
+    SystemExit: --eval-fraction 1.0: must be a share in [0, 1) (0: no held-out set)
+    >>> check_train_config(TrainConfig(seq_len=4))
+    Traceback (most recent call last):
+    SystemExit: --seq-len 4: must be an integer >= 5 (the example builder's shortest target length)
+    """
+    from data import SHORT_SEQ_MIN  # after torch has loaded (this module's docstring)
+    from electra import OBJECTIVES
+
+    def refuse(flag: str, value, must: str) -> SystemExit:
+        return SystemExit(f"{flag} {value}: must be {must}")
+
+    def positive(v) -> bool:
+        return math.isfinite(v) and v > 0
+
+    if cfg.objective not in OBJECTIVES:
+        raise refuse("--objective", cfg.objective, f"one of {', '.join(OBJECTIVES)}")
+    if cfg.vocab_size < MIN_VOCAB_SIZE:
+        raise refuse("--vocab-size", cfg.vocab_size,
+                     f"an integer >= {MIN_VOCAB_SIZE} (the special tokens and at least one piece)")
+    if cfg.seq_len < SHORT_SEQ_MIN:
+        raise refuse("--seq-len", cfg.seq_len, f"an integer >= {SHORT_SEQ_MIN} "
+                     f"(the example builder's shortest target length)")
+    if cfg.batch_size < 1:
+        raise refuse("--batch-size", cfg.batch_size, "an integer >= 1 (sequences per update)")
+    if cfg.grad_accum < 1:
+        raise refuse("--grad-accum", cfg.grad_accum, "an integer >= 1 (micro-batches per update)")
+    if not positive(cfg.lr):
+        raise refuse("--lr", cfg.lr, "a positive number (the peak learning rate)")
+    if cfg.steps < 1:
+        raise refuse("--steps", cfg.steps, "an integer >= 1 (updates)")
+    if cfg.warmup < 0:
+        raise refuse("--warmup", cfg.warmup, "an integer >= 0 (warm-up updates)")
+    if not (math.isfinite(cfg.weight_decay) and cfg.weight_decay >= 0):
+        raise refuse("--weight-decay", cfg.weight_decay, "a number >= 0 (AdamW weight decay)")
+    if not positive(cfg.clip_norm):
+        raise refuse("--clip-norm", cfg.clip_norm, "a positive number (the gradient-norm clip)")
+    if cfg.cuda_graphs and not cfg.compile:
+        raise SystemExit("--cuda-graphs replays torch.compile's graphs: add --compile")
+    if cfg.cuda_graphs and cfg.grad_accum > 1:
+        # the first micro-batch's gradients may be the graph's own output buffers, which the next
+        # replay overwrites: refused rather than risked
+        raise SystemExit(f"--cuda-graphs with --grad-accum {cfg.grad_accum} is not supported: "
+                         f"drop one of them")
+    if not 0 <= cfg.eval_fraction < 1:
+        raise refuse("--eval-fraction", cfg.eval_fraction, "a share in [0, 1) (0: no held-out set)")
+    if cfg.eval_batches < 1:
+        raise refuse("--eval-batches", cfg.eval_batches,
+                     "an integer >= 1 (micro-batches per evaluation)")
+    if cfg.log_interval < 1:
+        raise refuse("--log-interval", cfg.log_interval,
+                     "an integer >= 1 (updates between metrics lines)")
+    if cfg.eval_interval < 1:
+        raise refuse("--eval-interval", cfg.eval_interval,
+                     "an integer >= 1 (updates between evaluations)")
+    if cfg.ckpt_interval < 1:
+        raise refuse("--ckpt-interval", cfg.ckpt_interval,
+                     "an integer >= 1 (updates between checkpoints)")
+    if cfg.stop_at is not None and cfg.stop_at < 1:
+        raise refuse("--stop-at", cfg.stop_at, "an integer >= 1 (the update to stop after)")
+    if cfg.seed < 0:
+        raise refuse("--seed", cfg.seed, "an integer >= 0 (the random seed)")
+    if cfg.peak_tflops is not None and not positive(cfg.peak_tflops):
+        raise refuse("--peak-tflops", cfg.peak_tflops,
+                     "a positive number (the accelerator's peak TFLOP/s)")
+
+
+def released_flags(args: argparse.Namespace) -> None:
+    """--init-from: the released model's size, vocab and shape (as --set gives them) into `args`,
+    under the flags given."""
+    from support.hf import HubError, released_start  # after torch has loaded
+
+    try:
+        size, shape, vocab = released_start(args.init_from, args.generator, args.revision,
+                                            args.hub_cache_dir)
+    except (FileNotFoundError, ValueError, HubError) as e:
+        raise SystemExit(f"--init-from {args.init_from}: {e}") from None
+    from electra import ElectraConfig
+
+    args.size = args.size or size
+    args.vocab = str(vocab)
+    shape = parse_overrides([f"{k}={v}" for k, v in shape.items()], ElectraConfig, "--set")
+    args.overrides = {**shape, **(args.overrides or {})}
+
+
+def resumed(flags: dict, saved: dict, out_dir: str, recipe_config, resume_fields) -> dict:
+    """The fields of a resumed run: the flags given, and `resume_fields` (train.RESUME_FIELDS) as
+    the checkpoint's config `saved` has them, which a flag may not contradict: one line naming
+    each flag that does.
+
+    >>> from train import RESUME_FIELDS, recipe_config
+    >>> saved = asdict(recipe_config(size="tiny"))
+    >>> cfg = recipe_config(**resumed({"log_interval": 1}, saved, "out", recipe_config,
+    ...                               RESUME_FIELDS))
+    >>> cfg.size, cfg.lr, cfg.log_interval
+    ('tiny', 0.001, 1)
+    >>> resumed({"size": "small"}, saved, "out", recipe_config, RESUME_FIELDS)
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    SystemExit: --resume: ... different settings: --size small (checkpoint: tiny). Resume with ...
+    """
+    if saved.get("temperature_end") is not None:
+        raise SystemExit(f"--resume: the checkpoint in {out_dir} was trained with a schedule of "
+                         f"G's temperature, which train.py no longer has: continue it with "
+                         f"experiments/hooks.py's temperature_schedule")
+    # a checkpoint written before a field existed ran with its default
+    saved = {**asdict(recipe_config(size=saved.get("size", "small"))), **saved}
+    changed = []
+    for name in resume_fields:
+        if name in flags and flags[name] != saved[name]:
+            flag = "--set" if name == "overrides" else "--" + name.replace("_", "-")
+            changed.append(f"{flag} {flags[name]} (checkpoint: {saved[name]})")
+    if changed:
+        raise SystemExit(f"--resume: the checkpoint in {out_dir} was trained with different "
+                         f"settings: {'; '.join(changed)}. Resume with the checkpoint's settings "
+                         f"(drop those flags), or start a new run with another --out.")
+    return {**flags, **{name: saved[name] for name in resume_fields}}
+
+
+def resolve_config(args: argparse.Namespace, saved: dict | None, recipe_config, resume_fields):
+    """The run's train.TrainConfig: the flags given, the rest from the recipe; on --resume the
+    checkpoint's config `saved` for `resume_fields`, which flags may not contradict (resumed)."""
+    from electra import get_config  # after torch has loaded (this module's docstring)
+
+    flags = config_flags(args, recipe_config)
+    if saved is not None:
+        return recipe_config(**resumed(flags, saved, args.out_dir, recipe_config, resume_fields))
+    cfg = recipe_config(**flags)
+    try:
+        get_config(cfg.size, **cfg.overrides)  # checked: a bad --set stops here, before the data
+    except ValueError as e:
+        given = " ".join(f"{k}={v}" for k, v in cfg.overrides.items())
+        raise SystemExit(f"--set {given}: {e} (size {cfg.size})") from e
+    return cfg
