@@ -413,6 +413,13 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device,
 # The command line (its flags and checks: support/train_cli.py)
 
 
+def parse_config(argv) -> TrainConfig:
+    """The checked TrainConfig of a new run's command line (for tools that build a run's parts)."""
+    args = train_cli.parse_args(argv, TrainConfig, RECIPES)
+    train_cli.check_args(args, recipe_config)
+    return train_cli.resolve_config(args, None, recipe_config, RESUME_FIELDS)
+
+
 def main(argv=None, before_update=None) -> dict:
     """python train.py [flags]; returns what the run produced (for tests and notebooks):
     {"model", "step", "config", "model_config", "tokenizer", "train", "eval", "interrupted"}.

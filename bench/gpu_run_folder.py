@@ -58,7 +58,7 @@ def main(argv=None) -> Path:
     vocab = folder / "vocab.txt"
     flags = ["--size", args.size, "--seed", str(args.seed), "--vocab", str(vocab),
              "--out", str(run)]
-    cfg = train.resolve_config(train.parse_args(flags), None)
+    cfg = train.parse_config(flags)
     tok = Tokenizer.load(vocab)
     mc = train.model_config(cfg, tok)
     model = hf.from_hf_state_dicts(mc, hf.read_weights(folder))

@@ -19,6 +19,7 @@ if str(ROOT) not in sys.path:
 
 import train  # the project's modules: after the sys.path line
 from electra import Electra, ElectraConfig
+from experiments import hooks
 from tokenizer import CONFIG, Tokenizer, count_words
 
 # Chapters I-V of Jane Austen's Emma (1816, public domain; Project Gutenberg via the NLTK
@@ -103,8 +104,9 @@ def short_run(out_dir, steps: int, objective: str = "electra", data=SAMPLE_TEXT,
 
 def load_run(run_dir) -> dict:
     """A finished train.py run folder: its model (eval mode), tokenizer, metrics rows, and G's
-    sampling temperature at its last update (train.temperature_at: the tiny-hour preset's schedule
-    ends at the paper's 1, while its model config keeps the starting 2)."""
+    sampling temperature at its last update: the model's, which a schedule of experiments/hooks.py
+    keeps at the last update's (the CPU hour's ends at the paper's 1); for a folder written by the
+    --temperature-end flags train.py once had, their schedule's."""
     run_dir = Path(run_dir)
     if not (run_dir / "ckpt.pt").is_file():
         raise FileNotFoundError(f"no ckpt.pt in {run_dir}: point at a train.py --out folder, or "
@@ -113,8 +115,12 @@ def load_run(run_dir) -> dict:
     tok = Tokenizer.load(run_dir / "vocab.txt")
     model = Electra(ElectraConfig(**ckpt["model_config"]))
     model.load_state_dict(ckpt["model"])
-    cfg = train.TrainConfig(**ckpt["train_config"])  # what the run trained with
-    temperature = train.temperature_at(ckpt["step"] - 1, cfg, model.config)
+    temperature = model.config.temperature
+    flags = ckpt["train_config"]
+    if flags.get("temperature_end") is not None:
+        steps = flags.get("temperature_steps") or flags["steps"]
+        temperature = hooks.temperature_at(ckpt["step"] - 1, temperature, flags["temperature_end"],
+                                           steps)
     return {
         "model": model.eval(),
         "tokenizer": tok,

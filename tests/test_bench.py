@@ -207,7 +207,7 @@ def test_gpu_run_folder_makes_a_run_of_the_discriminator_brought_back(tmp_path, 
     lines = ["the film was good .", "a plot is dull .", "the film is moving ."] * 20
     vocab = tmp_path / "vocab.txt"
     train_vocab(lines, vocab_size=60, progress=False).save(vocab)
-    cfg = train.resolve_config(train.parse_args(["--size", "tiny", "--vocab", str(vocab)]), None)
+    cfg = train.parse_config(["--size", "tiny", "--vocab", str(vocab)])
     mc = train.model_config(cfg, Tokenizer.load(vocab))
     torch.manual_seed(0)
     initial = Electra(mc)

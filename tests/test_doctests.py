@@ -1,4 +1,5 @@
-"""The docstring examples of every module in the repository root run and give what they show."""
+"""The docstring examples of every module of the repository root and of support/ run and give what
+they show."""
 import doctest
 import importlib
 from pathlib import Path
@@ -6,9 +7,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-NAMES = ("plumbing", "tokenizer", "electra", "data", "glue", "hf", "report", "train", "finetune",
-         "squad", "evaluate")
-MODULES = [name for name in NAMES if (ROOT / f"{name}.py").is_file()]
+MODULES = sorted([p.stem for p in ROOT.glob("*.py")]
+                 + [f"support.{p.stem}" for p in (ROOT / "support").glob("*.py")
+                    if p.stem != "__init__"])
 MIN_EXAMPLES = 70  # the examples that ran when this test was written; fewer means some were lost
 
 
@@ -16,7 +17,7 @@ MIN_EXAMPLES = 70  # the examples that ran when this test was written; fewer mea
 def test_docstring_examples(name):
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0, \
-        f"{result.failed} docstring example(s) of {name}.py failed (see above)"
+        f"{result.failed} docstring example(s) of {name} failed (see above)"
 
 
 def test_docstring_examples_are_not_lost():

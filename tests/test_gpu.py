@@ -170,18 +170,17 @@ def test_fused_attention_matches_the_hand_written_reference_on_cuda(tf32_off):
 
 
 def test_pinned_memory_non_blocking_copies_arrive_whole():
-    """train.train copies a batch through pinned memory without waiting for the copy (the line
-    below is its copy, written out there). The pinned buffer is its own copy: overwriting the
-    numpy batch right after the call (as the next batch would) cannot reach the GPU's, and after
-    a synchronize every value is there."""
+    """train.py copies a batch through pinned memory without waiting for the copy
+    (plumbing.to_device). The pinned buffer is its own copy: overwriting the numpy batch right
+    after the call (as the next batch would) cannot reach the GPU's, and after a synchronize every
+    value is there."""
     rs = np.random.default_rng(0)
     sent, kept = [], []
     for _ in range(20):  # copies queued back to back, behind GPU work
         batch = [rs.integers(0, 30522, (128, 128)), rs.integers(0, 2, (128, 128)),
                  rs.random((128, 128)) < 0.9]  # input_ids, segment_ids, attention_mask
         kept.append([b.copy() for b in batch])
-        tensors = [torch.from_numpy(a) for a in batch]
-        on_gpu = [t.pin_memory().to(CUDA, non_blocking=True) for t in tensors]
+        on_gpu = plumbing.to_device(batch, CUDA)
         _ = on_gpu[0].float().sum()
         for b in batch:
             b[...] = 0  # the caller reuses its arrays

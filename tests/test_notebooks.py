@@ -66,13 +66,13 @@ def test_stored_notebook_has_outputs_and_is_small(name):
         f"{name}: {path.stat().st_size} bytes, keep it small"
 
 
-@pytest.mark.parametrize("schedule, expected", [
-    ({}, 2.0), ({"temperature_end": 1.0, "temperature_steps": 5}, 1.0)])
+@pytest.mark.parametrize("schedule, expected", [("none", 2.0), ("hook", 1.0), ("old flags", 1.0)])
 def test_load_run_gives_the_temperature_of_the_last_update(schedule, expected, tmp_path,
                                                            monkeypatch):
     """Notebook 01 samples G at the temperature its run ended at: the tiny model's 2 without a
-    schedule; 1 at update 7 of a move from 2 to 1 that ends at update 5 (as tiny-hour's at
-    4,800)."""
+    schedule; 1 at update 7 of a move from 2 to 1 that ends at update 5 (as the CPU hour's at
+    4,800), whether experiments/hooks.py's schedule kept it in the model's config or the run
+    folder holds the --temperature-end flags train.py once had."""
     import torch
 
     monkeypatch.syspath_prepend(str(NOTEBOOKS))
@@ -81,6 +81,7 @@ def test_load_run_gives_the_temperature_of_the_last_update(schedule, expected, t
 
     import train
     from electra import Electra, get_config
+    from experiments import hooks
     from support import plumbing
     from tokenizer import Tokenizer
 
@@ -88,9 +89,13 @@ def test_load_run_gives_the_temperature_of_the_last_update(schedule, expected, t
     model = Electra(get_config("tiny", vocab_size=len(tok), hidden_size=32, embedding_size=32,
                                num_layers=1, num_heads=1, intermediate_size=64, pad_id=tok.pad_id,
                                cls_id=tok.cls_id, sep_id=tok.sep_id, mask_id=tok.mask_id))
-    cfg = train.recipe_config(size="tiny", steps=10, **schedule)
+    cfg = train.recipe_config(size="tiny", steps=10)
+    if schedule == "hook":
+        model.config.temperature = hooks.temperature_at(6, 2.0, 1.0, 5)  # as the hook leaves it
     state = train.checkpoint(model, torch.optim.AdamW(model.parameters()), 7, cfg, tok.hash(),
                              rng=[])
+    if schedule == "old flags":
+        state["train_config"].update(temperature_end=1.0, temperature_steps=5)
     plumbing.write_checkpoint(tmp_path / "ckpt.pt", state)
     tok.save(tmp_path / "vocab.txt")
     (tmp_path / "metrics.jsonl").write_text("")

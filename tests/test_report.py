@@ -7,11 +7,13 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
+from test_electra import batch, micro_config
 
 import data
 import train
-from electra import OBJECTIVES, Electra, disc_auc, get_config
+from electra import OBJECTIVES, Electra, get_config
 from support import report
+from support.report import disc_auc, stats_dict, step_stats
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(27)]
 
@@ -83,8 +85,9 @@ def test_context_auc_equals_the_auc_when_training_samples_at_temperature_1():
 
 
 def test_a_scheduled_temperature_is_the_training_auc_pass():
-    """With train.temperature_at's schedule, the training-AUC pass samples at the step's temperature
-    (not the model's) and the context AUC stays at 1; at 1 the two are one pass."""
+    """With a schedule of G's temperature (experiments/hooks.py), the training-AUC pass samples at
+    the step's temperature (not the model's) and the context AUC stays at 1; at 1 the two are one
+    pass."""
     examples, layout = held_out()
     cfg = train.TrainConfig(eval_batches=3, seed=5)
     model = tiny_model(temperature=2.0)
@@ -190,10 +193,71 @@ def test_marked_sentence_is_cut_to_sample_tokens():
     assert text.splitlines()[1] == "  " + " ".join(["the"] * report.SAMPLE_TOKENS) + " ..."
 
 
-def test_the_cpu_presets_are_presets_of_both_the_model_and_the_recipe():
-    # A renamed preset would silently turn its CPU time projection back on: the names must exist.
+def test_the_cpu_preset_is_a_preset_of_both_the_model_and_the_recipe():
+    # A renamed preset would silently turn its CPU time projection back on: the name must exist.
     from electra import SIZES
 
-    for size in report.CPU_PRESETS:
-        assert size in SIZES and size in train.RECIPES
+    assert report.CPU_PRESET in SIZES and report.CPU_PRESET in train.RECIPES
     assert report.CPU_PRESET_MINUTES == 15  # the README's 15-minute command
+
+
+def test_disc_auc_by_hand():
+    # D = P(original); the AUC ranks 1 - D, the score of *replaced*.
+    # replaced tokens score 0.8 and 0.4, originals 0.4, 0.3, 0.1 (the last token is padding):
+    # 0.8 beats all three originals (3); 0.4 beats 0.3 and 0.1 and ties 0.4 (2 + 1/2) -> 5.5 / 6
+    p_original = torch.tensor([[0.2, 0.6, 0.6, 0.7, 0.9, 0.0]])
+    is_original = torch.tensor([[False, False, True, True, True, False]])
+    am = torch.tensor([[1, 1, 1, 1, 1, 0]])
+    assert disc_auc(p_original, is_original, am).item() == pytest.approx(5.5 / 6)
+    # the padding token (replaced, scored highest) would have added a third perfect replaced token
+    assert disc_auc(p_original, is_original, torch.ones_like(am)).item() == pytest.approx(
+        (3 + 3 + 2.5) / 9)
+    # a perfect ranking is 1, the reverse 0, all scores equal 1/2 (every pair a tie)
+    labels = torch.tensor([True, True, False, False])
+    assert disc_auc(torch.tensor([0.9, 0.8, 0.2, 0.1]), labels, torch.ones(4)).item() == 1.0
+    assert disc_auc(torch.tensor([0.1, 0.2, 0.8, 0.9]), labels, torch.ones(4)).item() == 0.0
+    assert disc_auc(torch.full((4,), 0.3), labels, torch.ones(4)).item() == 0.5
+    # undefined without replaced tokens: reported as chance
+    assert disc_auc(torch.tensor([0.9, 0.8]), torch.tensor([True, True]),
+                    torch.ones(2)).item() == 0.5
+
+
+def test_disc_auc_equals_sklearn():
+    from sklearn.metrics import roc_auc_score
+
+    g = torch.Generator().manual_seed(0)
+    for _ in range(4):
+        # scores rounded to 2 decimals: many ties, which sklearn also counts as half
+        p_original = torch.rand(16, 40, generator=g).round(decimals=2)
+        is_original = torch.rand(16, 40, generator=g) < 0.85
+        weights = torch.rand(16, 40, generator=g) < 0.9
+        ref = roc_auc_score((~is_original)[weights].numpy(), (1 - p_original)[weights].numpy())
+        assert disc_auc(p_original, is_original, weights).item() == pytest.approx(ref, abs=1e-6)
+
+
+def test_step_metrics_are_consistent():
+    """step_stats: what a run reports of one step, from the tensors of its ElectraOutput."""
+    model = Electra(micro_config())
+    x, seg, am = batch()
+    out = model(x, seg, am)
+    m = stats_dict(step_stats(out, x, am))
+    assert set(m) >= {"loss", "mlm_loss", "disc_loss", "gen_acc", "disc_acc", "disc_precision",
+                      "disc_recall", "disc_auc", "replaced_frac"}
+    assert m["loss"] == pytest.approx(m["mlm_loss"] + 50 * m["disc_loss"], rel=1e-5)
+    real = am.bool()
+    is_orig = (out.x_corrupt == x)[real]
+    assert m["replaced_frac"] == pytest.approx((~is_orig).float().mean().item())
+    called_orig = (out.p_original[real] > 0.5)
+    assert m["disc_acc"] == pytest.approx((called_orig == is_orig).float().mean().item(), abs=1e-6)
+    assert m["disc_auc"] == pytest.approx(disc_auc(out.p_original, out.x_corrupt == x, am).item())
+
+
+    replaced = ~(out.x_corrupt == x) & real
+    called_replaced = (out.p_original < 0.5) & real
+    assert m["disc_precision"] == pytest.approx(
+        (replaced & called_replaced).sum().item() / max(called_replaced.sum().item(), 1))
+    assert m["disc_recall"] == pytest.approx(
+        (replaced & called_replaced).sum().item() / max(replaced.sum().item(), 1))
+    top1 = out.logits_G.argmax(-1) == x.gather(1, out.m)
+    assert m["gen_acc"] == pytest.approx(top1[out.m_valid].float().mean().item())
+    assert m["main_mlm_loss"] == 0.0  # not an objective of ELECTRA's: reads 0
