@@ -360,8 +360,8 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device,
             stats = torch.zeros(len(report.METRICS), device=device)  # the update's mean metrics
             with guards.update():  # out of GPU memory: one line, how to fit the batch
                 for micro in range(cfg.grad_accum):
-                    x, segment_ids, attention_mask = plumbing.to_device(batches.get(step, micro),
-                                                                        device)  # [b, T] each
+                    batch = plumbing.to_device(batches.get(step, micro), device)
+                    x, segment_ids, attention_mask = batch  # [b, T] each
                     # DDP all-reduces the gradients in backward: at the last micro-batch only
                     last = micro == cfg.grad_accum - 1
                     sync = model.no_sync() if world > 1 and not last else contextlib.nullcontext()

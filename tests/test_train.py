@@ -24,7 +24,7 @@ from torch._dynamo.utils import counters
 
 import data
 import train
-from electra import Electra
+from electra import Electra, get_config
 from support import plumbing, report
 from support.report import disc_auc
 from tokenizer import Tokenizer
@@ -133,6 +133,15 @@ def test_the_cpu_preset_logs_evaluates_and_draws_within_its_first_minutes(corpus
     printed = capsys.readouterr().out
     assert f"step {tiny.eval_interval} held-out:" in printed
     assert "held-out sentence" in printed
+
+
+def test_train_config_defaults_are_their_sources():
+    """TrainConfig is defined before torch loads, so two defaults are written out there: the vocab
+    size is ELECTRA-Small's model's, the corpora's URL data.py's."""
+    cfg = train.TrainConfig()
+    assert cfg.vocab_size == get_config("small").vocab_size
+    assert cfg.data_url == data.DATA_URL
+    assert train.recipe_config() == cfg  # the defaults are Small's recipe
 
 
 def test_a_mistyped_flag_answers_before_torch_loads(tmp_path):
