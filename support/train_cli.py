@@ -98,16 +98,25 @@ def check_args(args: argparse.Namespace, recipe_config) -> None:
     """The values of the flags given, checked before anything is written: --set's items typed by
     ElectraConfig (args.overrides becomes a dict), --init-from's companions, and every value over
     the recipe (`recipe_config`: train.recipe_config) in its range (check_train_config)."""
-    from electra import ElectraConfig  # after torch has loaded (this module's docstring)
-
     if args.overrides is not None:
-        args.overrides = parse_overrides(args.overrides, ElectraConfig, "--set", NOT_SET,
-                                         "--objective / the vocabulary")
+        args.overrides = parse_set(args.overrides)
     objective_kept = args.objective in (None, "electra", "electra_15")
     if args.init_from and (args.resume or args.vocab or not objective_kept):
         raise SystemExit("--init-from starts a new ELECTRA run from a released generator and "
                          "discriminator, with their vocab: drop --resume, --vocab and --objective")
     check_train_config(recipe_config(**config_flags(args, recipe_config)))
+
+
+def parse_set(items: list[str]) -> dict:
+    """--set's ["num_layers=2", "dropout=0"] -> {"num_layers": 2, "dropout": 0.0}, typed by
+    ElectraConfig; the fields the objective and the vocabulary set are refused in one line.
+
+    >>> parse_set(["num_layers=2", "dropout=0"])
+    {'num_layers': 2, 'dropout': 0.0}
+    """
+    from electra import ElectraConfig  # after torch has loaded (this module's docstring)
+
+    return parse_overrides(items, ElectraConfig, "--set", NOT_SET, "--objective / the vocabulary")
 
 
 def config_flags(args: argparse.Namespace, recipe_config) -> dict:
