@@ -12,7 +12,7 @@ import argparse
 import math
 from dataclasses import asdict, fields
 
-from support.flags import add_flag, parse_overrides
+from support.cli import add_flag
 from tokenizer import CONFIG as WORDPIECE
 
 MIN_VOCAB_SIZE = len(WORDPIECE.specials) + 1  # the special tokens and at least one piece
@@ -115,6 +115,7 @@ def parse_set(items: list[str]) -> dict:
     {'num_layers': 2, 'dropout': 0.0}
     """
     from electra import ElectraConfig  # after torch has loaded (this module's docstring)
+    from support.plumbing import parse_overrides
 
     return parse_overrides(items, ElectraConfig, "--set", NOT_SET, "--objective / the vocabulary")
 
@@ -212,11 +213,9 @@ def released_flags(args: argparse.Namespace) -> None:
                                             args.hub_cache_dir)
     except (FileNotFoundError, ValueError, HubError) as e:
         raise SystemExit(f"--init-from {args.init_from}: {e}") from None
-    from electra import ElectraConfig
-
     args.size = args.size or size
     args.vocab = str(vocab)
-    shape = parse_overrides([f"{k}={v}" for k, v in shape.items()], ElectraConfig, "--set")
+    shape = parse_set([f"{k}={v}" for k, v in shape.items()])  # as --set gives them
     args.overrides = {**shape, **(args.overrides or {})}
 
 
