@@ -845,7 +845,7 @@ def calls_out_of_train_py(argv: list[str], monkeypatch) -> list[str]:
     first optimizer step, in the order first met ("file.py:qualname"). A function counts when the
     nearest project frame below it is train.py's, so the model's forward counts (torch's
     Module.__call__ sits between) and what the model calls inside itself does not."""
-    module_files = {str(p) for p in ROOT.glob("*.py")}
+    module_files = {str(p) for p in [*ROOT.glob("*.py"), *ROOT.glob("support/*.py")]}
     train_py = str(ROOT / "train.py")
     met = []
 
@@ -859,7 +859,7 @@ def calls_out_of_train_py(argv: list[str], monkeypatch) -> list[str]:
         code = frame.f_code
         if event != "call" or code.co_filename not in module_files - {train_py}:
             return
-        name = f"{Path(code.co_filename).name}:{code.co_qualname}"
+        name = f"{Path(code.co_filename).relative_to(ROOT)}:{code.co_qualname}"
         if nearest_project_caller(frame) == train_py and name not in met:
             met.append(name)
 
@@ -896,13 +896,13 @@ def test_the_calls_out_of_train_py_before_the_first_update(corpus, tmp_path, mon
         "tokenizer.py:Tokenizer.__len__",
         "electra.py:Electra.__init__",
         "electra.py:decays",
-        "plumbing.py:mixed_precision",
-        "report.py:startup_report",
-        "report.py:MetricsLog.__init__",
-        "plumbing.py:StopOnSignal.__init__",
-        "plumbing.py:StopOnSignal.__enter__",
+        "support/plumbing.py:mixed_precision",
+        "support/report.py:startup_report",
+        "support/report.py:MetricsLog.__init__",
+        "support/plumbing.py:StopOnSignal.__init__",
+        "support/plumbing.py:StopOnSignal.__enter__",
         "electra.py:lr_factor",
         "data.py:Batches.get",
         "electra.py:Electra.forward",
-        "report.py:step_stats",
+        "support/report.py:step_stats",
     ]
