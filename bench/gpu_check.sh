@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # The CUDA path on a real GPU in one call of at most 9.5 minutes, and a longer pre-training run in
-# the calls after it. Written for a GPU machine lent for short calls without network access (each
-# step has its own time limit, everything it needs is carried along, and what comes back is small),
-# it runs as well on a GPU of your own. It works in the repository root. Prepare the data once, on
+# the calls after it. Each step has its own time limit, it needs no network, and what comes back is
+# small, so it fits a GPU reached through short batch jobs as well as a GPU of your own. It works in the repository root. Prepare the data once, on
 # any machine that has it:
 #
 #     SHARED=/path/to/shared/data bash bench/gpu_prepare.sh   # fills .gpudata/
