@@ -447,14 +447,15 @@ def _collected(k_args: list[str]) -> list[str]:
 
 
 def test_exercises_md_commands_select_what_its_text_says():
-    """Every pytest command EXERCISES.md prints selects the tests its text names: the whole command
-    the four student tests, the one-exercise command test_student_wordpiece alone. pytest keeps
-    only the last -k, so a command with two -k would run more than its text says: none may have
-    two."""
+    """Every pytest command EXERCISES.md and the README print for the exercises selects the tests
+    their text names: the whole command the four student tests, the one-exercise command
+    test_student_wordpiece alone. pytest keeps only the last -k, so a command with two -k would run
+    more than its text says: none may have two."""
     text = (ROOT / "EXERCISES.md").read_text(encoding="utf-8")
-    commands = [shlex.split(line) for line in text.splitlines()
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    commands = [shlex.split(line) for line in (text + "\n" + readme).splitlines()
                 if "python -m pytest" in line and "tests/test_exercises.py" in line]
-    assert len(commands) >= 2, "EXERCISES.md prints the command for all four and for one"
+    assert len(commands) >= 3, "EXERCISES.md: the command for all four and for one; README: all"
     selected = {}
     for cmd in commands:
         assert cmd.count("-k") == 1, f"one -k per command (pytest keeps only the last): {cmd}"
