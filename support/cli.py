@@ -198,9 +198,9 @@ def finetune_args(argv=None, description: str = "") -> argparse.Namespace:
 # squad.py
 
 
-def squad_args(argv=None, description: str = "") -> argparse.Namespace:
-    """squad.py's command line, each value checked against its range before anything loads.
-    SquadConfig's flags left out are None: squad.squad_config fills them in."""
+def squad_parser(description: str = "") -> argparse.ArgumentParser:
+    """squad.py's flags. SquadConfig's flags left out are None: squad.squad_config fills them
+    in."""
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--task", required=True, choices=SQUAD_TASKS, help="SQuAD 1.1 or 2.0")
     add_init_flags(p)
@@ -241,7 +241,13 @@ def squad_args(argv=None, description: str = "") -> argparse.Namespace:
              help="2.0's null odds: the official answerability classifier (default), or BERT's "
                   "[CLS] span score (which implies --independent-ends: it is defined on BERT's "
                   "head)")
-    args = p.parse_args(argv)
+    return p
+
+
+def squad_args(argv=None, description: str = "") -> argparse.Namespace:
+    """squad.py's command line, each value checked against its range before anything loads (but
+    SquadConfig's, which squad.parse_args checks)."""
+    args = squad_parser(description).parse_args(argv)
     if args.max_dev_examples is not None and args.max_dev_examples < 1:
         raise SystemExit(f"--max-dev-examples {args.max_dev_examples}: must be an integer >= 1 "
                          f"(dev questions)")

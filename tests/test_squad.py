@@ -14,6 +14,7 @@ from test_finetune_model import (  # the tiny train.py run folder of finetune's 
 from test_hf_hub import hub, save_pair  # noqa: F401 (hub: the fixture of a local hub server)
 
 import squad
+from support import cli
 from tokenizer import Tokenizer
 
 
@@ -389,7 +390,7 @@ BAD_FLAGS = {"--seed": "-1", "--lr": "0", "--layer-decay": "1.5", "--epochs": "0
 
 
 def test_every_numeric_flag_is_range_checked_in_one_line(tmp_path):
-    checked = {a.option_strings[0] for a in squad.parser()._actions
+    checked = {a.option_strings[0] for a in cli.squad_parser()._actions
                if a.type in (int, float) and a.help != argparse.SUPPRESS}
     assert set(BAD_FLAGS) == checked  # the flags with a range: every numeric flag
     for flag, value in BAD_FLAGS.items():
