@@ -301,16 +301,6 @@ def task_loss(task: glue.Task, logits, labels):
     return F.cross_entropy(logits, labels)
 
 
-def update(model: nn.Module, opt, schedule, loss: torch.Tensor, grad_clip: float) -> None:
-    """One fine-tuning update, GLUE's and SQuAD's: the gradient of `loss`, its global norm clipped
-    to grad_clip (official optimization.py), the optimizer's step, then the schedule's next lr."""
-    opt.zero_grad(set_to_none=True)
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
-    opt.step()
-    schedule.step()
-
-
 def train_epoch(model: nn.Module, opt, schedule, task: glue.Task, train: glue.Encoded,
                 labels: torch.Tensor, order: list[int], ft: FinetuneConfig, pad_id: int,
                 device: torch.device, stop, what: str, epoch: int) -> list[float]:
@@ -329,7 +319,11 @@ def train_epoch(model: nn.Module, opt, schedule, task: glue.Task, train: glue.En
             loss = task_loss(task, logits, labels[rows].to(device))
             if not torch.isfinite(loss):
                 raise runs.diverged(what, schedule.last_epoch + 1, epoch, ft.lr)
-            update(model, opt, schedule, loss, ft.grad_clip)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), ft.grad_clip)  # official: 1.0
+            opt.step()
+            schedule.step()  # the next update's lr: warm-up, then linear decay
             losses.append(loss.item())
             bar.update(len(rows))
             bar.set_postfix(loss=f"{np.mean(losses[-runs.LOSS_WINDOW:]):.4f}")

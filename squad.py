@@ -46,7 +46,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from electra import ElectraConfig, Encoder
-from finetune import FinetuneConfig, encoder_config, optimizer_and_schedule, recipe_for, update
+from finetune import FinetuneConfig, encoder_config, optimizer_and_schedule, recipe_for
 from support.finetune_runs import (
     LOSS_WINDOW,
     STOPPING,
@@ -879,7 +879,11 @@ def finetune(pre: Pretrained, train: list[Feature], ft: FinetuneConfig, cfg: Squ
                     loss = loss + answerable_loss(a, impossible, cfg.answerable_weight)
                 if not torch.isfinite(loss):
                     raise diverged(what, schedule.last_epoch + 1, epoch, ft.lr)
-                update(model, opt, schedule, loss, ft.grad_clip)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), ft.grad_clip)
+                opt.step()
+                schedule.step()
                 losses.append(loss.item())
                 bar.update(len(rows))
                 bar.set_postfix(loss=f"{np.mean(losses[-LOSS_WINDOW:]):.4f}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from dataclasses import fields
 
 # support.glue.TASKS's names and electra.SIZES's keys, written out because both modules import
@@ -149,8 +150,31 @@ def task_names(text: str) -> list[str]:
     return names
 
 
+# Flags finetune.py does not take, and what it does instead: one line for a command passing one
+NOT_FLAGS = {
+    "--pool": "the head reads the [CLS] state, as the official code's does",
+    "--layer-decay-fixed": "layer-wise lr decay is the official code's (finetune.layer_lr_scales)",
+    "--adam-bias-correction": "the optimizer is the official one, Adam without bias correction "
+                              "(finetune.AdamWeightDecay)",
+}
+
+
+def refuse_not_flags(argv: list[str]) -> None:
+    """One line for a flag of NOT_FLAGS (in either spelling), instead of argparse's usage.
+
+    >>> refuse_not_flags(["--task", "sst2", "--pool=mean"])
+    Traceback (most recent call last):
+    SystemExit: --pool is not a flag of finetune.py: the head reads the [CLS] state, as the ...
+    """
+    for arg in argv:
+        name = arg.split("=")[0].replace("_", "-")
+        if name in NOT_FLAGS:
+            raise SystemExit(f"{name} is not a flag of finetune.py: {NOT_FLAGS[name]}")
+
+
 def finetune_args(argv=None, description: str = "") -> argparse.Namespace:
     """finetune.py's command line, each value checked against its range before anything loads."""
+    refuse_not_flags(sys.argv[1:] if argv is None else argv)
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--task", required=True,
                    help=f"one of {', '.join(GLUE_TASKS)}, a comma-separated list, or 'all'")

@@ -28,6 +28,8 @@ def test_the_names_written_out_are_glues_tasks_and_the_models_sizes():
     (["finetune.py"], ["--task", "rtee", "--init", "x"], "--task: unknown task 'rtee'"),
     (["finetune.py"], ["--task", "rte", "--init", "x", "--lr", "-1"],
      "--lr -1.0: must be a positive number"),
+    (["finetune.py"], ["--task", "rte", "--init", "x", "--pool", "mean"],
+     "--pool is not a flag of finetune.py: the head reads the [CLS] state"),
     (["squad.py"], ["--task", "squad1", "--init", "x", "--epochs", "two"],
      "argument --epochs: invalid int value: 'two'"),
     (["-m", "support.evaluate"], ["blimp", "--init", "x", "--per-paradigm", "-1"],

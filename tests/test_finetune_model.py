@@ -431,7 +431,8 @@ def test_cli_errors(tmp_path):
     with pytest.raises(SystemExit, match="unknown task 'glue': choose from"):
         ft.main(["--task", "glue", "--init", run])
     (tmp_path / "data").mkdir()
-    with pytest.raises(SystemExit, match=r"error: .*data/train.tsv not found"):
+    with pytest.raises(SystemExit,
+                       match=r"error: .*data/SST-2/train.tsv not found, nor .*data/train.tsv"):
         ft.main(["--task", "sst2", "--init", run, "--data_dir", str(tmp_path / "data")])
     (tmp_path / "data" / "train.tsv").write_text("sentence\tlabel\ngood\t1\nbad\t0\textra\n")
     with pytest.raises(SystemExit,
