@@ -7,8 +7,8 @@ scores). This file reads beside Appendix A:
     recipe       Table 7's hyperparameters (FinetuneConfig), by model size
     head         the official code's classifier on the [CLS] state
     lr decay     layer-wise learning rates, the official optimizer, warm-up + linear decay
-    the loop     one seed: epochs of batches, the dev metrics after each epoch, then the test
-                 split's predictions
+    the loop     one seed: epochs of batches, the dev metrics after each epoch
+    evaluation   predictions (dev and test) and the task's metrics
     main         the command line
 
 What is not the method lives in support/: GLUE's tasks, files and metrics (support/glue.py),
@@ -392,6 +392,10 @@ def finetune_seed(task: glue.Task, pre: Pretrained, splits: glue.Splits, ft: Fin
     dev = {k: v for k, v in history[-1].items() if k not in ("epoch", "train_loss")}
     return {"seed": seed, "history": history, "dev": dev, "test": test_pred,
             "seconds": time.time() - t0}
+
+
+# -----------------------------------------------------------------------------
+# Evaluation: predictions, and the task's dev metrics (support/glue.py computes them)
 
 
 @torch.no_grad()
