@@ -30,9 +30,14 @@ import math
 import re
 import string
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import NamedTuple
+
+from support import cli
+
+if __name__ == "__main__":  # the flags first: torch takes seconds to load, a typo answers at once
+    cli.squad_args(description=__doc__.split("\n\n")[0])
 
 import numpy as np
 import torch
@@ -41,33 +46,24 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from electra import ElectraConfig, Encoder
-from finetune import (
+from finetune import FinetuneConfig, encoder_config, optimizer_and_schedule, recipe_for
+from support.finetune_runs import (
     LOSS_WINDOW,
     STOPPING,
-    FinetuneConfig,
-    Runtime,
     Stopped,
-    add_init_flags,
     as_json,
-    check_finetune_config,
     check_stop,
     differences,
     diverged,
-    encoder_config,
     file_sha256,
-    from_flags,
     init_identity,
-    optimizer_and_schedule,
-    recipe_for,
     refuse,
-    update,
     with_recipe_defaults,
 )
 from support.hf import HubError, Pretrained, load_init
 from support.plumbing import (
     DownloadError,
     StopOnSignal,
-    add_flag,
     atomic_write,
     download,
     mixed_precision,
@@ -796,6 +792,15 @@ def model_logits(model: SpanModel, features: list[Feature], batch_size: int, pad
 # --------------------------------------------------------------------------------------------------
 
 
+@dataclass
+class Runtime:
+    """How a run is carried out, not what it computes: where, what stops it, what it resumes."""
+    device: str  # cuda or cpu
+    stop: StopOnSignal | None = None  # .requested (Ctrl-C, SIGTERM): stop before the next update
+    checkpoint: Path | None = None  # written after every epoch, resumed from
+    identity: dict = field(default_factory=dict)  # what the run is, kept in the checkpoint
+
+
 def save_epochs(path: Path, state: dict) -> None:
     """The run after its last finished epoch, written atomically: never half a checkpoint."""
     atomic_write(path, lambda tmp: torch.save(state, tmp))
@@ -814,7 +819,8 @@ def resume_epochs(runtime: Runtime, model: SpanModel, opt, schedule,
     except Exception as e:  # truncated by a full disk, or not a checkpoint at all
         raise SystemExit(f"--out-dir {path.parent}: {path.name} cannot be read "
                          f"({type(e).__name__}): pass --restart to start over") from None
-    identity = {**saved["identity"], "recipe": with_recipe_defaults(saved["identity"]["recipe"])}
+    recipe = with_recipe_defaults(saved["identity"]["recipe"], asdict(FinetuneConfig()))
+    identity = {**saved["identity"], "recipe": recipe}
     found = differences(identity, as_json(runtime.identity))
     if found:
         raise refuse(path, found)
@@ -837,7 +843,7 @@ def finetune(pre: Pretrained, train: list[Feature], ft: FinetuneConfig, cfg: Squ
     a new random order each (drawn from `seed`), one update per ft.batch_size features, gradients
     clipped to a global norm of ft.grad_clip. With runtime.checkpoint, the run is saved there after
     every epoch (written atomically) and resumed from it; Ctrl-C or SIGTERM (runtime.stop) raises
-    finetune.Stopped before the next update, the unfinished epoch dropped.
+    support.finetune_runs.Stopped before the next update, the unfinished epoch dropped.
     """
     device = torch.device(runtime.device)
     pad_id = pre.tokenizer.pad_id
@@ -859,7 +865,7 @@ def finetune(pre: Pretrained, train: list[Feature], ft: FinetuneConfig, cfg: Squ
         with tqdm(total=len(train), unit="ex", desc=f"{what} epoch {epoch}/{cfg.epochs}",
                   dynamic_ncols=True, leave=False) as bar:
             for start in range(0, len(train), ft.batch_size):
-                check_stop(runtime)
+                check_stop(runtime.stop)
                 rows = order[start:start + ft.batch_size]
                 starts = torch.tensor([train[r].start for r in rows], device=device)  # [B]
                 ends = torch.tensor([train[r].end for r in rows], device=device)  # [B]
@@ -873,7 +879,11 @@ def finetune(pre: Pretrained, train: list[Feature], ft: FinetuneConfig, cfg: Squ
                     loss = loss + answerable_loss(a, impossible, cfg.answerable_weight)
                 if not torch.isfinite(loss):
                     raise diverged(what, schedule.last_epoch + 1, epoch, ft.lr)
-                update(model, opt, schedule, loss, ft.grad_clip)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), ft.grad_clip)
+                opt.step()
+                schedule.step()
                 losses.append(loss.item())
                 bar.update(len(rows))
                 bar.set_postfix(loss=f"{np.mean(losses[-LOSS_WINDOW:]):.4f}")
@@ -898,6 +908,7 @@ class Run:
     """Where the model and the data come from and where results go: not the recipe."""
     task: str  # squad1 or squad2
     init: str  # train.py checkpoint or run folder, HF ELECTRA/BERT folder, or hub name
+    device: str  # cuda or cpu
     revision: str = "main"  # hub revision of --init: a branch, tag or commit
     hub_cache_dir: str | None = None  # None: ~/.cache/electra-from-scratch/hub (hf.hub_cache_dir)
     vocab: str | None = None  # None: the vocab.txt beside --init
@@ -906,85 +917,15 @@ class Run:
     squad_url: str = SQUAD_BASE_URL
     out_dir: str = "out/squad"  # predictions.json, null_odds.json, results.json
     seed: int = 0
-    device: str = "cuda" if torch.cuda.is_available() else "cpu"
     max_train_examples: int | None = None  # the first N training questions only: quick runs
     max_dev_examples: int | None = None  # predict and score the first N dev questions only
     restart: bool = False  # False: resume from the checkpoint in out_dir, if there is one
 
 
-def check_run(run: Run) -> None:
-    """One line naming the flag of a value out of its range."""
-    if run.seed < 0:
-        raise SystemExit(f"--seed {run.seed}: must be an integer >= 0 (the seed)")
-    if run.max_train_examples is not None and run.max_train_examples < 1:
-        raise SystemExit(f"--max-train-examples {run.max_train_examples}: must be an integer >= 1 "
-                         f"(training questions)")
-    if run.max_dev_examples is not None and run.max_dev_examples < 1:
-        raise SystemExit(f"--max-dev-examples {run.max_dev_examples}: must be an integer >= 1 "
-                         f"(dev questions)")
-
-
-def parser() -> argparse.ArgumentParser:
-    """Run's flags, SquadConfig's and the three of finetune.py's recipe that SQuAD takes (and
-    --dropout, one of finetune.add_init_flags)."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--task", required=True, choices=list(SQUAD_FILES), help="SQuAD 1.1 or 2.0")
-    add_init_flags(p)
-    add_flag(p, "data_dir", help="folder holding the official train/dev JSON files (default: "
-                                 "download into --cache-dir)")
-    add_flag(p, "cache_dir", default=Run.cache_dir,
-             help="where downloaded SQuAD files are kept (default %(default)s)")
-    add_flag(p, "squad_url", default=Run.squad_url, help="base URL of the SQuAD JSON files")
-    add_flag(p, "out_dir", default=Run.out_dir,
-             help="predictions.json, null_odds.json, results.json, and the checkpoint of the "
-                  "last finished epoch while it runs (default %(default)s)")
-    p.add_argument("--restart", action="store_true",
-                   help="start over: without it, a run stopped half-way in --out-dir resumes "
-                        "from its last finished epoch")
-    p.add_argument("--seed", type=int, default=Run.seed, help="random seed (default %(default)s)")
-    p.add_argument("--device", default=Run.device, help="cuda or cpu (default %(default)s)")
-    add_flag(p, "max_train_examples", type=int, help="use only the first N training questions")
-    add_flag(p, "max_dev_examples", type=int, help="predict and score the first N dev questions")
-    # finetune.py's recipe: left out, Table 7's for the model's size
-    p.add_argument("--lr", type=float,
-                   help="peak learning rate; default: Table 7's for the model size")
-    add_flag(p, "layer_decay", type=float,
-             help="layer-wise lr decay; default: 0.8 (0.9 for large)")
-    add_flag(p, "batch_size", type=int, default=FinetuneConfig.batch_size,
-             help="examples per update (Table 7) (default %(default)s)")
-    # SquadConfig
-    add_flag(p, "max_seq_len", type=int,
-             help=f"tokens per window (official max_seq_length; GLUE uses 128; default "
-                  f"{SquadConfig.max_seq_len}, or the model's positions if it has fewer)")
-    add_flag(p, "doc_stride", type=int, default=SquadConfig.doc_stride,
-             help="official doc_stride: a new window every N context tokens (default %(default)s)")
-    add_flag(p, "max_query_len", type=int, default=SquadConfig.max_query_len,
-             help="official max_query_length: longer questions are cut (default %(default)s)")
-    add_flag(p, "max_answer_len", type=int, default=SquadConfig.max_answer_len,
-             help="official max_answer_length, in tokens (default %(default)s)")
-    add_flag(p, "n_best", type=int, default=SquadConfig.n_best,
-             help="official n_best_size: top start and end positions searched "
-                  "(default %(default)s)")
-    p.add_argument("--epochs", type=int, default=SquadConfig.epochs,
-                   help="Table 7: 2 for SQuAD (default %(default)s)")
-    add_flag(p, "independent_ends", action="store_true",
-             help="BERT's span head (start and end from one dense layer) instead of the official "
-                  "joint prediction (the end conditioned on the start, searched with a beam)")
-    add_flag(p, "null_threshold", type=float,
-             help=f"2.0: answers with null odds above it count as no answer (default "
-                  f"{SquadConfig.null_threshold}, the official qa_na_threshold with the "
-                  f"classifier; BERT's {BERT_NULL_THRESHOLD} with --null-score span)")
-    add_flag(p, "null_score", choices=["classifier", "span"], default="classifier",
-             help="2.0's null odds: the official answerability classifier (default), or BERT's "
-                  "[CLS] span score (which implies --independent-ends: it is defined on BERT's "
-                  "head)")
-    return p
-
-
 def squad_config(args: argparse.Namespace, max_position: int) -> SquadConfig:
     """SquadConfig from the flags. Left out, max_seq_len is the official 512, or `max_position`
     (the model's positions) if it is fewer; null_threshold the official one, or BERT's with
-    --null-score span."""
+    --null-score span; the others, left out, SquadConfig's."""
     span = args.null_score == "span"  # BERT's null score, defined on BERT's head
     max_seq_len = args.max_seq_len
     if max_seq_len is None:
@@ -992,21 +933,17 @@ def squad_config(args: argparse.Namespace, max_position: int) -> SquadConfig:
     null_threshold = args.null_threshold
     if null_threshold is None:
         null_threshold = BERT_NULL_THRESHOLD if span else SquadConfig.null_threshold
-    return SquadConfig(max_seq_len=max_seq_len, doc_stride=args.doc_stride,
-                       max_query_len=args.max_query_len, max_answer_len=args.max_answer_len,
-                       n_best=args.n_best, epochs=args.epochs,
-                       answerable_classifier=args.task == "squad2" and not span,
-                       independent_ends=args.independent_ends or span,
-                       null_threshold=null_threshold)
+    return cli.from_flags(SquadConfig, args, max_seq_len=max_seq_len,
+                          answerable_classifier=args.task == "squad2" and not span,
+                          independent_ends=args.independent_ends or span,
+                          null_threshold=null_threshold)
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    """The command line, each value checked against its range before anything is loaded."""
-    args = parser().parse_args(argv)
-    check_run(from_flags(Run, args))
+    """The command line (support.cli.squad_args), SquadConfig's values checked too, before
+    anything is loaded."""
+    args = cli.squad_args(argv, description=__doc__.split("\n\n")[0])
     check_squad_config(squad_config(args, max_position=SquadConfig.max_seq_len))
-    check_finetune_config(FinetuneConfig(lr=args.lr, layer_decay=args.layer_decay,
-                                         batch_size=args.batch_size, dropout=args.dropout))
     return args
 
 
@@ -1034,7 +971,7 @@ def stopped(checkpoint: Path) -> SystemExit:
 
 def main(argv=None) -> dict:
     args = parse_args(argv)
-    run = from_flags(Run, args)
+    run = cli.from_flags(Run, args, device=args.device or cli.default_device())
     out = Path(run.out_dir)
     v2 = run.task == "squad2"
     try:
@@ -1058,8 +995,9 @@ def main(argv=None) -> dict:
         raise SystemExit(f"--max-seq-len {cfg.max_seq_len}: must be at most "
                          f"{pre.config.max_position}, the positions {pre.source} has "
                          f"embeddings for")
-    recipe = FinetuneConfig(lr=args.lr, layer_decay=args.layer_decay, batch_size=args.batch_size,
-                            max_seq_len=cfg.max_seq_len, epochs=cfg.epochs, dropout=args.dropout)
+    # Table 7's recipe for the model's size, but for SQuAD's windows and epochs (SquadConfig)
+    recipe = cli.from_flags(FinetuneConfig, args, max_seq_len=cfg.max_seq_len, epochs=cfg.epochs,
+                            max_train_examples=None)
     ft = recipe_for(pre.config, recipe)
     train_examples = read_examples(train_data, run.max_train_examples, training=True)
     dev_examples = read_examples(dev_data, run.max_dev_examples)

@@ -241,12 +241,10 @@ class _CharTable(dict):
     stripping. Texts containing such a character go through basic_tokenize; `hard` finds them.
     """
 
-    # What it buys: stage 1 on 2.1 MB of text (every 4th line of bench/tokenizer.py's corpus,
-    # WikiText-2 and Gutenberg) took 0.095 s through the table and 2.9 s through basic_tokenize,
-    # 30x in CPU time (16x in wall-clock time with the garbage collector on), best of 5
-    # alternating runs. str.translate maps the characters in C, and each distinct character goes
+    # Why it is fast: str.translate maps the characters in C, and each distinct character goes
     # through the Python steps once: str.translate asks table[code], and the dict's __missing__
-    # fills in a character the first time (all 1.1M code points up front would take seconds).
+    # fills in a character the first time (all 1.1M code points up front would be slow to build).
+    # bench/tokenizer.py measures it against basic_tokenize.
 
     def __init__(self, lowercase: bool):
         super().__init__()
@@ -343,8 +341,7 @@ class Tokenizer:
                 continue
             normalized = part.translate(self.table)  # first: new characters may add to table.hard
             # isascii() first: no hard character is ASCII, and isascii() reads a flag of the
-            # string where the regex scans it. It buys 10-12% on stage 1 alone (the _CharTable
-            # text; three runs, best of 7), all count_words does; under 5% of encode.
+            # string where the regex would scan it.
             hard = self.table.hard
             if hard is not None and not part.isascii() and hard.search(part):
                 words.extend(basic_tokenize(part, self.lowercase))
@@ -354,9 +351,7 @@ class Tokenizer:
 
     def encode_word(self, word: str) -> tuple[int, ...]:
         """Stage 2 on one word (wordpiece) as ids, remembered: words follow Zipf's law, so most
-        words of a text were seen before. Encoding with a new Tokenizer took 13% longer without the
-        cache on 2.1 MB (the _CharTable text), 22% longer on the whole 8.5 MB corpus (best of 5);
-        the longer the text, the more it buys."""
+        words of a text were seen before, and the longer the text, the more the cache saves."""
         ids = self.word_ids.get(word)
         if ids is None:
             if len(self.word_ids) >= self.config.word_cache_size:
@@ -611,17 +606,14 @@ def learn_vocab(word_counts: dict[str, int], vocab_size: int, config: WordPieceC
 
     # A priority queue instead of scoring every pair before each merge: a merge pushes new entries
     # for the pairs it touched only, and an entry whose score changed since it was pushed (stale)
-    # is skipped when it comes out. Learning a 1,500-token vocab from bench/tokenizer.py's corpus
-    # took 2.9 s with the queue, 16.8 s scoring every pair (5.8x, best of 5); the gap grows with
-    # the vocab, as the pairs grow in number.
+    # is skipped when it comes out. Rescoring every pair would cost time in proportion to the
+    # number of pairs at every merge, and the pairs grow in number with the vocab.
     heap: list = []
     bar = tqdm(total=vocab_size, initial=len(vocab), desc="wordpiece merges", unit="tok",
                disable=not progress)
     while len(vocab) < vocab_size:
-        # Stale entries pile up: over 4 entries per live pair (+ 1024, so a small queue is not
-        # rebuilt over and over), rebuild the queue from the live pairs. Learning 30,522 tokens
-        # from the corpus took 16.0 s with the rebuild, 37.2 s without (2.3x, best of 5); the
-        # 4 and the 1024 were not tuned.
+        # Stale entries pile up and slow every pop: over 4 entries per live pair (+ 1024, so a
+        # small queue is not rebuilt over and over), rebuild the queue from the live pairs.
         if not heap or len(heap) > 4 * len(counts.pair_count) + 1024:
             heap = [entry(p) for p, c in counts.pair_count.items() if c >= min_frequency]
             heapq.heapify(heap)

@@ -145,16 +145,16 @@ if __name__ == "__main__":
     # The command line is read before torch loads (seconds): a mistyped flag answers at once.
     train_cli.parse_args(sys.argv[1:], TrainConfig, RECIPES)
 
-import torch  # noqa: E402 (after the command line, above)
-import torch.distributed as dist  # noqa: E402
-import torch.nn as nn  # noqa: E402
-from tqdm import tqdm  # noqa: E402
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from tqdm import tqdm
 
-from data import DATA_URL, PretrainingData, pretraining_data  # noqa: E402
-from electra import Electra, ElectraConfig, decays, get_config, lr_factor  # noqa: E402
-from support import plumbing, report  # noqa: E402
-from support.hf import export_hf, load_electra  # noqa: E402
-from tokenizer import Tokenizer  # noqa: E402
+from data import DATA_URL, PretrainingData, pretraining_data
+from electra import Electra, ElectraConfig, decays, get_config, lr_factor
+from support import plumbing, report
+from support.hf import export_hf, load_electra
+from tokenizer import Tokenizer
 
 # -----------------------------------------------------------------------------
 # The model: the size's preset (electra.SIZES) with the vocabulary and the recipe's lengths

@@ -1,16 +1,13 @@
 #!/usr/bin/env bash
-# The CUDA path on a real GPU in one call of at most 9.5 minutes (issue 25), and the longer run in
-# the calls after it, where the device time allows (a session gets 15 minutes in all: one check
-# call, and perhaps one short --run right after it, while the machine is warm). It works in the
-# repository root. The GPU machine has no network: prepare its
-# data on the CPU machine first (once), then carry the folder along:
+# The CUDA path on a real GPU in one call of at most 9.5 minutes, and a longer pre-training run in
+# the calls after it. Each step has its own time limit, it needs no network, and what comes back is
+# small, so it fits a GPU reached through short batch jobs as well as a GPU of your own. It works in the repository root. Prepare the data once, on
+# any machine that has it:
 #
-#     SHARED=/work/shared/data bash bench/gpu_prepare.sh      # CPU machine: fills .gpudata/
-#     bash bench/gpu_check.sh          # GPU machine, one call: the six steps below
-#     bash bench/gpu_check.sh --run    # GPU machine, each later call: the run continues
+#     SHARED=/path/to/shared/data bash bench/gpu_prepare.sh   # fills .gpudata/
+#     bash bench/gpu_check.sh          # the GPU, one call: the six steps below
+#     bash bench/gpu_check.sh --run    # each later call: the run continues from its checkpoint
 #     GPU_CHECK_DRY=1 bash bench/gpu_check.sh   # any CPU: every step's command, tiny, in a minute
-#
-# (the device tool: run(command="bash bench/gpu_check.sh", carry=[".gpudata"]))
 #
 # The steps, each under its own time limit (timeout), its exit status and wall time logged:
 #   versions  the requirements (missing ones installed from wheels carried in .whl/), nvidia-smi
@@ -22,30 +19,29 @@
 #             minutes (less if the steps before ran long); at the limit SIGTERM makes it save a
 #             checkpoint and stop
 #   profile   bench/gpu_profile.py: torch.profiler over 20 steps, the top-20 tables
-#   finetune  experiments/sst2_check.py: that run fine-tuned on SST-2 (issue 27's protocol:
-#             20,000 rows, 1 epoch; seed 0 only) against its random-weights twin, the zero
-#             point, with finetune.py's recipe for the size (Table 7)
+#   finetune  experiments/sst2_check.py: that run fine-tuned on SST-2 (20,000 rows, 1 epoch; seed
+#             0 only) against its random-weights twin, the zero point, with finetune.py's recipe
+#             for the size (Table 7)
 # --run: the train step, for RUN_S seconds, resuming the run in $RUN from its checkpoint, the
 # export of BRING_BACK below; then
-#   blimp     evaluate.py blimp on the run, on the GPU: D's sentence scores and G's
-#             pseudo-log-likelihood (issue 27), 200 pairs per paradigm, into blimp.json. Scoring
-#             there brings back a few kB instead of the weights, so D and G are both scored in one
-#             call (the weights of both do not fit in what a call returns). Skipped, and said so,
-#             without BLiMP's files in $BLIMP (bench/gpu_prepare.sh copies them).
+#   blimp     python -m support.evaluate blimp on the run, on the GPU: D's sentence scores and G's
+#             pseudo-log-likelihood, 200 pairs per paradigm, into blimp.json. Scoring there brings
+#             back a few kB instead of the weights, so D and G are both scored in one call.
+#             Skipped, and said so, without BLiMP's files in $BLIMP (bench/gpu_prepare.sh copies
+#             them).
 #
-# What comes back, in $OUT (default gpu_out/; at most 8 files of 16 MiB each): gpu_check.log (every
+# What comes back, in $OUT (default gpu_out/; kept to files of under 16 MiB): gpu_check.log (every
 # step's output), summary.json (versions, each step's status and seconds, the bench's figures, the
 # run's last rows, SST-2's dev accuracy against random weights, BLiMP's overall accuracies),
 # metrics.jsonl and curves.png (the run), profile.txt, sst2_check.md (the SST-2 table),
-# finetune.json (its figures) and, after --run, blimp.json (evaluate.py's results). The checkpoint
-# (G, D and Adam's moments: ~170 MB) cannot come back, and carrying .gpurun/ would replace it: the
-# run continues only while the machine stays warm (on a fresh one --run starts it again, and says
-# so). BRING_BACK=1 with --run also brings the discriminator (HuggingFace layout, ~54 MB, and
-# step.txt, the checkpoint's update) in 15 MiB parts: cat discriminator.tar.part-* | tar x.
-# BRING_BACK=generator brings G instead (~18 MB), for
-# fine-tuning it elsewhere: the device returns at most 64 MiB a call, too little for both, so G
-# comes in a second --run call with RUN_S=0 (the run untouched, only the export), while the machine
-# is warm. For BLiMP neither has to come back: the blimp step scores both on the GPU.
+# finetune.json (its figures) and, after --run, blimp.json (support.evaluate's results). The
+# checkpoint (G, D and Adam's moments: ~170 MB) stays in $RUN: on a machine that is handed back
+# between calls the run continues only while it stays warm (on a fresh one --run starts it again,
+# and says so). BRING_BACK=1 with --run also brings the discriminator (HuggingFace layout, ~54 MB,
+# and step.txt, the checkpoint's update) in 15 MiB parts: cat discriminator.tar.part-* | tar x.
+# BRING_BACK=generator brings G instead (~18 MB), for fine-tuning it elsewhere, in a second --run
+# call with RUN_S=0 (the run untouched, only the export). For BLiMP neither has to come back: the
+# blimp step scores both on the GPU.
 set -uo pipefail  # no -e: a failed step is logged and the next one runs
 cd "$(dirname "$0")/.."
 
@@ -75,7 +71,7 @@ PYTHON=${PYTHON:-python3}
 TRAIN_S=${TRAIN_S:-${defaults[1]}}  # the train step's seconds (less if the deadline is near)
 COMPILE=${COMPILE:-${defaults[2]}}  # 0: no --compile variants in bench and train
 # with COMPILE=1, the train step's run with CUDA graphs (the bench's fastest step on an H100:
-# 81 steps/s, 21 compiled without them); 0 if tests/test_gpu.py's CUDA-graphs run failed
+# bench/README.md); 0 if tests/test_gpu.py's CUDA-graphs run failed
 CUDA_GRAPHS=${CUDA_GRAPHS:-1}
 RUN_S=${RUN_S:-${defaults[3]}}      # --run: seconds of training in the call
 STOP_AT=${STOP_AT:-}                # an update to stop the run at (the dry-run test's bound)
@@ -83,13 +79,12 @@ SEED=${SEED:-0}                     # the run's seed: a second pre-training seed
 STEPS=${STEPS:-versions tests bench train profile finetune blimp export}  # e.g. "bench"
 TOTAL_S=${TOTAL_S:-570}             # the whole script: a device call ends at 600 s
 T_VERSIONS=${T_VERSIONS:-30}        # the other steps' limits, in seconds
-T_TESTS=${T_TESTS:-200}     # 64 s, then 83 s with 9 tests, on an H100 (2026-11-26); on an H200
-# (2026-12-04) 120 s stopped a fresh machine's first call after 8, and a rerun took 103 s
-T_BENCH=${T_BENCH:-300}     # 180 s and 330 s both cut HF's compiled variant short on an H100
-T_PROFILE=${T_PROFILE:-60}  # 45 s cut it short on an H100, after profiling
+T_TESTS=${T_TESTS:-200}     # 9 tests: 80-105 s on an H100 or H200, more on a fresh machine
+T_BENCH=${T_BENCH:-300}     # HF's compiled variant compiles for longer than this on an H100
+T_PROFILE=${T_PROFILE:-60}
 T_FINETUNE=${T_FINETUNE:-100}  # 2 jobs (pre-trained, random) of about 40 s on an H100
-T_BLIMP=${T_BLIMP:-90}      # Small's D and G: 184 s on 2 CPU threads; not yet timed on a GPU
-# (RUN_S=470 TOTAL_S=560 left 71 s after the export on an H100: RUN_S=440 leaves it 100)
+T_BLIMP=${T_BLIMP:-90}      # Small's D and G: 20 s on an H200
+# (RUN_S=440 TOTAL_S=560 leaves the blimp step about 100 s after the export on an H100)
 
 compile=()
 train_compile=()
@@ -114,7 +109,7 @@ else
     run=(--size small --log-interval 50 --eval-interval 500)
     profile=(--size small --batch 128 --seq 128 --steps 20 --warmup 10)
     finetune=(--seeds 0)  # one seed each: the step checks the path, a 3-minute run is no claim
-    blimp=()  # evaluate.py's 200 pairs per paradigm, as every BLiMP number in RESULTS.md
+    blimp=()  # support.evaluate's 200 pairs per paradigm, as the BLiMP numbers shown
 fi
 if [ -n "$STOP_AT" ]; then
     run+=(--stop-at "$STOP_AT")
@@ -124,7 +119,7 @@ run+=(--seed "$SEED")
 for need in "$CORPUS" "$SST2/train.tsv" "$SST2/dev.tsv"; do
     if [ ! -e "$need" ]; then
         echo "gpu_check: no $need. Run 'SHARED=/path/to/shared/data bash" \
-             "bench/gpu_prepare.sh' on the CPU machine and carry .gpudata along, or set CORPUS" \
+             "bench/gpu_prepare.sh' first and carry .gpudata along, or set CORPUS" \
              "and SST2." >&2
         exit 2
     fi

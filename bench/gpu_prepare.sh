@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
-# Run on the CPU machine, once, before a GPU call: everything bench/gpu_check.sh needs that is not
-# in the repository goes into .gpudata/ (git-ignored, 23 MB), so the GPU's minutes go to measuring.
+# Run once, before bench/gpu_check.sh, on a machine that has the data: everything the check needs
+# that is not in the repository goes into .gpudata/ (git-ignored, 23 MB), so the GPU's minutes go
+# to measuring.
 #
 #     SHARED=/work/shared/data bash bench/gpu_prepare.sh
 #
 # .gpudata/corpus   a copy of $SHARED/corpus (WikiText-2 valid/test + 13 Gutenberg books, 8 MB)
 # .gpudata/SST-2    a copy of $SHARED/glue/SST-2 (train.tsv, dev.tsv)
-# .gpudata/blimp    the first evaluate.PER_PARADIGM pairs of each of $SHARED/blimp's 67 files (what
-#                   evaluate.py scores; 6 MB of the 29), when it is there
+# .gpudata/blimp    the first support.evaluate.PER_PARADIGM pairs of each of $SHARED/blimp's 67
+#                   files (what it scores; 6 MB of the 29), when it is there
 # .gpudata/vocab.txt  the 30,522-piece WordPiece vocabulary that train.py --size small trains on it
 # .gpudata/cache/   that corpus tokenised with it (train.py's cache: found by content, not by path)
 #
-# The GPU machine has no network: carry the folder along (the device run's carry list: .gpudata).
+# A GPU machine without network access needs the folder carried along (or copied) beside the
+# repository.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SHARED=${SHARED:-../shared/data}
@@ -36,7 +38,7 @@ if [ -d "$SHARED/blimp" ]; then  # gpu_check.sh --run scores the run on it (its 
 import sys
 from pathlib import Path
 
-from evaluate import PER_PARADIGM
+from support.evaluate import PER_PARADIGM
 
 source, dest = Path(sys.argv[1]), Path(sys.argv[2])
 dest.mkdir()

@@ -355,7 +355,14 @@ def task_folder(task: Task, data_dir, cache_dir, base_url: str, mrpc_base_url: s
     if data_dir is None:
         return download_task(task, cache_dir, base_url, mrpc_base_url)
     data_dir = Path(data_dir)
-    return data_dir / task.folder if (data_dir / task.folder / "train.tsv").is_file() else data_dir
+    if (data_dir / task.folder / "train.tsv").is_file():
+        return data_dir / task.folder
+    if not (data_dir / "train.tsv").is_file():
+        raise FileNotFoundError(
+            f"{data_dir / task.folder / 'train.tsv'} not found, nor {data_dir / 'train.tsv'}: "
+            f"--data-dir for {task.folder} must be the folder from GLUE's {task.folder} download, "
+            f"or a folder holding it as {task.folder}/; leave out --data-dir to download it")
+    return data_dir
 
 
 def download_task(task: Task, cache_dir=DEFAULT_CACHE, base_url: str = GLUE_BASE_URL,

@@ -528,14 +528,16 @@ class HubError(DownloadError):
 
 
 def is_hub_name(name) -> bool:
-    """True for `org/model` that is not a path on this machine (a local folder of that name wins).
+    """True for `org/model` that is not a path on this machine: a local file or folder of that
+    name wins, and so does a name whose `org` is a folder here (runs/tinyy, a typo of the run
+    folder runs/tiny, is a local path that does not exist, not a model to fetch).
 
     >>> is_hub_name("google/electra-small-discriminator"), is_hub_name("runs/tiny/ckpt.pt")
     (True, False)
     """
     s = str(name)
     return (bool(HUB_NAME.match(s)) and not s.endswith((".pt", ".bin", ".safetensors"))
-            and not Path(s).exists())
+            and not Path(s).exists() and not Path(s).parent.is_dir())
 
 
 def hub_cache_dir(cache_dir=None) -> Path:
@@ -685,7 +687,11 @@ def pretrained_folder(name_or_path, revision: str = "main", cache_dir=None, endp
 def load_init(init, revision: str = "main", cache_dir=None, vocab=None) -> Pretrained:
     """--init of finetune.py and squad.py: a train.py checkpoint or run folder, an HF folder, or a
     hub name fetched once into the cache (hub_files); its source says which revision."""
-    pre = load_pretrained(pretrained_folder(init, revision, cache_dir), vocab)
+    try:
+        folder = pretrained_folder(init, revision, cache_dir)
+    except HubError as e:  # a name of the hub's form that may also be a mistyped local path
+        raise HubError(f"{e} (--init {init} is not a file or folder here either)") from None
+    pre = load_pretrained(folder, vocab)
     if is_hub_name(init):
         pre = dc_replace(pre, source=f"{init} (revision {revision}; {pre.source})")
     return pre

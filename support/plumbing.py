@@ -178,9 +178,30 @@ def decode_text(data: bytes, name: str | os.PathLike) -> str:
     become LF. A file that is not text (a NUL byte, or mostly control characters: a program, an
     image) raises ValueError naming it, instead of being read as text.
 
+    UTF-16 (a BOM, or a NUL in every other byte of English text) raises ValueError saying how to
+    convert it: the vocabulary and the corpus are read as UTF-8.
+
     >>> decode_text(b"caf\\xc3\\xa9\\r\\nnext\\rlast", "a.txt")
     'café\\nnext\\nlast'
+    >>> decode_text("hi".encode("utf-16"), "b.txt")
+    Traceback (most recent call last):
+    ValueError: b.txt looks like UTF-16 text: convert it to UTF-8, e.g. iconv -f UTF-16 ...
     """
+    # UTF-16: its byte order mark, or (no mark) a NUL in every other byte of the first KiB, as
+    # English text has; which bytes are NUL says the byte order iconv needs to be told
+    head = data[:1024]
+    utf16 = None
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        utf16 = "UTF-16"
+    elif len(head) >= 4 and head[1::2].count(0) == len(head[1::2]):
+        utf16 = "UTF-16LE"
+    elif len(head) >= 4 and head[0::2].count(0) == len(head[0::2]):
+        utf16 = "UTF-16BE"
+    if utf16:
+        path = Path(name)
+        raise ValueError(f"{name} looks like UTF-16 text: convert it to UTF-8, e.g. iconv -f "
+                         f"{utf16} -t UTF-8 {name} > {path.with_name(path.stem + '-utf8')}"
+                         f"{path.suffix}")
     if b"\x00" in data:
         raise ValueError(f"{name} is not a text file (it has NUL bytes): pass .txt files of "
                          f"plain text")

@@ -126,6 +126,21 @@ def test_binary_files_are_refused_with_their_name(tmp_path):
     assert list(read_corpus(ok))[0][1].startswith("a page\x0c")
 
 
+@pytest.mark.parametrize("encoding, iconv", [("utf-16", "UTF-16"), ("utf-16-le", "UTF-16LE"),
+                                              ("utf-16-be", "UTF-16BE")])
+def test_utf16_files_are_named_with_how_to_convert_them(tmp_path, encoding, iconv):
+    text = tmp_path / "notes.txt"  # with a byte order mark (utf-16), or NUL in every other byte
+    text.write_bytes("The cat sat on the mat.\nA second line.\n".encode(encoding))
+    with pytest.raises(ValueError) as e:
+        list(read_corpus(text))
+    assert str(e.value) == (f"{text} looks like UTF-16 text: convert it to UTF-8, e.g. iconv -f "
+                            f"{iconv} -t UTF-8 {text} > {tmp_path / 'notes-utf8.txt'}")
+    # the command it names gives a file that reads
+    converted = tmp_path / "notes-utf8.txt"
+    converted.write_text(text.read_bytes().decode(encoding), encoding="utf-8")
+    assert list(read_corpus(converted))[0][1] == "The cat sat on the mat.\nA second line.\n"
+
+
 def test_wikitext_articles_become_documents(tmp_path):
     raw = tmp_path / "wiki.train.raw"
     raw.write_text(" \n = A = \n\n x . y ?\n\n = = S = = \n z .\n = B = \n w !\n")

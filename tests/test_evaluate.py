@@ -233,8 +233,9 @@ def test_a_failed_download_says_what_to_do_and_leaves_no_file(http_server, tmp_p
 
 def test_the_base_url_comes_from_the_environment():
     env = {**os.environ, "ELECTRA_BLIMP_URL": "http://127.0.0.1:1/blimp"}
-    got = subprocess.run([sys.executable, "-c", "import evaluate; print(evaluate.BLIMP_URL)"],
-                         cwd=Path(evaluate.__file__).parent, env=env, capture_output=True,
+    got = subprocess.run([sys.executable, "-c",
+                          "from support import evaluate; print(evaluate.BLIMP_URL)"],
+                         cwd=Path(evaluate.__file__).parent.parent, env=env, capture_output=True,
                          text=True, check=True)
     assert got.stdout.strip() == "http://127.0.0.1:1/blimp"
 

@@ -12,6 +12,8 @@ template.
 import importlib.util
 import math
 import os
+import re
+import shlex
 import subprocess
 import sys
 import types
@@ -317,6 +319,7 @@ WRONG_MASKS = {
     "masks over padding": _mask_with(
         candidate_fn=lambda x, a, c: (x != c.cls_id) & (x != c.sep_id) & (x != c.mask_id)),
     "n without [CLS]/[SEP]": _mask_with(count_n=lambda x, a, cand: cand.sum(dim=1).float()),
+    "the paper's ceiling instead of round": _mask_with(round_fn=torch.ceil),
     "floor instead of round": _mask_with(round_fn=torch.floor),
     "round half up": _mask_with(round_fn=lambda t: torch.floor(t + 0.5)),
     "always the first candidates": _mask_with(ordered=True),
@@ -432,3 +435,36 @@ def test_command_fails_on_the_unwritten_template():
     assert done.returncode == 1 and "4 failed" in done.stdout, done.stdout + done.stderr
     for n, name in enumerate(EXERCISES, 1):
         assert f"exercise {n}: write {name}" in done.stdout, done.stdout
+
+
+def _collected(k_args: list[str]) -> list[str]:
+    """The test ids pytest selects from this file with the given -k arguments (collection only)."""
+    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
+                           "-p", "no:cacheprovider", *k_args, "tests/test_exercises.py"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return [line.split("::")[-1] for line in done.stdout.splitlines() if "::" in line]
+
+
+def test_exercises_md_commands_select_what_its_text_says():
+    """Every pytest command EXERCISES.md and the README print for the exercises selects the tests
+    their text names: the whole command the four student tests, the one-exercise command
+    test_student_wordpiece alone. pytest keeps only the last -k, so a command with two -k would run
+    more than its text says: none may have two."""
+    text = (ROOT / "EXERCISES.md").read_text(encoding="utf-8")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    commands = [shlex.split(line) for line in (text + "\n" + readme).splitlines()
+                if "python -m pytest" in line and "tests/test_exercises.py" in line]
+    assert len(commands) >= 3, "EXERCISES.md: the command for all four and for one; README: all"
+    selected = {}
+    for cmd in commands:
+        assert cmd.count("-k") == 1, f"one -k per command (pytest keeps only the last): {cmd}"
+        expr = cmd[cmd.index("-k") + 1]
+        selected[expr] = _collected(["-k", expr])
+    assert selected.pop("student") == [f"test_student_{name}" for name in EXERCISES]
+    assert selected == {"student and wordpiece": ["test_student_wordpiece"]}
+    # and the mistake the text warns against: a second -k replaces the first
+    assert _collected(["-k", "student", "-k", "wordpiece"]) != ["test_student_wordpiece"]
+    named = re.search(r"`-k wordpiece` by itself would also run the project's own\s+"
+                      r"`(\w+)`", text)
+    assert named and named.group(1) in {t.split("[")[0] for t in _collected(["-k", "wordpiece"])}

@@ -341,9 +341,9 @@ README_COMMANDS = [
 
 @pytest.mark.parametrize("argv", README_COMMANDS, ids=["small", "base"])
 def test_readme_commands_parse(argv):
-    import finetune as ft
+    from support import cli
 
-    args = ft.parse_args(argv)
+    args = cli.finetune_args(argv)
     assert (args.task, args.seeds, args.revision, args.hub_cache_dir) == ("all", 10, "main", None)
     assert hf.is_hub_name(args.init)
 

@@ -14,6 +14,7 @@ from test_finetune_model import (  # the tiny train.py run folder of finetune's 
 from test_hf_hub import hub, save_pair  # noqa: F401 (hub: the fixture of a local hub server)
 
 import squad
+from support import cli
 from tokenizer import Tokenizer
 
 
@@ -344,7 +345,7 @@ def test_offline_download_and_bad_data_are_one_clear_line(tmp_path, http_server)
 
 
 def test_a_few_steps_lower_the_loss(tmp_path):
-    from finetune import FinetuneConfig, Runtime
+    from finetune import FinetuneConfig
     from support.hf import load_pretrained
 
     pre = load_pretrained(tiny_run(tmp_path))
@@ -353,12 +354,12 @@ def test_a_few_steps_lower_the_loss(tmp_path):
     ft = FinetuneConfig(lr=1e-3, layer_decay=0.8, batch_size=2)
     cfg = squad.SquadConfig(max_seq_len=64, epochs=15, answerable_hidden=8, joint_hidden=8)
     # answerable_classifier: 2.0
-    _, losses = squad.finetune(pre, features, ft, cfg, seed=0, runtime=Runtime("cpu"))
+    _, losses = squad.finetune(pre, features, ft, cfg, seed=0, runtime=squad.Runtime("cpu"))
     assert losses[-1] < 0.5 * losses[0]
 
 
 def test_dropout_sets_the_fine_tuned_encoders_dropout(tmp_path):
-    from finetune import FinetuneConfig, Runtime
+    from finetune import FinetuneConfig
     from support.hf import load_pretrained
 
     pre = load_pretrained(tiny_run(tmp_path))
@@ -368,7 +369,7 @@ def test_dropout_sets_the_fine_tuned_encoders_dropout(tmp_path):
     cfg = squad.SquadConfig(max_seq_len=64, epochs=1, answerable_hidden=8, joint_hidden=8)
     for dropout, expected in ((0.3, 0.3), (None, 0.0)):  # None: the checkpoint's
         ft = FinetuneConfig(lr=1e-3, layer_decay=0.8, batch_size=2, dropout=dropout)
-        model, _ = squad.finetune(pre, features, ft, cfg, seed=0, runtime=Runtime("cpu"))
+        model, _ = squad.finetune(pre, features, ft, cfg, seed=0, runtime=squad.Runtime("cpu"))
         # the embeddings' 1, the layer's 2 (attention probabilities, the sublayer outputs)
         assert [m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)] == [expected] * 3
 
@@ -389,7 +390,7 @@ BAD_FLAGS = {"--seed": "-1", "--lr": "0", "--layer-decay": "1.5", "--epochs": "0
 
 
 def test_every_numeric_flag_is_range_checked_in_one_line(tmp_path):
-    checked = {a.option_strings[0] for a in squad.parser()._actions
+    checked = {a.option_strings[0] for a in cli.squad_parser()._actions
                if a.type in (int, float) and a.help != argparse.SUPPRESS}
     assert set(BAD_FLAGS) == checked  # the flags with a range: every numeric flag
     for flag, value in BAD_FLAGS.items():

@@ -810,7 +810,7 @@ def calls_out_of_train_py(argv: list[str], monkeypatch) -> list[str]:
         code = frame.f_code
         if event != "call" or code.co_filename not in module_files - {train_py}:
             return
-        name = f"{Path(code.co_filename).name}:{code.co_qualname}"
+        name = f"{Path(code.co_filename).relative_to(ROOT)}:{code.co_qualname}"
         if nearest_project_caller(frame) == train_py and name not in met:
             met.append(name)
 
@@ -849,15 +849,15 @@ def test_the_calls_out_of_train_py_before_the_first_update(corpus, tmp_path, mon
         "tokenizer.py:Tokenizer.__len__",
         "electra.py:Electra.__init__",
         "electra.py:decays",
-        "plumbing.py:mixed_precision",
-        "report.py:startup_report",
-        "report.py:MetricsLog.__init__",
-        "plumbing.py:LoopGuards.__init__",
-        "plumbing.py:LoopGuards.__enter__",
+        "support/plumbing.py:mixed_precision",
+        "support/report.py:startup_report",
+        "support/report.py:MetricsLog.__init__",
+        "support/plumbing.py:LoopGuards.__init__",
+        "support/plumbing.py:LoopGuards.__enter__",
         "electra.py:lr_factor",
-        "plumbing.py:LoopGuards.update",
+        "support/plumbing.py:LoopGuards.update",
         "data.py:Batches.get",
-        "plumbing.py:to_device",
+        "support/plumbing.py:to_device",
         "electra.py:Electra.forward",
-        "report.py:step_stats",
+        "support/report.py:step_stats",
     ]
