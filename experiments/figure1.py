@@ -23,9 +23,9 @@ valid and test splits, downloaded once, the text the numbers in experiments/READ
 the first run trains the 8,192-token vocab on it and every run shares it. `--data PATH` takes
 your own text instead.
 
-Time on a 2-core CPU, from the recorded runs: ELECTRA's hour 66-92 minutes of training loop,
-BERT's 71-81, an STS-B job about 3.5 minutes (30 per pre-training seed: 8 snapshots and 2 twins,
-3 fine-tuning seeds each). One pre-training seed: about 4.5 hours; three: about 13.
+Time on a 2-core CPU, from the recorded runs: ELECTRA's hour about 90 minutes of training loop,
+BERT's 71-81, an STS-B job 3 to 3.5 minutes (30 per pre-training seed: 8 snapshots and 2 twins,
+3 fine-tuning seeds each). One pre-training seed: about 4.5 hours; three: about 14.
 
 Everything stays under --out (default runs/figure1); a second invocation runs only what is
 missing, so an interrupted one is resumed by running it again:
