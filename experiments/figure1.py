@@ -40,6 +40,7 @@ missing, so an interrupted one is resumed by running it again:
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import shutil
 import subprocess
@@ -51,6 +52,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # the core files are flat modules at the repo's top level
+# torch, electra and matplotlib are imported where they are used, so that --help and a mistyped
+# flag answer at once
 
 SEEDS = (0, 1, 2)  # pre-training seeds of the shown figure
 FINETUNE_SEEDS = (0, 1, 2)  # sst2_check.py's protocol
@@ -178,8 +181,6 @@ def pretrain(run: Run, out: Path, data: str, vocab: Path | None, dry: bool) -> N
 
 
 def vocab_md5(path: Path) -> str:
-    import hashlib
-
     return hashlib.md5(path.read_bytes()).hexdigest()
 
 
