@@ -189,3 +189,14 @@ def test_help_runs_as_a_script():
     done = subprocess.run([sys.executable, str(figure1.ROOT / "experiments" / "figure1.py"),
                            "--help"], capture_output=True, text=True)
     assert done.returncode == 0 and "--seeds" in done.stdout
+
+
+def test_a_vocab_unlike_the_shown_runs_is_pointed_out(tmp_path, monkeypatch, capsys):
+    """On --data books the first run's vocab is compared with the shown runs' (its md5): another
+    vocab means other text, so the numbers will differ, and the run says so once."""
+    monkeypatch.setattr(subprocess, "run", Fakes())
+    argv = ["--seeds", "0", "--finetune-seeds", "0", "--out", str(tmp_path / "fig"), "--steps", "4"]
+    figure1.main([*argv, "--data", "books"])
+    assert capsys.readouterr().out.count("differs from the shown runs' vocab") == 1
+    figure1.main([*argv, "--data", str(tmp_path), "--out", str(tmp_path / "own")])
+    assert "differs from the shown runs' vocab" not in capsys.readouterr().out  # your own text
