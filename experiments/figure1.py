@@ -197,7 +197,8 @@ def fine_tuned(out: Path, inits: list[Path], finetune_seeds) -> bool:
 def orchestrate(args: argparse.Namespace) -> None:
     """Every missing pre-training stop and fine-tuning job, seed by seed."""
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    if not args.dry_run:
+        out.mkdir(parents=True, exist_ok=True)
     shared = out / "vocab.txt"
     for i, run in enumerate(runs(args.seeds, args.steps)):
         # the first run trains the vocab; every other run, and the first after its start, share it

@@ -162,6 +162,7 @@ def test_an_interrupted_run_resumes_from_its_checkpoint(tmp_path, monkeypatch, c
 def test_dry_run_from_nothing_lists_every_command(tmp_path, capsys):
     out = tmp_path / "fig"
     assert figure1.main(["--seeds", "0", "--out", str(out), "--dry-run"]) is None
+    assert not out.exists()  # nothing written
     printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("$ ")]
     assert len(printed) == 9
     assert printed[0] == (f"$ python train.py --size tiny --data books --steps 10800 "
