@@ -103,6 +103,17 @@ def layer_states(encoder: Encoder, input_ids, segment_ids, attention_mask) -> li
     return states
 
 
+def mean_pool(h, attention_mask):
+    """h: [B, T, H] -> [B, H], each row's states averaged over its real tokens (padding left out).
+
+    >>> h = torch.tensor([[[1.0, 2.0], [3.0, 6.0], [100.0, 100.0]]])  # the third token is padding
+    >>> mean_pool(h, torch.tensor([[1, 1, 0]]))
+    tensor([[2., 4.]])
+    """
+    a = attention_mask[..., None].to(h.dtype)  # [B, T] -> [B, T, 1]
+    return (h * a).sum(1) / a.sum(1)
+
+
 def mean_cosine(h) -> float:
     """h: [n, H] states -> their mean pairwise cosine similarity over the pairs i != j (module
     docstring), (|sum_i u_i|^2 - n) / (n (n - 1)) with u_i = h_i / |h_i|.
@@ -131,7 +142,7 @@ def pooled_features(encoder: Encoder, data: glue.Encoded, pad_id: int, batch_siz
         input_ids, segment_ids, attention_mask = data.batch(rows, pad_id, device)
         states = layer_states(encoder, input_ids, segment_ids, attention_mask)
         for layer, h in enumerate(states):
-            pooled[layer].append(finetune.mean_pool(h, attention_mask).cpu().numpy())
+            pooled[layer].append(mean_pool(h, attention_mask).cpu().numpy())
         cls.append(states[-1][:, 0].cpu().numpy())
     return [np.concatenate(p) for p in pooled], np.concatenate(cls)
 
