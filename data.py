@@ -16,6 +16,8 @@ import multiprocessing
 import os
 import random
 import re
+import shutil
+import tempfile
 from collections.abc import Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -438,7 +440,21 @@ KNOWN_CORPORA = {
     # name: (archive, its size in bytes, the folder inside it, the training split)
     "wikitext-103": ("wikitext-103-raw-v1.zip", 191_984_949, "wikitext-103-raw", "wiki.train.raw"),
     "wikitext-2": ("wikitext-2-raw-v1.zip", 4_721_645, "wikitext-2-raw", "wiki.train.raw"),
+    # the laptop experiments' corpus (experiments/README.md), "the books": BOOKS from NLTK's
+    # Gutenberg selection (its archive's size is not published: the server's Content-Length and
+    # the zip's CRCs check it) and WikiText-2's valid and test splits as they are (books_corpus)
+    "books": ("gutenberg.zip", None, "gutenberg", "wiki.valid.raw wiki.test.raw"),
 }
+# NLTK's data server (nltk_data, public-domain books); $ELECTRA_GUTENBERG_URL for a mirror
+GUTENBERG_URL = os.environ.get(
+    "ELECTRA_GUTENBERG_URL",
+    "https://raw.githubusercontent.com/nltk/nltk_data/gh-pages/packages/corpora")
+# 12 of the selection's 18 books: Emma is left out (notebook 01 reads it as text the model never
+# saw), and so are the 5 books the experiments' runs did not train on
+BOOKS = ("austen-persuasion.txt", "austen-sense.txt", "blake-poems.txt", "chesterton-ball.txt",
+         "chesterton-brown.txt", "chesterton-thursday.txt", "melville-moby_dick.txt",
+         "milton-paradise.txt", "shakespeare-caesar.txt", "shakespeare-hamlet.txt",
+         "shakespeare-macbeth.txt", "whitman-leaves.txt")
 # " = Title = ": a new article (sections are " = = S = = ")
 WIKI_TITLE = re.compile(r"^ = [^=].* = $")
 WIKI_HEADING = re.compile(r"^ =.* = $")  # any heading line, article or section
@@ -486,6 +502,8 @@ def resolve_corpus(data: str, cache_dir: Path, data_url: str = DATA_URL) -> Path
     extract it atomically and rewrite the training split with `wikitext_documents`.
     Raises SystemExit with one clear message for a path that does not exist.
     """
+    if data == "books":
+        return books_corpus(cache_dir, data_url)
     if data in KNOWN_CORPORA:
         archive, size, folder, split = KNOWN_CORPORA[data]
         url = f"{data_url.rstrip('/')}/{archive}"
@@ -504,6 +522,48 @@ def resolve_corpus(data: str, cache_dir: Path, data_url: str = DATA_URL) -> Path
         raise SystemExit(f"--data {data}: no such file or folder. Pass a .txt file, a folder of "
                          f".txt files, or one of the known corpora: {', '.join(KNOWN_CORPORA)}.")
     return path
+
+
+def books_corpus(cache_dir: Path, data_url: str = DATA_URL) -> Path:
+    """cache_dir/books: gutenberg/ with the 12 BOOKS and wikitext-2-raw/ with WikiText-2's valid
+    and test splits, each file as its archive holds it (read_corpus decodes the two Latin-1
+    books and the CRLF one), downloaded once and assembled atomically. The folders and names are
+    those the experiments' runs read, so their sorted order, hence the vocab, is the same."""
+    out = cache_dir / "books"
+    if out.is_dir():
+        return out
+    archive, size, folder, splits = KNOWN_CORPORA["books"]
+    wiki_archive, wiki_size, wiki_folder, _ = KNOWN_CORPORA["wikitext-2"]
+    parts = []  # (archive's URL, its cache path, its size, the folder inside it, the files kept)
+    parts.append((f"{GUTENBERG_URL.rstrip('/')}/{archive}", cache_dir / archive, size, folder,
+                  BOOKS))
+    parts.append((f"{data_url.rstrip('/')}/{wiki_archive}", cache_dir / wiki_archive, wiki_size,
+                  wiki_folder, tuple(splits.split())))
+
+    def assemble(tmp: Path) -> None:
+        for url, zip_path, expected, inside, names in parts:
+            download(url, zip_path, expected, desc=zip_path.name)
+            try:
+                raw = extract_zip(zip_path, cache_dir / zip_path.stem) / inside
+            except DownloadError:
+                zip_path.unlink(missing_ok=True)  # ours: the next run downloads it afresh
+                raise
+            missing = [n for n in names if not (raw / n).is_file()]
+            if missing:
+                raise DownloadError(f"{zip_path} has no {', '.join(missing)} in {inside}/: delete "
+                                    f"it and run again, or pass your own text with --data PATH")
+            (tmp / inside).mkdir()
+            for name in names:
+                shutil.copyfile(raw / name, tmp / inside / name)
+
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="books.", suffix=".tmp", dir=cache_dir))
+    try:
+        assemble(tmp)
+        os.replace(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
 
 
 # -----------------------------------------------------------------------------

@@ -1,9 +1,9 @@
 """What D's BLiMP choice follows: grammar, word frequency, or the number of tokens.
 
 evaluate.py scores a BLiMP pair by D's sum of log D(x, t) over each sentence's tokens, and is
-right when the grammatical sentence scores higher. Issue 27 found trained discriminators below
-chance and explained it by a preference for the sentence with the more frequent word. This script
-puts that explanation, and one more, to a test with two choosers that read no context:
+right when the grammatical sentence scores higher. Trained discriminators score below their
+random weights; one explanation is a preference for the sentence with the more frequent word.
+This script puts that explanation, and one more, to a test with two choosers that read no context:
 
 - the unigram chooser prefers the sentence whose tokens are more frequent in the corpus:
 
@@ -254,7 +254,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="train.py run folders (or ckpt.pt files) sharing one vocab")
     p.add_argument("--labels", nargs="+",
                    help="a name per --init for the table and the figure (default: the paths)")
-    p.add_argument("--data", required=True, help="the corpus the runs were pre-trained on")
+    p.add_argument("--data", required=True,
+                   help="the corpus the runs were pre-trained on: a path or a known corpus")
     p.add_argument("--blimp-dir", required=True, help="a folder of BLiMP's jsonl files")
     p.add_argument("--random-seeds", type=int, nargs="*", default=[0, 1, 2],
                    help="torch seeds of the random-weights draws of the first --init's config "
@@ -286,7 +287,9 @@ def main(argv=None) -> dict:
         raise SystemExit("error: the --init runs have different vocabs; the unigram counts are "
                          "per vocab, so pass runs that share one")
     try:
-        ids, _ = data.encode_corpus(args.data, tok, args.cache_dir)
+        # a known corpus name (data.KNOWN_CORPORA, e.g. books) is fetched as train.py fetches it
+        corpus = data.resolve_corpus(args.data, Path(args.cache_dir))
+        ids, _ = data.encode_corpus(corpus, tok, args.cache_dir)
     except (FileNotFoundError, ValueError) as e:
         raise SystemExit(f"--data {args.data}: {e}") from None
     log_p = unigram_log_probs(ids, len(tok))

@@ -858,7 +858,7 @@ def cell(row: dict, task: str, stat: str = "median") -> str:
 
 
 def protocol_headers(tasks: list[str], blimp: bool, gain_task: str) -> list[str]:
-    """The columns issue 27's protocol reports after a row's own: each task, their mean, BLiMP
+    """The columns the transfer protocol reports after a row's own: each task, their mean, BLiMP
     (with --blimp-dir), D's context AUC and, when `gain_task` is fine-tuned, its gain over the
     run's random weights. protocol_cells fills them."""
     gain = [f"{task_header(gain_task)} gain over random"] if gain_task in tasks else []

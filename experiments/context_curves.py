@@ -1,13 +1,14 @@
 """D's context AUC against updates, several pre-training runs in one picture: does the rise one
-run shows belong to its preset, or to its seed? (experiments/RESULTS.md, "Transfer", issue 27)
+run shows belong to its preset, or to its seed? (experiments/README.md, "What the discriminator
+learns")
 
 The context AUC is D's held-out AUC against G's samples drawn at the paper's temperature 1
 (report.evaluate_heldout), logged in each run's metrics.jsonl at every held-out evaluation. One
-line a run; the dashed line is issue 27's target, 0.65. For each run the script prints the last
-value and the first update where the curve reached --rise (0.6 unless told):
+line a run; the dashed line is the target the CPU search set, 0.65. For each run the script
+prints the last value and the first update where the curve reached --rise (0.6 unless told):
 
     python experiments/context_curves.py runs/v4096-10800 runs/v4096-10800s1 \
-        runs/v4096-10800s2 --out experiments/results/transfer/v4096-10800-seeds-context.png
+        runs/v4096-10800s2 --out context.png
 
 --label names the runs in the legend and the printout, one per run in their order (default: the
 run folder's name, or the metrics file's).
@@ -27,8 +28,8 @@ if str(ROOT) not in sys.path:
 
 from support.report import read_metrics
 
-TARGET = 0.65  # issue 27: context AUC >= 0.65 on held-out text
-RISE = 0.6  # the level whose first crossing dates the rise (RESULTS.md's candidate 21 protocol)
+TARGET = 0.65  # the CPU search's target: context AUC >= 0.65 on held-out text
+RISE = 0.6  # the level whose first crossing dates the rise
 
 
 def context_curve(run: Path) -> tuple[list[int], list[float]]:
@@ -98,7 +99,7 @@ def plot(runs: list[Path], png: Path, rise: float = RISE,
         ax.plot(steps, values, line_style(i, colours), ms=2.5, label=name)
         summary.append({"run": name, "last_step": steps[-1], "last": values[-1],
                         "rise": first_at(steps, values, rise)})
-    ax.axhline(TARGET, color="C2", ls="--", lw=1, label=f"target: {TARGET:g} (issue 27)")
+    ax.axhline(TARGET, color="C2", ls="--", lw=1, label=f"target: {TARGET:g}")
     ax.axhline(0.5, color="black", lw=0.8)
     ax.set_xlabel("update")
     ax.set_ylabel("context AUC (held out, G sampling at temperature 1)")

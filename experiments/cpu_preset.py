@@ -33,7 +33,7 @@ from electra import Electra, ElectraConfig, disc_auc
 from tokenizer import Tokenizer
 
 # name -> (what it changes, train.py flags). Every candidate: --size tiny with the paper's values
-# for what it does not change (temperature 1, 15% masked, dropout 0.1: the old tiny preset), a
+# for what it does not change (temperature 1, 15% masked, dropout 0.1), a
 # 1,500-update schedule (warm-up 100) stopped at 600, held-out evaluation every 100 updates.
 PAPER = ["--set", "temperature=1.0", "--set", "mask_prob=0.15", "--set", "dropout=0.1", "--set",
          "attention_dropout=0.1"]

@@ -8,7 +8,7 @@ objective. The paper's claim: at any compute, the ELECTRA discriminator fine-tun
 BERT encoder (Figure 1: GLUE score vs pre-train FLOPs; Table 1: ELECTRA-Small 79.9 vs BERT-Small
 75.1).
 
-Issue 27's protocol, on a laptop: one vocab for every run; SST-2 at 20,000 training rows, 1 epoch,
+The transfer protocol, on a laptop: one vocab for every run; SST-2 at 20,000 training rows, 1 epoch,
 3 seeds, and MRPC at full size; every snapshot also scored zero-shot on BLiMP (200 pairs per
 paradigm):
 
@@ -37,8 +37,8 @@ from experiments import common
 NAME = "electra_vs_bert"
 OBJECTIVES = (("electra", "ELECTRA"), ("bert", "BERT"))  # (train.py --objective, label)
 TASKS = "sst2,mrpc,stsb"  # the three GLUE tasks in ../shared/data/glue
-STAT = "mean"  # issue 27's protocol reports the mean over seeds and its spread (the paper: median)
-GAIN_TASK = "sst2"  # issue 27's check: SST-2's gain over the objective's random weights
+STAT = "mean"  # the mean over seeds beside its spread (the paper reports the median)
+GAIN_TASK = "sst2"  # the transfer check: SST-2's gain over the objective's random weights
 BLIMP_CHANCE = 0.5  # a minimal pair has two sentences: guessing is right half the time
 
 

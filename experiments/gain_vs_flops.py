@@ -1,5 +1,6 @@
 """SST-2 gain over random weights against pre-training compute: every run of the project's
-presets under issue 27's protocol in one picture (experiments/RESULTS.md, "Transfer").
+presets under the SST-2 protocol in one picture (experiments/README.md, "Where transfer does
+not show").
 
 Each point is one pre-training run (one seed). Its y is the gain sst2_check.py wrote into its
 table (experiments/results/transfer/*.md), read from there, not retyped:
@@ -14,24 +15,25 @@ recipe's batch and sequence length. The dashed line is the target, +2.
 
     python experiments/gain_vs_flops.py   # experiments/results/transfer/gain_vs_flops.png
 
-The groups are the presets as RESULTS.md reports them, each with the fine-tuning recipe RESULTS.md
-reads it with (the protocol: 20,000 SST-2 rows, 1 epoch, seeds 0 1 2):
+The groups are the presets of the CPU search (candidates numbered as in experiments/README.md's
+table), each with the fine-tuning recipe it was read with (the protocol: 20,000 SST-2 rows, 1
+epoch, seeds 0 1 2):
 
 - tiny, 15 minutes on 2 CPU cores: candidates 19 (1,800 updates) and 20 (2,700 updates, the whole
   15 minutes), the corpus of tapt_corpus.py with its 4,096-piece vocab, lr 1e-3, head first;
 - tiny-hour, 60 minutes on 2 CPU cores: candidate 16 and its seeds 1 and 2, lr 1e-3;
 - ELECTRA-Small on one H100, 8 to 10 minutes: the books and WikiText-2 (seed 0 at 4,136 and 29,651
   updates, seed 1 at 24,669), and the books, WikiText-2 and SST-2's unlabelled training sentences
-  (seed 1, 18,719 updates; seed 2, 20,223 updates, whose table was assembled by hand from
-  RESULTS.md after its run folder was lost); Table 7's Small recipe;
+  (seed 1, 18,719 updates; seed 2, 20,223 updates, its table written from the recorded scores);
+  Table 7's Small recipe;
 - BERT's objective at candidate 20's FLOPs (2,955 updates), the same corpus, vocab and recipe as
   candidate 20, three seeds: the paper's Figure-1 comparison at one budget;
 - candidate 21, candidate 20's preset over the hour (10,800 updates, seeds 0, 1 and 2) and seed 0's
   checkpoint at 5,400, read as candidate 20.
 
 A second panel reads the runs fine-tuned with every block drawn afresh (finetune.py
---reinit-layers set to the config's layers: the pre-trained embeddings alone), where RESULTS.md
-found Small's gain ("Where ELECTRA-Small's gain lives"): candidates 20 and 21, BERT at candidate
+--reinit-layers set to the config's layers: the pre-trained embeddings alone), where
+ELECTRA-Small's gain is: candidates 20 and 21, BERT at candidate
 20's FLOPs, and ELECTRA-Small's two seed-1 runs. Their zero point is random weights fine-tuned
 with the same flag: the twin for BERT and Small, three draws pooled for the tiny ELECTRA runs
 (one job of seed 0's twin collapsed, 59.63, and a draw of random weights can fail again: the
@@ -57,7 +59,7 @@ from support.report import flops_per_step
 TABLES = ROOT / "experiments" / "results" / "transfer"
 # sst2_check's cell "mean [min-max] sd" (", median" after it in later tables)
 CELL = re.compile(r"^\s*([\d.]+) \[([\d.]+)-([\d.]+)\]")
-TARGET = 2.0  # issue 27: SST-2 >= random weights + 2 points
+TARGET = 2.0  # the CPU search's target: SST-2 >= random weights + 2 points
 # the y axis starts here: a fine-tuning job that failed (the majority class, 50.92) reaches -28,
 # and would squash every other point into a band; a bar cut here is labelled with its end
 Y_BOTTOM = -20.0

@@ -5,15 +5,14 @@ of the discriminator's; every run gets the same FLOPs budget, so a bigger genera
 updates. Paper: "models work best with generators 1/4-1/2 the size of the discriminator" (Figure 3,
 left; a generator as large as the discriminator does worse, and also costs about twice the compute).
 
-Issue 27's protocol at the 15-minute budget (experiments/RESULTS.md has what it gave):
+On STS-B at the 15-minute budget, as experiments/README.md shows it:
 
-    python experiments/generator_size.py --data runs/tapt --vocab runs/hour/vocab.txt --size tiny \\
-        --flops 5.7e13 --checkpoints 1 --fractions 1/8 1/4 1/2 1 --glue-dir ../shared/data/glue \\
-        --tasks sst2 --seeds 3 --ft-examples sst2=20000 --ft-epochs sst2=1 --ft-lr 1e-3 \\
-        --blimp-dir ../shared/data/blimp --runs-dir runs/gen --out runs/gen-out
+    python experiments/generator_size.py --data books --size tiny --flops 5.6765e13 \\
+        --checkpoints 4 --fractions 1/8 1/4 1/2 1 --tasks stsb --seeds 3 --ft-epochs stsb=3 \\
+        --ft-lr 1e-3 --ft-head-first-epochs 1
 
 Each run's final snapshot is fine-tuned, and so are its random weights (update 0, the weights the
-run starts from): the zero point pre-training has to beat (issue 27's protocol). A generator of
+run starts from): the zero point pre-training has to beat. A generator of
 another width draws D's random weights in another order, so each fraction has its own zero point.
 Writes --out/results.json, generator_size.md and generator_size.png (score vs generator size). Run
 it again to continue after an interruption; the ELECTRA run of electra_vs_bert.py (the size
@@ -33,8 +32,8 @@ NAME = "generator_size"
 # Figure 3's range, as fractions of the discriminator's hidden size
 FRACTIONS = ("1/8", "1/4", "1/2", "1")
 TASKS = "sst2,mrpc,stsb"
-GAIN_TASK = "sst2"  # issue 27's check: SST-2's gain over the run's own random weights
-STAT = "mean"  # issue 27's protocol reports the mean over seeds and its spread (the paper: median)
+GAIN_TASK = "sst2"  # the transfer check: SST-2's gain over the run's own random weights
+STAT = "mean"  # the mean over seeds beside its spread (the paper reports the median)
 
 
 def parse_args(argv=None) -> argparse.Namespace:

@@ -1,11 +1,11 @@
 """D's context AUC of a pre-training run, on the held-out split of another corpus.
 
 train.py scores D on the held-out 1% of the run's own corpus, so two runs on different corpora are
-scored on different text: candidate 17 of issue 27 (SST-2's sentences as one-sentence documents)
-is scored mostly on short review phrases, candidate 1 (sixteen sentences a document) mostly on
-book pages. This script scores a checkpoint on the held-out examples train.py would take from
---data, with the run's own vocab, seed, sequence length, batch and evaluation batches: the same
-examples, masks and G samples that a run on --data is evaluated on at every --eval-interval.
+scored on different text: a run on SST-2's sentences as one-sentence documents is scored mostly on
+short review phrases, one with sixteen sentences a document mostly on book pages. This script scores
+a checkpoint on the held-out examples train.py would take from --data, with the run's own vocab,
+seed, sequence length, batch and evaluation batches: the same examples, masks and G samples that a
+run on --data is evaluated on at every --eval-interval.
 
     python experiments/heldout_auc.py --init runs/tapt1-1800 --data runs/tapt
 

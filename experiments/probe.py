@@ -26,8 +26,8 @@ does, [CLS] sentence [SEP] with at most finetune.MAX_SEQ_LEN tokens, and for eac
       cos_mean = 1 / (n (n - 1)) sum_{i != j} u_i . u_j = (|sum_i u_i|^2 - n) / (n (n - 1))
 
   It is 1 when every state points the same way, and near 0 when their directions are spread like
-  random vectors'. Issue 27 found that the runs whose states had collapsed most toward one
-  direction fine-tuned worst against their twins.
+  random vectors'. Of the CPU runs, those whose states had collapsed most toward one direction
+  fine-tuned worst against their twins.
 
 One twin is one draw of random weights, and draws of one config differ by a few points on these
 probes as on fine-tuning: --draws K makes the zero point K draws (seeded as sst2_check.py's, draw
@@ -77,7 +77,7 @@ from support.hf import TRAIN_CHECKPOINT
 TASK = "sst2"
 # the first 20,000 rows of train.tsv, as the fine-tuning check
 TRAIN_ROWS = sst2_check.PROTOCOLS["sst2"].train_rows
-COSINE_SENTENCES = 200  # dev sentences whose token states give the mean cosine (as in issue 27)
+COSINE_SENTENCES = 200  # dev sentences whose token states give the mean cosine
 BATCH_SIZE = 256  # sentences per forward pass: memory and speed only, padding is masked out
 PROBE_C = 1.0  # inverse strength of the probe's L2 penalty: scikit-learn's default
 PROBE_MAX_ITER = 2_000  # L-BFGS iterations, room to converge (scikit-learn's default stops at 100)
@@ -101,6 +101,17 @@ def layer_states(encoder: Encoder, input_ids, segment_ids, attention_mask) -> li
         h = block(h, keep)
         states.append(h)
     return states
+
+
+def mean_pool(h, attention_mask):
+    """h: [B, T, H] -> [B, H], each row's states averaged over its real tokens (padding left out).
+
+    >>> h = torch.tensor([[[1.0, 2.0], [3.0, 6.0], [100.0, 100.0]]])  # the third token is padding
+    >>> mean_pool(h, torch.tensor([[1, 1, 0]]))
+    tensor([[2., 4.]])
+    """
+    a = attention_mask[..., None].to(h.dtype)  # [B, T] -> [B, T, 1]
+    return (h * a).sum(1) / a.sum(1)
 
 
 def mean_cosine(h) -> float:
@@ -131,7 +142,7 @@ def pooled_features(encoder: Encoder, data: glue.Encoded, pad_id: int, batch_siz
         input_ids, segment_ids, attention_mask = data.batch(rows, pad_id, device)
         states = layer_states(encoder, input_ids, segment_ids, attention_mask)
         for layer, h in enumerate(states):
-            pooled[layer].append(finetune.mean_pool(h, attention_mask).cpu().numpy())
+            pooled[layer].append(mean_pool(h, attention_mask).cpu().numpy())
         cls.append(states[-1][:, 0].cpu().numpy())
     return [np.concatenate(p) for p in pooled], np.concatenate(cls)
 

@@ -8,23 +8,21 @@ and vocab, seeded with the run's --seed as train.set_up seeds it, so it holds th
 started from (unless the run was --init-from). Each init is fine-tuned by finetune.py, called as a
 subprocess with its own command line, on the first --max-train-examples rows of SST-2's train.tsv
 for --epochs, once per seed; per init the table gives the mean dev accuracy, its spread over the
-seeds (min-max and the standard deviation), the twin's, and the gain. Issue 27's protocol is the
+seeds (min-max and the standard deviation), the twin's, and the gain. The SST-2 protocol is the
 default: 20,000 rows, 1 epoch, seeds 0 1 2 (about a minute a job on 2 CPU cores for the tiny
 preset). Any other flag goes to finetune.py unchanged, for both: the fine-tuning recipe for tiny
 models (--lr, --layer-decay, --dropout, --batch-size, --device, ...).
 
 --task stsb checks STS-B instead (PROTOCOLS): dev Spearman after all 5,749 training pairs (both
 orders), 3 epochs, lr 1e-3, the head first, about 3 minutes a job. It is where 15 minutes of
-pre-training on a laptop pays off (README, "Does what D learns transfer?"):
+pre-training on a laptop pays off (experiments/README.md):
 
-    python train.py --size tiny --data BOOKS --out runs/tiny
-    python experiments/sst2_check.py --task stsb --init runs/tiny \\
-        --data-dir ../shared/data/glue/STS-B
+    python train.py --size tiny --data books --out runs/tiny
+    python experiments/sst2_check.py --task stsb --init runs/tiny
 
 One twin is one draw of random weights, and at a high fine-tuning lr another draw of the same
-config can score 6 points apart (experiments/RESULTS.md, candidate 5). --draws K makes the zero
-point K draws: draw d is seeded with the run's seed + d (draw 0 is the twin), each is fine-tuned
-with every seed, and
+config can score 6 points apart. --draws K makes the zero point K draws: draw d is seeded with
+the run's seed + d (draw 0 is the twin), each is fine-tuned with every seed, and
 
     gain = mean_s acc(run, s) - mean_{d,s} acc(draw d, s)
 
@@ -81,16 +79,15 @@ class Protocol:
 
 
 PROTOCOLS = {
-    # issue 27's protocol: 20,000 rows, enough that seeds agree to about a point; one epoch, about
-    # a minute a job on 2 CPU cores (tiny preset); Table 7's recipe unless flags say otherwise
+    # 20,000 rows, enough that seeds agree to about a point; one epoch, about a minute a job on 2
+    # CPU cores (tiny preset); Table 7's recipe unless flags say otherwise
     "sst2": Protocol("acc", "SST-2 dev accuracy", 20_000, 1, ()),
-    # the protocol of experiments/RESULTS.md's "STS-B at full size": every pair, 3 epochs, not
-    # Table 7's 10 (3 minutes a job instead of 9; 10 epochs widen the gain, +10 to +19), lr 1e-3
-    # (tiny models, RESULTS.md "Candidates tried"), the head alone for the first epoch
+    # every pair; 3 epochs, not Table 7's 10, for 3 minutes a job instead of 9 (10 epochs widen
+    # the gain); lr 1e-3, the CPU search's recipe for tiny models; the head alone first
     "stsb": Protocol("spearman", "STS-B dev Spearman", None, 3,
                      ("--lr", "1e-3", "--head-first-epochs", "1")),
 }
-SEEDS = (0, 1, 2)  # issue 27's protocol: three fine-tuning seeds, reported as mean and spread
+SEEDS = (0, 1, 2)  # three fine-tuning seeds, reported as mean and spread
 HASH_CHARS = 12  # hex digits of the job folders' hash (ckpt.pt and the flags)
 
 

@@ -1,4 +1,4 @@
-"""The "tapt" corpus of issue 27's runs: the books, WikiText-2, and SST-2's training sentences
+"""The "tapt" corpus of the CPU search's runs: the books, WikiText-2, and SST-2's training sentences
 without their labels (task-adaptive pre-training, Gururangan et al. 2020).
 
     python experiments/tapt_corpus.py --data ../shared/data --out runs/tapt
@@ -9,12 +9,12 @@ Into --out it writes:
   the notebooks read Emma as text the model has not trained on);
 - wikitext-2-raw/: WikiText-2's wiki.valid.raw and wiki.test.raw;
 - sst2-train.txt: the `sentence` column of SST-2's train.tsv (67,349 rows), one per line, with a
-  blank line after every --sentences-per-document of them (default 16, issue 27's runs). A blank
-  line ends a document (data.py), and train.py holds out whole documents: one document of 67,349
-  lines would be held out whole or not at all. With 1, every sentence is an example of its own
-  (the example builder packs a document's sentences, never two documents), so a masked word's
-  context is its own review phrase, not the next phrases' mixed sentiments. SST-2's dev set is
-  never read.
+  blank line after every --sentences-per-document of them (default 16, the CPU search's runs). A
+  blank line ends a document (data.py), and train.py holds out whole documents: one document of
+  67,349 lines would be held out whole or not at all. With 1, every sentence is an example of its
+  own (the example builder packs a document's sentences, never two documents), so a masked word's
+  context is its own review phrase, not the next phrases' mixed sentiments. SST-2's dev set is never
+  read.
 
 The books and WikiText are copied byte for byte (data.py decodes them); nothing is downloaded.
 """

@@ -252,7 +252,7 @@ def test_generator_size_resumes_an_interrupted_run(data, exp1, monkeypatch):
 
 
 def _protocol_argv(data, vocab, *extra):
-    """Issue 27's protocol in small: a given vocab, per-task fine-tuning settings, BLiMP."""
+    """The transfer protocol in small: a given vocab, per-task fine-tuning settings, BLiMP."""
     model = [a for a in MODEL if a not in ("--vocab-size", "120")]
     return (["--data", str(data / "corpus"), "--flops", "5e7", "--glue-dir", str(data / "glue"),
              "--runs-dir", str(data / "runs"), "--out", str(data / "out" / "fig1"),

@@ -11,7 +11,7 @@ sys.path.insert(0, str(ROOT / "experiments"))
 
 import gain_vs_flops as g
 
-# sst2_check's two table formats: without the median (before 2026-11-26) and with it
+# sst2_check's two table formats: without the median (the older tables) and with it
 TABLE = """SST-2 dev accuracy, 20,000 training rows, 1 epoch(s), seeds 0 1 2: mean [min-max] std
 
 | init | pre-trained | random weights, same config and vocab | mean of each draw | gain |
@@ -66,7 +66,7 @@ def test_a_missing_row_is_one_line_that_names_the_table(tmp_path):
 
 def test_the_flops_are_those_the_runs_printed():
     # train.py's start-up line: "compute  2.83e+10 FLOPs per update (fwd+bwd), 7.64e+13 for
-    # 2,700 updates" (candidate 20); RESULTS.md: 4,136 Small updates are 4.76e15 FLOPs
+    # 2,700 updates" (candidate 20); ELECTRA-Small's run: 4,136 updates are 4.76e15 FLOPs
     tiny = g.Run("tiny", "t.md", "runs/t", "tiny", 4096, 2700)
     small = g.Run("small", "s.md", "runs/s", "small", 30522, 4136)
     assert g.run_flops(tiny) == pytest.approx(7.64e13, rel=1e-3)

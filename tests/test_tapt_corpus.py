@@ -1,4 +1,4 @@
-"""experiments/tapt_corpus.py: issue 27's corpus built from a shared-data folder made here."""
+"""experiments/tapt_corpus.py: the CPU search's corpus built from a shared-data folder made here."""
 import doctest
 import importlib.util
 from pathlib import Path
