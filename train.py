@@ -413,11 +413,17 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device,
 # The command line (its flags and checks: support/train_cli.py)
 
 
-def parse_config(argv) -> TrainConfig:
-    """The checked TrainConfig of a new run's command line (for tools that build a run's parts)."""
+def parse_args(argv=None):
+    """The flags of `argv` (None: the command line's), every value checked before anything is
+    written."""
     args = train_cli.parse_args(argv, TrainConfig, RECIPES)
     train_cli.check_args(args, recipe_config)
-    return train_cli.resolve_config(args, None, recipe_config, RESUME_FIELDS)
+    return args
+
+
+def parse_config(argv) -> TrainConfig:
+    """The TrainConfig of a new run's command line (for tools that build a run's parts)."""
+    return train_cli.resolve_config(parse_args(argv), None, recipe_config, RESUME_FIELDS)
 
 
 def main(argv=None, before_update=None) -> dict:
@@ -427,8 +433,7 @@ def main(argv=None, before_update=None) -> dict:
     before_update(step, cfg, run): called before each update, for experiments that change a run as
     it goes (experiments/hooks.py: G's temperature); what it returns is added to metrics.jsonl's
     rows. The paper's method has none."""
-    args = train_cli.parse_args(argv, TrainConfig, RECIPES)
-    train_cli.check_args(args, recipe_config)  # before anything is written
+    args = parse_args(argv)
     out_dir = Path(args.out_dir)
     if args.presets:
         table = report.preset_costs(RECIPES, preset_configs())
