@@ -65,8 +65,8 @@ def main(argv=None) -> str:
     head = (f"{args.steps} joint steps of ELECTRA-{args.size}, batch {args.batch}, "
             f"seq {args.seq}, {how}, on {name}: {ms:.1f} ms per step under the profiler (it adds "
             f"overhead; bench/train_step.py times without it)")
-    # Each table is written as soon as it is made: on an H100 this script ran past gpu_check.sh's
-    # 45 s after profiling and left no table (where the time went is not known yet).
+    # Each table is written as soon as it is made, so that a run cut short by gpu_check.sh's time
+    # limit still leaves the tables made so far.
     text = "\n\n".join([head, f"top {args.rows} operators by {sort_by}:",
                          events.table(sort_by=sort_by, row_limit=args.rows)])
     print(text, flush=True)

@@ -152,7 +152,7 @@ def run_variant(args) -> dict:
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     if cuda:
         # the peak over warm-up and timed steps: CUDA graphs take their memory pool while warming
-        # up (reset after warm-up, an H100 showed 163 MiB for them against 2,741 compiled)
+        # up, and a reset after warm-up would leave it out
         torch.cuda.reset_peak_memory_stats()
     for _ in range(args.warmup):
         step()
@@ -227,7 +227,7 @@ def main(argv=None):
     setting = {"size": args.size, "batch": args.batch, "seq": args.seq, "steps": args.steps,
                "warmup": args.warmup}
     # (variant, torch.compile's mode or None for eager): HF's compiled step last, as its compiling
-    # is the slowest (past 100 s on an H100)
+    # is the slowest
     points = [("ours", None), ("hf", None)]
     if args.compile:
         points.append(("ours", "default"))
