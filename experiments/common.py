@@ -60,6 +60,7 @@ from support import (
     evaluate,
     glue,
     plumbing,
+    train_cli,
 )
 from support.report import flops_per_step, read_metrics
 from tokenizer import Tokenizer
@@ -249,7 +250,7 @@ class Context:
     vocab: Path  # one vocab.txt for every run: runs are comparable and share the tokenised corpus
     tok: object  # tokenizer.Tokenizer of `vocab`
     tasks: list[str]
-    overrides: dict  # the --set overrides, typed by train.parse_overrides
+    overrides: dict  # the --set overrides, typed by support.train_cli.parse_set
     blimp: list | None = None  # evaluate.MinimalPair of --blimp-dir, --blimp-pairs per paradigm
     blimp_signature: str = ""  # in a BLiMP job's key: the pairs scored, by count and a hash
 
@@ -275,7 +276,7 @@ def setup(args: argparse.Namespace) -> Context:
     if args.glue_dir is not None and not Path(args.glue_dir).is_dir():
         raise SystemExit(f"--glue-dir {args.glue_dir}: no such folder "
                          "(it should hold SST-2/, MRPC/, STS-B/)")
-    overrides = train.parse_overrides(args.overrides)
+    overrides = train_cli.parse_set(args.overrides)
     runs_dir = Path(args.runs_dir)
     try:
         runs_dir.mkdir(parents=True, exist_ok=True)

@@ -29,7 +29,8 @@ if str(ROOT) not in sys.path:
 
 import data
 import train
-from electra import Electra, ElectraConfig, disc_auc
+from electra import Electra, ElectraConfig
+from support.report import disc_auc
 from tokenizer import Tokenizer
 
 # name -> (what it changes, train.py flags). Every candidate: --size tiny with the paper's values
@@ -90,8 +91,7 @@ def context_free_auc(run_dir: Path, cache_dir: Path) -> tuple[float, float]:
                                            progress=False)
     train_ex, eval_ex = data.build_examples(line_offsets, cfg.seq_len, cfg.seed, cfg.eval_fraction)
     special = (tok.cls_id, tok.sep_id, tok.pad_id)
-    # the last update's, as the run's evaluation
-    temperature = train.temperature_at(ckpt["step"] - 1, cfg, mc)
+    temperature = mc.temperature  # the temperature the run trained at
 
     def corrupt(rows):
         x, s, m = (torch.from_numpy(a)

@@ -30,8 +30,9 @@ if str(ROOT) not in sys.path:
 
 import data
 import train
-from electra import disc_auc
 from experiments.cpu_preset import type_replaced_rate
+from support import report
+from support.report import disc_auc
 
 
 def main(argv=None) -> None:
@@ -52,7 +53,7 @@ def main(argv=None) -> None:
 
     argv_train = ["--size", "tiny", "--data", args.data, "--vocab", args.vocab,
                   "--cache-dir", args.cache_dir, "--out", str(Path(args.out).parent), *train_flags]
-    cfg = train.resolve_config(train.parse_args(argv_train), None)
+    cfg = train.parse_config(argv_train)
     tok = train.Tokenizer.load(args.vocab)
     corpus = data.resolve_corpus(cfg.data, Path(cfg.cache_dir))
     ids, line_offsets = data.encode_corpus(corpus, tok, Path(cfg.cache_dir), progress=False)
@@ -79,13 +80,12 @@ def main(argv=None) -> None:
                 x, s, m = (torch.from_numpy(a) for a in data.pretraining_batch(
                     ids, eval_ex[i * cfg.batch_size:(i + 1) * cfg.batch_size], cfg.seq_len,
                     *special))
-                # the last update's
-                out = model(x, s, m, temperature=train.temperature_at(step - 1, cfg, mc))
+                out = model(x, s, m)
                 p_d.append(out.p_original.flatten())
                 p_free.append(1 - rate[out.x_corrupt.flatten()])  # context-free P(original)
                 orig.append((out.x_corrupt == x).flatten())
                 real.append(m.flatten())
-                gen_acc.append(out.gen_acc.item())
+                gen_acc.append(report.stats_dict(report.step_stats(out, x, m))["gen_acc"])
         model.train()
         p_d, p_free, orig, real = map(torch.cat, (p_d, p_free, orig, real))
         return {"step": step, "disc_auc": disc_auc(p_d, orig, real).item(),
@@ -98,8 +98,7 @@ def main(argv=None) -> None:
         for group in optimizer.param_groups:
             group["lr"] = train.learning_rate(step, cfg)
         x, s, m = (torch.from_numpy(a) for a in batches.get(step, 0))
-        # --temperature-end's schedule
-        out = model(x, s, m, temperature=train.temperature_at(step, cfg, mc))
+        out = model(x, s, m)
         out.loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm)
         optimizer.step()

@@ -164,12 +164,17 @@ def read_row(table: Path, init: str) -> dict:
     raise SystemExit(f"{table} has no row for {init}")
 
 
+HOUR_CHANGES = dict(mask_prob=0.15, max_predictions=train.max_predictions(0.15, 128))
+
+
 def run_flops(run: Run) -> float:
     """Pre-training FLOPs of `run`: its updates x flops_per_step of its preset as its recipe builds
     it (train.preset_configs) with its vocab, at the recipe's batch and sequence length."""
-    recipe = train.RECIPES[run.size]
-    config = replace(train.preset_configs()[run.size], vocab_size=run.vocab_size,
-                     objective=run.objective)
+    # the hour's runs (experiments/hooks.py tiny-hour) are the tiny preset at 15% masked
+    size, changes = ("tiny", HOUR_CHANGES) if run.size == "tiny-hour" else (run.size, {})
+    recipe = train.RECIPES[size]
+    config = replace(train.preset_configs()[size], vocab_size=run.vocab_size,
+                     objective=run.objective, **changes)
     return run.updates * flops_per_step(config, recipe.batch_size, recipe.seq_len)
 
 

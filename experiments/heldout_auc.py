@@ -43,6 +43,7 @@ from electra import Electra, ElectraConfig
 from support import (
     plumbing,
     report,
+    train_cli,
 )
 
 
@@ -100,7 +101,7 @@ def heldout_auc(init: str, corpus: str, cache_dir: str, generator: str | None = 
     cfg = dataclasses.replace(train.TrainConfig(**g_saved["train_config"]), data=corpus,
                               vocab=str(g_vocab), cache_dir=cache_dir,
                               out_dir=str(g_vocab.parent), **overrides)
-    train.check_train_config(cfg)
+    train_cli.check_train_config(cfg)
     heldout = data.pretraining_data(cfg, 0, 1, g_saved["vocab_hash"])
     batches = heldout.batches
     inputs = [tuple(torch.from_numpy(a) for a in arrays)
