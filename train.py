@@ -43,6 +43,7 @@ class Recipe:
     warmup: int  # linear warm-up updates
     log_interval: int = 100  # ours: updates between metrics.jsonl lines
     eval_interval: int = 2000  # ours: updates between held-out evaluations (and curves.png)
+    ckpt_interval: int = 2000  # ours: updates between checkpoints (Ctrl-C saves one as well)
 
 
 RECIPES = {
@@ -50,9 +51,9 @@ RECIPES = {
     # lr (a 4-layer 128-wide model trains stably at 1e-3, and a short run needs it), for 1,800
     # updates, the 15 minutes of the README's CPU run on 2 cores. It logs every 10 updates and
     # evaluates every 50, so that a student sees the curves and D's view of a held-out sentence
-    # within the first minutes.
+    # within the first minutes, and saves every 300, so a run killed without Ctrl-C loses minutes.
     "tiny": Recipe(batch_size=32, lr=1e-3, steps=1_800, bert_steps=1_800, seq_len=128,
-                   warmup=100, log_interval=10, eval_interval=50),
+                   warmup=100, log_interval=10, eval_interval=50, ckpt_interval=300),
     "small": Recipe(batch_size=128, lr=5e-4, steps=1_000_000, bert_steps=1_450_000, seq_len=128,
                     warmup=10_000),
     "base": Recipe(batch_size=256, lr=2e-4, steps=766_000, bert_steps=1_000_000, seq_len=512,
@@ -94,7 +95,7 @@ class TrainConfig:
     eval_batches: int = 10  # ours: micro-batches per evaluation, a few thousand sequences on a GPU
     log_interval: int = RECIPES["small"].log_interval  # updates between metrics.jsonl lines
     eval_interval: int = RECIPES["small"].eval_interval  # updates between held-out evaluations
-    ckpt_interval: int = 2000  # ours: updates between checkpoints
+    ckpt_interval: int = RECIPES["small"].ckpt_interval  # updates between checkpoints
     stop_at: int | None = None  # stop with a checkpoint after this update (None: at steps)
     seed: int = 0  # the data order, masks, dropout and initialisation
     device: str = "auto"  # auto: cuda if available; cpu, cuda or cuda:N
@@ -137,6 +138,7 @@ def recipe_config(**flags) -> TrainConfig:
         "warmup": r.warmup,
         "log_interval": r.log_interval,
         "eval_interval": r.eval_interval,
+        "ckpt_interval": r.ckpt_interval,
     }
     return TrainConfig(**{**recipe, **flags})
 

@@ -57,6 +57,7 @@ import finetune
 import train
 from electra import ElectraConfig, generator_config, get_config
 from support import (
+    cli,
     evaluate,
     glue,
     plumbing,
@@ -213,18 +214,18 @@ def add_common_args(p: argparse.ArgumentParser, default_tasks: str) -> None:
     p.add_argument("--ft-epochs", default=None,
                    help="fine-tuning epochs: N for every task, or comma-separated task=N items "
                         "(sst2=1); a task not named: Table 7's")
-    plumbing.add_flag(p, "ft_lr", type=float, default=None,
+    cli.add_flag(p, "ft_lr", type=float, default=None,
                       help="fine-tuning peak lr (finetune.py --lr; default: Table 7's)")
-    plumbing.add_flag(p, "ft_layer_decay", type=float, default=None,
+    cli.add_flag(p, "ft_layer_decay", type=float, default=None,
                       help="fine-tuning layer-wise lr decay (finetune.py --layer-decay; default: "
                            "Table 7's)")
-    plumbing.add_flag(p, "ft_head_first_epochs", type=int, default=None,
+    cli.add_flag(p, "ft_head_first_epochs", type=int, default=None,
                       help="fine-tuning epochs of the head alone on the frozen encoder first "
                            "(finetune.py --head-first-epochs; default: none, as Table 7)")
-    plumbing.add_flag(p, "blimp_dir", default=None,
+    cli.add_flag(p, "blimp_dir", default=None,
                       help="a folder of BLiMP's jsonl files (evaluate.py --data-dir): score every "
                            "fine-tuned snapshot zero-shot on BLiMP too (default: no BLiMP)")
-    plumbing.add_flag(p, "blimp_pairs", type=int, default=evaluate.PER_PARADIGM,
+    cli.add_flag(p, "blimp_pairs", type=int, default=evaluate.PER_PARADIGM,
                       help="BLiMP: the first N pairs of each paradigm, 0 for all")
     p.add_argument("--single-order", action="store_true",
                    help="fine-tune MRPC/STS-B on one sentence order only "

@@ -68,6 +68,7 @@ import finetune
 from electra import Encoder
 from experiments import sst2_check
 from support import (
+    cli,
     evaluate,
     glue,
     plumbing,
@@ -279,15 +280,15 @@ def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--init", action="append", required=True, metavar="RUN",
                    help="a train.py run folder (ckpt.pt, vocab.txt); repeat for several")
-    plumbing.add_flag(p, "data_dir", help=f"SST-2's folder: train.tsv, dev.tsv (default: GLUE's "
+    cli.add_flag(p, "data_dir", help=f"SST-2's folder: train.tsv, dev.tsv (default: GLUE's "
                                           f"SST-2, downloaded once into {glue.DEFAULT_CACHE})")
-    plumbing.add_flag(p, "max_train_examples", type=int, default=TRAIN_ROWS,
+    cli.add_flag(p, "max_train_examples", type=int, default=TRAIN_ROWS,
                       help="the probe trains on the first N rows of train.tsv (default "
                            "%(default)s)")
-    plumbing.add_flag(p, "cosine_sentences", type=int, default=COSINE_SENTENCES,
+    cli.add_flag(p, "cosine_sentences", type=int, default=COSINE_SENTENCES,
                       help="dev sentences whose last-layer token states give the mean cosine "
                            "(default %(default)s)")
-    plumbing.add_flag(p, "batch_size", type=int, default=BATCH_SIZE,
+    cli.add_flag(p, "batch_size", type=int, default=BATCH_SIZE,
                       help="sentences per forward pass (default %(default)s)")
     p.add_argument("--draws", type=int, default=1,
                    help="draws of random weights as the zero point, seeded with the run's seed + "

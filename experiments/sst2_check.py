@@ -63,7 +63,7 @@ if str(ROOT) not in sys.path:
 
 import train
 from electra import Electra, ElectraConfig
-from support import plumbing
+from support import cli, plumbing
 from support.hf import TRAIN_CHECKPOINT
 
 
@@ -98,12 +98,12 @@ def parse_args(argv=None) -> tuple[argparse.Namespace, list[str]]:
                    help="a train.py run folder (ckpt.pt, vocab.txt); repeat for several")
     p.add_argument("--task", choices=sorted(PROTOCOLS), default="sst2",
                    help="the task fine-tuned, with its protocol (PROTOCOLS) (default %(default)s)")
-    plumbing.add_flag(p, "data_dir", help="the task's folder: train.tsv, dev.tsv (default: "
+    cli.add_flag(p, "data_dir", help="the task's folder: train.tsv, dev.tsv (default: "
                                           "finetune.py downloads GLUE's)")
     # the defaults are the task's protocol's, listed from PROTOCOLS
     rows_by_task = ", ".join(f"{t} {proto.train_rows or 'all'}" for t, proto in PROTOCOLS.items())
     epochs_by_task = ", ".join(f"{t} {proto.epochs}" for t, proto in PROTOCOLS.items())
-    plumbing.add_flag(p, "max_train_examples", type=int,
+    cli.add_flag(p, "max_train_examples", type=int,
                       help=f"first N rows of train.tsv (default: the task's, {rows_by_task})")
     p.add_argument("--epochs", type=int, help=f"default: the task's, {epochs_by_task}")
     p.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS),

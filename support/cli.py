@@ -17,14 +17,14 @@ from dataclasses import fields
 # torch (tests/test_finetune_cli.py checks they agree)
 GLUE_TASKS = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli")
 MODEL_SIZES = ("tiny", "small", "base", "large")
+KNOWN_CORPORA = ("wikitext-103", "wikitext-2", "books")  # data.KNOWN_CORPORA's names
 SQUAD_TASKS = ("squad1", "squad2")
 NULL_SCORES = ("classifier", "span")  # squad.py --null-score
 
 
 def add_flag(parser: argparse.ArgumentParser, name: str, **kwargs) -> None:
-    """Flag `--name-with-dashes` for config field `name`, with `--name_with_underscores` accepted
-    as a hidden alias (the spelling finetune.py and squad.py first used), as plumbing.add_flag does
-    for train.py.
+    """Flag `--name-with-dashes` for config field `name`, as argparse and most CLIs spell flags,
+    with `--name_with_underscores` accepted as a hidden alias, so older commands keep working.
 
     >>> p = argparse.ArgumentParser()
     >>> add_flag(p, "max_seq_len", type=int, help="tokens per example")

@@ -6,7 +6,6 @@ the command line's spelling (add_flag) and --set values (parse_overrides). Each 
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import errno
@@ -545,22 +544,6 @@ def _lock(f, release: bool = False) -> None:
 
 # -----------------------------------------------------------------------------
 # Command-line spelling
-
-
-def add_flag(parser: argparse.ArgumentParser, name: str, **kwargs) -> None:
-    """Flag `--name-with-dashes` for config field `name`, as argparse and most CLIs spell flags;
-    `--name_with_underscores`, the spelling finetune.py and squad.py once used, stays accepted as a
-    hidden alias, so older commands keep working.
-
-    >>> p = argparse.ArgumentParser()
-    >>> add_flag(p, "max_seq_len", type=int, help="tokens per example")
-    >>> p.parse_args(["--max-seq-len", "64"]), p.parse_args(["--max_seq_len", "32"])
-    (Namespace(max_seq_len=64), Namespace(max_seq_len=32))
-    """
-    parser.add_argument("--" + name.replace("_", "-"), dest=name, **kwargs)
-    if "_" in name:
-        alias = {k: v for k, v in kwargs.items() if k not in ("help", "metavar")}
-        parser.add_argument("--" + name, dest=name, help=argparse.SUPPRESS, **alias)
 
 
 def parse_overrides(items: list[str], config_cls, flag: str, fixed: tuple = (),

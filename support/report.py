@@ -746,7 +746,7 @@ def cpu_projection(size: str, steps_per_s: float, remaining: int) -> str:
             f"{duration(remaining / steps_per_s)} at the {steps_per_s:.3g} steps/s of the first "
             f"updates on this CPU (still running, in case you mean it; Ctrl-C saves a checkpoint). "
             f"To see ELECTRA learn on a CPU in {CPU_PRESET_MINUTES} minutes: python train.py "
-            f"--size {CPU_PRESET} --data <a .txt file or folder of books>")
+            f"--size {CPU_PRESET} --data books (or your own .txt file or folder)")
 
 
 def duration(seconds: float) -> str:

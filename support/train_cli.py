@@ -12,7 +12,7 @@ import argparse
 import math
 from dataclasses import asdict, fields
 
-from support.cli import add_flag
+from support.cli import KNOWN_CORPORA, add_flag
 from tokenizer import CONFIG as WORDPIECE
 
 MIN_VOCAB_SIZE = len(WORDPIECE.specials) + 1  # the special tokens and at least one piece
@@ -35,7 +35,7 @@ def parse_args(argv, config: type, sizes) -> argparse.Namespace:
              help="electra: replaced token detection; bert: the masked-LM baseline; electra_15, "
                   "replace_mlm, all_tokens_mlm: the ablations of Sec. 3.5 (default electra)")
     add_flag(p, "data", help=f".txt file, folder of .txt files, or a corpus data.py downloads "
-                             f"(wikitext-103, wikitext-2) (default {c.data})")
+                             f"({', '.join(KNOWN_CORPORA)}) (default {c.data})")
     add_flag(p, "data_url", help="base URL of the known corpora (default: $ELECTRA_DATA_URL, or "
                                  "data.DATA_URL)")
     add_flag(p, "cache_dir", default=c.cache_dir,
@@ -60,8 +60,7 @@ def parse_args(argv, config: type, sizes) -> argparse.Namespace:
              help="micro-batches per evaluation (default %(default)s)")
     add_flag(p, "log_interval", type=int, help="updates between metrics.jsonl lines (preset)")
     add_flag(p, "eval_interval", type=int, help="updates between held-out evaluations (preset)")
-    add_flag(p, "ckpt_interval", type=int, default=c.ckpt_interval,
-             help="updates between checkpoints (default %(default)s)")
+    add_flag(p, "ckpt_interval", type=int, help="updates between checkpoints (preset)")
     add_flag(p, "stop_at", type=int,
              help="stop with a checkpoint after this update (the schedule still runs to --steps)")
     add_flag(p, "seed", type=int, help=f"random seed (default {c.seed})")
@@ -237,9 +236,9 @@ def resumed(flags: dict, saved: dict, out_dir: str, recipe_config, resume_fields
     """
     if saved.get("temperature_end") is not None:
         raise SystemExit(f"--resume: the checkpoint in {out_dir} was trained with a schedule of "
-                         f"G's temperature, which train.py no longer has: continue it with "
-                         f"experiments/hooks.py's temperature_schedule")
-    # a checkpoint written before a field existed ran with its default
+                         f"G's temperature, an experiment's: continue it with python "
+                         f"experiments/hooks.py tiny-hour --out {out_dir} --resume")
+    # a field the checkpoint does not hold takes the recipe's value
     saved = {**asdict(recipe_config(size=saved.get("size", "small"))), **saved}
     changed = []
     for name in resume_fields:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from test_finetune_model import save_train_checkpoint, tiny_config, tiny_tokenizer
 
+import data
 import electra
 import finetune as ft
 from support import cli, glue
@@ -18,6 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_the_names_written_out_are_glues_tasks_and_the_models_sizes():
     assert cli.GLUE_TASKS == tuple(glue.TASKS)
     assert cli.MODEL_SIZES == tuple(electra.SIZES)
+    assert cli.KNOWN_CORPORA == tuple(data.KNOWN_CORPORA)
 
 
 @pytest.mark.parametrize("command, argv, error", [
