@@ -709,7 +709,7 @@ def peak_flops(device: torch.device, override_tflops: float | None) -> float | N
 # A GPU-sized run started on a CPU: how long it would take, and the preset made for CPUs
 
 CPU_PRESET = "tiny"  # the preset made to show ELECTRA learning on a laptop CPU (train.RECIPES)
-CPU_PRESET_MINUTES = 15  # what the CPU preset's run takes on a 2-core CPU (README)
+CPU_PRESET_MINUTES = 10  # what the CPU preset's run takes on a 2-core CPU (README)
 # ours: updates timed, after the first (one-off set-up), for the CPU time projection
 PROJECTION_STEPS = 3
 

@@ -1,0 +1,13 @@
+"""What is not the method: the root's files (electra.py, tokenizer.py, data.py, train.py,
+finetune.py, squad.py) hold ELECTRA; these hold what running it needs.
+
+    plumbing.py        downloads, text files, atomic writes, checkpoint files, devices, DDP, the
+                       loop's guards (Ctrl-C, out of memory, a loss that is not finite)
+    train_cli.py       train.py's flags and their checks, read before torch loads
+    cli.py             the flags of finetune.py, squad.py and support.evaluate
+    report.py          what a pre-training run prints, logs (metrics.jsonl) and draws (curves.png)
+    hf.py              HuggingFace's ELECTRA layout both ways, and released checkpoints by hub name
+    glue.py            GLUE's tasks, their files and downloads, and their metrics
+    finetune_runs.py   many GLUE tasks and seeds in one command, and resuming them
+    evaluate.py        zero-shot BLiMP: python -m support.evaluate blimp --init RUN
+"""
