@@ -96,6 +96,6 @@ def test_a_checkpoint_of_the_removed_schedule_flags_is_refused(corpus, tmp_path)
     saved = torch.load(out / "ckpt.pt", weights_only=True)
     saved["train_config"].update(temperature_end=1.0, temperature_steps=None)
     torch.save(saved, out / "ckpt.pt")
-    with pytest.raises(SystemExit, match=r"schedule of G's temperature, which train.py no longer "
-                                         r"has: continue it with experiments/hooks.py"):
+    with pytest.raises(SystemExit, match=r"schedule of G's temperature, an experiment's: continue "
+                                         r"it with python experiments/hooks.py tiny-hour --out "):
         train.main(["--out", str(out), "--resume", "--cache-dir", str(corpus[2])])

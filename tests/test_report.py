@@ -2,6 +2,7 @@
 and the held-out sentence printed at each evaluation, plain and coloured."""
 import contextlib
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -198,7 +199,9 @@ def test_the_cpu_preset_is_a_preset_of_both_the_model_and_the_recipe():
     from electra import SIZES
 
     assert report.CPU_PRESET in SIZES and report.CPU_PRESET in train.RECIPES
-    assert report.CPU_PRESET_MINUTES == 15  # the README's 15-minute command
+    # the time the CPU projection promises is the README's for the CPU preset's command
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    assert f"the CPU preset, about {report.CPU_PRESET_MINUTES} minutes" in readme
 
 
 def test_disc_auc_by_hand():
