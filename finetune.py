@@ -4,7 +4,7 @@ Clark et al. 2020 (arXiv 2003.10555) measure a pre-trained discriminator by what
 after fine-tuning: section 3.1 and Appendix A, Table 7 (the recipe), Tables 1, 2 and 8 (the
 scores). This file reads beside Appendix A:
 
-    recipe       Table 7's hyperparameters (FinetuneConfig), by model size
+    recipe       Table 7's hyperparameters or the official code's defaults (RECIPES), by size
     head         the official code's classifier on the [CLS] state
     lr decay     layer-wise learning rates, the official optimizer, warm-up + linear decay
     the loop     one seed: epochs of batches, the dev metrics after each epoch
@@ -47,22 +47,39 @@ from support.plumbing import mixed_precision
 # -----------------------------------------------------------------------------
 # The recipe: paper Appendix A, Table 7
 
-# Table 7, "Learning Rate": 3e-4 Small, 1e-4 Base, 5e-5 Large; "Layerwise LR decay": 0.8, 0.8, 0.9.
-RECIPE_BY_SIZE = {
-    "small": dict(lr=3e-4, layer_decay=0.8),
-    "base": dict(lr=1e-4, layer_decay=0.8),
-    "large": dict(lr=5e-5, layer_decay=0.9),
+# Two recipes, by model size; they differ only in Small's lr and in the weight decay.
+# table7: the paper's Table 7, "Learning Rate" 3e-4 Small, 1e-4 Base, 5e-5 Large; "Layerwise LR
+#   decay" 0.8, 0.8, 0.9; "Weight Decay" 0.
+# official: the official configure_finetuning.py's defaults, which its README's commands ran and
+#   so produced its "Expected Results" for the released checkpoints: learning_rate 1e-4
+#   (5e-5 for large), layerwise_lr_decay 0.8 (0.9 for large), weight_decay_rate 0.01.
+RECIPES = {
+    "table7": {
+        "small": dict(lr=3e-4, layer_decay=0.8, weight_decay=0.0),
+        "base": dict(lr=1e-4, layer_decay=0.8, weight_decay=0.0),
+        "large": dict(lr=5e-5, layer_decay=0.9, weight_decay=0.0),
+    },
+    "official": {
+        "small": dict(lr=1e-4, layer_decay=0.8, weight_decay=0.01),
+        "base": dict(lr=1e-4, layer_decay=0.8, weight_decay=0.01),
+        "large": dict(lr=5e-5, layer_decay=0.9, weight_decay=0.01),
+    },
 }
 MAX_SEQ_LEN = 128  # tokens per example, all sizes (official configure_finetuning.py max_seq_length)
 
 
 @dataclass
 class FinetuneConfig:
-    """Fine-tuning hyperparameters. None means "the paper's value": for the model's size
+    """Fine-tuning hyperparameters. None means "the recipe's value": for the model's size
     (recipe_for) or, for epochs, the task's (glue.Task.epochs)."""
-    lr: float | None = None  # peak lr; None: RECIPE_BY_SIZE's (Table 7 "Learning Rate")
-    layer_decay: float | None = None  # None: RECIPE_BY_SIZE's (Table 7 "Layerwise LR decay")
-    weight_decay: float = 0.0  # Table 7 "Weight Decay 0" (the official config's default is 0.01)
+    recipe_name: str = "table7"  # RECIPES: the paper's Table 7, or the official code's defaults
+    lr: float | None = None  # peak lr; None: the recipe's (Table 7 "Learning Rate")
+    layer_decay: float | None = None  # None: the recipe's (Table 7 "Layerwise LR decay")
+    weight_decay: float | None = None  # None: the recipe's (Table 7 "Weight Decay" 0)
+    # the batch's loss: "mean" of the per-example losses, or their "sum" as the official
+    # run_finetuning.py does (tf.reduce_sum), which makes the gradient batch_size times larger
+    # before grad_clip; which of the two fine-tunes better is not measured, so mean stays default
+    loss_reduction: str = "mean"
     warmup_fraction: float = 0.1  # Table 7 "Warmup fraction 0.1"
     batch_size: int = 32  # Table 7 "Batch Size 32"
     epochs: int | None = None  # None: the task's, 10 for RTE and STS-B, else 3 (Table 7)
@@ -88,21 +105,21 @@ class FinetuneConfig:
 
 
 def recipe_for(model_config: ElectraConfig, ft: FinetuneConfig) -> FinetuneConfig:
-    """`ft` with lr, layer_decay and max_seq_len filled in from the model's size
-    (hf.paper_size: the widest of the paper's sizes no wider than the model).
+    """`ft` with lr, layer_decay, weight_decay and max_seq_len filled in where they are None, from
+    the recipe (ft.recipe_name) for the model's size (hf.paper_size: the widest of the paper's
+    sizes no wider than the model).
 
     >>> from electra import get_config
     >>> r = recipe_for(get_config("base"), FinetuneConfig())
-    >>> r.lr, r.layer_decay, r.max_seq_len
-    (0.0001, 0.8, 128)
+    >>> r.lr, r.layer_decay, r.weight_decay, r.max_seq_len
+    (0.0001, 0.8, 0.0, 128)
     """
-    preset = RECIPE_BY_SIZE[paper_size(model_config)]
-    lr = preset["lr"] if ft.lr is None else ft.lr
-    layer_decay = preset["layer_decay"] if ft.layer_decay is None else ft.layer_decay
+    preset = RECIPES[ft.recipe_name][paper_size(model_config)]
+    given = {k: v for k, v in preset.items() if getattr(ft, k) is None}
     max_seq_len = ft.max_seq_len
     if max_seq_len is None:
         max_seq_len = min(MAX_SEQ_LEN, model_config.max_position)
-    return replace(ft, lr=lr, layer_decay=layer_decay, max_seq_len=max_seq_len)
+    return replace(ft, **given, max_seq_len=max_seq_len)
 
 
 def encoder_config(config: ElectraConfig, ft: FinetuneConfig) -> ElectraConfig:
@@ -293,12 +310,13 @@ def optimizer_and_schedule(model: nn.Module, num_layers: int, ft: FinetuneConfig
 # The loop: one seed fine-tuned, evaluated on dev after every epoch
 
 
-def task_loss(task: glue.Task, logits, labels):
+def task_loss(task: glue.Task, logits, labels, reduction: str = "mean"):
     """Cross-entropy for classification; for STS-B the squared error on label / 5 (official
-    RegressionTask)."""
+    RegressionTask). The per-example losses are averaged over the batch, or with reduction "sum"
+    summed as the official code does (FinetuneConfig.loss_reduction)."""
     if task.regression:
-        return F.mse_loss(logits.squeeze(-1), labels / glue.STSB_MAX)
-    return F.cross_entropy(logits, labels)
+        return F.mse_loss(logits.squeeze(-1), labels / glue.STSB_MAX, reduction=reduction)
+    return F.cross_entropy(logits, labels, reduction=reduction)
 
 
 def train_epoch(model: nn.Module, opt, schedule, task: glue.Task, train: glue.Encoded,
@@ -316,7 +334,7 @@ def train_epoch(model: nn.Module, opt, schedule, task: glue.Task, train: glue.En
             rows = order[start:start + ft.batch_size]
             with autocast:
                 logits = model(*train.batch(rows, pad_id, device)).float()  # [B, C]
-            loss = task_loss(task, logits, labels[rows].to(device))
+            loss = task_loss(task, logits, labels[rows].to(device), ft.loss_reduction)
             if not torch.isfinite(loss):
                 raise runs.diverged(what, schedule.last_epoch + 1, epoch, ft.lr)
             opt.zero_grad(set_to_none=True)
@@ -442,8 +460,9 @@ def main(argv=None) -> dict:
     runs.check_against_model(ft, pre)
     ft = recipe_for(pre.config, ft)
     print(f"fine-tuning {pre.source} ({pre.config.num_layers} layers, hidden "
-          f"{pre.config.hidden_size}) on {device}: lr {ft.lr:g}, layer decay {ft.layer_decay}, "
-          f"batch {ft.batch_size}, dropout {encoder_config(pre.config, ft).dropout:g}"
+          f"{pre.config.hidden_size}) on {device}, recipe {ft.recipe_name}: lr {ft.lr:g}, layer "
+          f"decay {ft.layer_decay}, weight decay {ft.weight_decay:g}, batch {ft.batch_size} "
+          f"({ft.loss_reduction} of its losses), dropout {encoder_config(pre.config, ft).dropout:g}"
           + (" (--init's)" if ft.dropout is None else "")
           + ", Adam without bias correction (official)")
     if ft.reinit_layers:

@@ -635,16 +635,19 @@ class SpanModel(nn.Module):
                           start_top)
 
 
-def span_loss(start_logits, end_logits, starts, ends):
+def span_loss(start_logits, end_logits, starts, ends, reduction: str = "mean"):
     """Mean of the start and end cross-entropies (official and BERT: (start_loss + end_loss) /
-    2)."""
-    return (F.cross_entropy(start_logits, starts) + F.cross_entropy(end_logits, ends)) / 2
+    2), averaged over the batch, or summed with reduction "sum" as the official code does
+    (FinetuneConfig.loss_reduction)."""
+    return (F.cross_entropy(start_logits, starts, reduction=reduction)
+            + F.cross_entropy(end_logits, ends, reduction=reduction)) / 2
 
 
-def answerable_loss(answerable_logit, impossible, weight: float):
+def answerable_loss(answerable_logit, impossible, weight: float, reduction: str = "mean"):
     """weight x sigmoid cross-entropy of the answerability logit against "has no answer"
-    (official)."""
-    return weight * F.binary_cross_entropy_with_logits(answerable_logit, impossible)
+    (official), averaged or summed over the batch as span_loss."""
+    return weight * F.binary_cross_entropy_with_logits(answerable_logit, impossible,
+                                                       reduction=reduction)
 
 
 def collate(features: list[Feature], rows, pad_id: int, device):
@@ -872,11 +875,12 @@ def finetune(pre: Pretrained, train: list[Feature], ft: FinetuneConfig, cfg: Squ
                 with autocast:
                     inputs = collate(train, rows, pad_id, device)
                     s, e, a, _ = model(*inputs, start_positions=starts)
-                loss = span_loss(s, e, starts, ends)
+                loss = span_loss(s, e, starts, ends, ft.loss_reduction)
                 if cfg.answerable_classifier:
                     impossible = torch.tensor([float(train[r].impossible) for r in rows],
                                               device=device)
-                    loss = loss + answerable_loss(a, impossible, cfg.answerable_weight)
+                    loss = loss + answerable_loss(a, impossible, cfg.answerable_weight,
+                                                  ft.loss_reduction)
                 if not torch.isfinite(loss):
                     raise diverged(what, schedule.last_epoch + 1, epoch, ft.lr)
                 opt.zero_grad(set_to_none=True)
@@ -995,7 +999,7 @@ def main(argv=None) -> dict:
         raise SystemExit(f"--max-seq-len {cfg.max_seq_len}: must be at most "
                          f"{pre.config.max_position}, the positions {pre.source} has "
                          f"embeddings for")
-    # Table 7's recipe for the model's size, but for SQuAD's windows and epochs (SquadConfig)
+    # the recipe (--recipe) for the model's size, but for SQuAD's windows and epochs (SquadConfig)
     recipe = cli.from_flags(FinetuneConfig, args, max_seq_len=cfg.max_seq_len, epochs=cfg.epochs,
                             max_train_examples=None)
     ft = recipe_for(pre.config, recipe)

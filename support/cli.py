@@ -20,6 +20,8 @@ MODEL_SIZES = ("tiny", "small", "base", "large")
 KNOWN_CORPORA = ("wikitext-103", "wikitext-2", "books")  # data.KNOWN_CORPORA's names
 SQUAD_TASKS = ("squad1", "squad2")
 NULL_SCORES = ("classifier", "span")  # squad.py --null-score
+RECIPE_NAMES = ("table7", "official")  # finetune.RECIPES's names
+LOSS_REDUCTIONS = ("mean", "sum")  # finetune.FinetuneConfig.loss_reduction
 
 
 def add_flag(parser: argparse.ArgumentParser, name: str, **kwargs) -> None:
@@ -82,11 +84,19 @@ def add_init_flags(p: argparse.ArgumentParser) -> None:
 
 
 def add_recipe_flags(p: argparse.ArgumentParser) -> None:
-    """The flags of Table 7's recipe that GLUE and SQuAD share; left out, Table 7's value."""
-    p.add_argument("--lr", type=float, help="peak learning rate (default: Table 7's for the "
-                                            "model size: 3e-4 small, 1e-4 base, 5e-5 large)")
+    """The flags of the recipe that GLUE and SQuAD share; left out, the --recipe's value."""
+    p.add_argument("--recipe", dest="recipe_name", choices=RECIPE_NAMES,
+                   help="table7: the paper's Table 7 (default); official: the official code's "
+                        "defaults, which produced its published results (lr 1e-4 for small, "
+                        "weight decay 0.01); --lr, --layer-decay, --weight-decay override either")
+    p.add_argument("--lr", type=float, help="peak learning rate (default: the recipe's for the "
+                                            "model size; Table 7: 3e-4 small, 1e-4 base, 5e-5 "
+                                            "large)")
     add_flag(p, "layer_decay", type=float,
-             help="layer-wise lr decay (default: Table 7's, 0.8, or 0.9 for large)")
+             help="layer-wise lr decay (default: the recipe's, 0.8, or 0.9 for large)")
+    add_flag(p, "loss_reduction", choices=LOSS_REDUCTIONS,
+             help="the batch's loss: mean of the examples' losses (default), or their sum as the "
+                  "official code (a batch-size times larger gradient before clipping at 1.0)")
     add_flag(p, "batch_size", type=int, help="examples per update (default: Table 7's 32)")
 
 
@@ -195,7 +205,8 @@ def finetune_args(argv=None, description: str = "") -> argparse.Namespace:
                         "results.json holds are kept and only the others run")
     add_recipe_flags(p)
     add_flag(p, "weight_decay", type=float,
-             help="Table 7's is 0 (the official config's default is 0.01) (default 0)")
+             help="decoupled weight decay (default: the recipe's, Table 7's 0 or the official "
+                  "0.01)")
     p.add_argument("--epochs", type=int, help="default: 3, or 10 for RTE and STS-B (Table 7)")
     add_flag(p, "max_seq_len", type=int,
              help="tokens per example (official max_seq_length; default 128, or the model's "

@@ -125,6 +125,68 @@ def test_recipe_by_model_size():
     assert ft.recipe_for(get_config("base"), ft.FinetuneConfig(lr=2e-5)).lr == 2e-5
 
 
+# Each recipe's numbers, written out from their sources
+TABLE7 = {  # the paper, Appendix A, Table 7: Learning Rate, Layerwise LR decay, Weight Decay
+    "small": (3e-4, 0.8, 0.0), "base": (1e-4, 0.8, 0.0), "large": (5e-5, 0.9, 0.0)}
+OFFICIAL = {  # official configure_finetuning.py: learning_rate 1e-4 (5e-5 if large),
+    # layerwise_lr_decay 0.8 (0.9 if large), weight_decay_rate 0.01
+    "small": (1e-4, 0.8, 0.01), "base": (1e-4, 0.8, 0.01), "large": (5e-5, 0.9, 0.01)}
+
+
+@pytest.mark.parametrize("name, expected", [("table7", TABLE7), ("official", OFFICIAL)])
+def test_each_recipes_numbers_are_its_sources(name, expected):
+    for size, values in expected.items():
+        r = ft.recipe_for(get_config(size), ft.FinetuneConfig(recipe_name=name))
+        assert (r.lr, r.layer_decay, r.weight_decay) == values, (name, size)
+        assert r.recipe_name == name
+    # a recipe is hyper-parameters only: the other fields are the same
+    a, b = (ft.recipe_for(get_config("small"), ft.FinetuneConfig(recipe_name=n))
+            for n in ("table7", "official"))
+    assert (dataclasses.replace(a, recipe_name="", lr=0, weight_decay=0)
+            == dataclasses.replace(b, recipe_name="", lr=0, weight_decay=0))
+    # an explicit value wins over either recipe
+    r = ft.recipe_for(get_config("small"), ft.FinetuneConfig(recipe_name=name, lr=2e-5,
+                                                             layer_decay=0.7, weight_decay=0.1))
+    assert (r.lr, r.layer_decay, r.weight_decay) == (2e-5, 0.7, 0.1)
+
+
+def test_recipe_official_on_the_command_line_is_the_config_that_runs(tmp_path, monkeypatch):
+    tok = tiny_tokenizer()
+    save_train_checkpoint(tmp_path / "run", tok, tiny_config(tok))  # taken for Small
+    run = tmp_path / "run"
+    ran = {}
+    monkeypatch.setattr(ft.runs, "run_glue", lambda args, pre, recipe, *a: ran.update(ft=recipe))
+    ft.main(["--task", "sst2", "--init", str(run), "--recipe", "official"])
+    assert (ran["ft"].lr, ran["ft"].layer_decay, ran["ft"].weight_decay) == OFFICIAL["small"]
+    assert ran["ft"].recipe_name == "official" and ran["ft"].loss_reduction == "mean"
+    ft.main(["--task", "sst2", "--init", str(run), "--recipe", "official", "--lr", "3e-4",
+             "--weight-decay", "0", "--loss-reduction", "sum"])
+    assert (ran["ft"].lr, ran["ft"].layer_decay, ran["ft"].weight_decay) == (3e-4, 0.8, 0.0)
+    assert ran["ft"].loss_reduction == "sum"
+    ft.main(["--task", "sst2", "--init", str(run)])
+    assert (ran["ft"].lr, ran["ft"].layer_decay, ran["ft"].weight_decay) == TABLE7["small"]
+    assert ran["ft"].recipe_name == "table7"
+
+
+@pytest.mark.parametrize("task", ["sst2", "stsb"])
+def test_the_summed_loss_gradient_is_batch_size_times_the_means(task):
+    """--loss-reduction sum (official run_finetuning.py: tf.reduce_sum over the batch): before the
+    clip, the gradient is exactly B times the mean's, so clipping at 1.0 acts on more updates."""
+    torch.manual_seed(0)
+    batch = 6
+    t = glue.get_task(task)
+    head = torch.nn.Linear(4, 1 if t.regression else 2)
+    x = torch.randn(batch, 4)
+    labels = torch.rand(batch) * 5 if t.regression else torch.tensor([0, 1, 1, 0, 1, 0])
+    grads = {}
+    for reduction in ("mean", "sum"):
+        head.zero_grad()
+        ft.task_loss(t, head(x), labels, reduction).backward()
+        grads[reduction] = torch.cat([p.grad.flatten() for p in head.parameters()])
+    assert torch.allclose(grads["sum"], batch * grads["mean"], rtol=1e-5, atol=1e-7)
+    assert grads["mean"].norm() > 0
+
+
 # --- loading --init -------------------------------------------------------------------------------
 
 

@@ -365,8 +365,8 @@ def test_recipe_for_a_hub_checkpoint_is_its_sizes(hub, tmp_path, size):
     got = hf.hub_files(f"google/electra-{size}-discriminator", cache_dir=tmp_path / "cache")
     config = hf.config_from_hf(json.loads((got / "config.json").read_text()))
     recipe = ft.recipe_for(config, ft.FinetuneConfig())
-    assert (recipe.lr, recipe.layer_decay) == (ft.RECIPE_BY_SIZE[size]["lr"],
-                                               ft.RECIPE_BY_SIZE[size]["layer_decay"])
+    assert (recipe.lr, recipe.layer_decay) == (ft.RECIPES["table7"][size]["lr"],
+                                               ft.RECIPES["table7"][size]["layer_decay"])
 
 
 def write_rte(folder, n=8):
@@ -391,7 +391,7 @@ def test_finetune_init_by_hub_name(hub, tmp_path, capsys):
     report = ft.main(argv)
     assert report["init"].startswith("google/electra-tiny-discriminator (revision main;")
     # hidden 64: the small recipe
-    assert report["recipe"]["lr"] == ft.RECIPE_BY_SIZE["small"]["lr"]
+    assert report["recipe"]["lr"] == ft.RECIPES["table7"]["small"]["lr"]
     assert (cache / "google" / "electra-tiny-discriminator" / "main"
             / "model.safetensors").is_file()
     assert "rte    acc" in capsys.readouterr().out

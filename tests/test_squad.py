@@ -351,7 +351,7 @@ def test_a_few_steps_lower_the_loss(tmp_path):
     pre = load_pretrained(tiny_run(tmp_path))
     features = squad.make_features(squad.read_examples(squad_file_data()), pre.tokenizer,
                                    squad.SquadConfig(max_seq_len=64), training=True)
-    ft = FinetuneConfig(lr=1e-3, layer_decay=0.8, batch_size=2)
+    ft = FinetuneConfig(lr=1e-3, layer_decay=0.8, weight_decay=0.0, batch_size=2)
     cfg = squad.SquadConfig(max_seq_len=64, epochs=15, answerable_hidden=8, joint_hidden=8)
     # answerable_classifier: 2.0
     _, losses = squad.finetune(pre, features, ft, cfg, seed=0, runtime=squad.Runtime("cpu"))
@@ -368,7 +368,8 @@ def test_dropout_sets_the_fine_tuned_encoders_dropout(tmp_path):
                                    squad.SquadConfig(max_seq_len=64), training=True)
     cfg = squad.SquadConfig(max_seq_len=64, epochs=1, answerable_hidden=8, joint_hidden=8)
     for dropout, expected in ((0.3, 0.3), (None, 0.0)):  # None: the checkpoint's
-        ft = FinetuneConfig(lr=1e-3, layer_decay=0.8, batch_size=2, dropout=dropout)
+        ft = FinetuneConfig(lr=1e-3, layer_decay=0.8, weight_decay=0.0, batch_size=2,
+                            dropout=dropout)
         model, _ = squad.finetune(pre, features, ft, cfg, seed=0, runtime=squad.Runtime("cpu"))
         # the embeddings' 1, the layer's 2 (attention probabilities, the sublayer outputs)
         assert [m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)] == [expected] * 3
