@@ -50,7 +50,9 @@ class WordPieceConfig:
     sep: str = "[SEP]"  # BERT vocab.txt line 102; ends each segment
     mask: str = "[MASK]"  # BERT vocab.txt line 103; the masked-LM input (ELECTRA's generator input)
     prefix: str = "##"  # BERT's continuation prefix: "##able" continues a word, "able" starts one
-    max_input_chars_per_word: int = 100  # BERT WordpieceTokenizer default: longer ones are [UNK]
+    # a longer word is one [UNK]: 200 in the official ELECTRA model/tokenization.py and BERT's
+    # tokenization.py (HuggingFace's WordPiece tokenizers default to 100)
+    max_input_chars_per_word: int = 200
     word_cache_size: int = 1 << 20  # our speed-up: remember the pieces of up to ~1M distinct words
     # trainer: a pair seen fewer times is never merged (HF BertWordPieceTokenizer.train default)
     min_frequency: int = 2
@@ -198,7 +200,7 @@ def wordpiece(word: str, vocab: dict[str, int] | set[str],
     """Stage 2, greedy longest-match-first WordPiece (BERT's WordpieceTokenizer.tokenize) on a word.
 
     Take the longest prefix in the vocab, then "##" pieces the same way; no match at some position,
-    or over 100 characters, makes the whole word [UNK].
+    or over 200 characters, makes the whole word [UNK].
 
     >>> v = {"un", "##aff", "##able", "a", "##b"}
     >>> wordpiece("unaffable", v), wordpiece("ab", v), wordpiece("abc", v)
@@ -465,7 +467,7 @@ def start_units(word_counts: dict[str, int], limit_alphabet: int, config: WordPi
     The vocab is the special tokens, the alphabet (the `limit_alphabet` most frequent characters,
     each as a word start "c"), then "##c" for each character seen inside a word. Each word becomes
     units: "hugs" -> ["h", "##u", "##g", "##s"]. Words with a character outside the alphabet, or
-    over 100 characters, would be [UNK] anyway: left out.
+    over 200 characters, would be [UNK] anyway: left out.
 
     >>> vocab, words, freqs = start_units({"hug": 3, "bun": 1}, limit_alphabet=1000)
     >>> vocab[5:]

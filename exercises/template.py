@@ -69,7 +69,7 @@ def wordpiece(word: str, vocab: set[str] | dict[str, int]) -> list[str]:
     From the start of the word take the longest prefix that is in the vocab; continue from where it
     ended, now looking for pieces written with the "##" prefix ("##able" continues a word, "able"
     starts one). If at some point no piece matches, the whole word is ["[UNK]"] (no partial
-    output), and a word longer than 100 characters is ["[UNK]"] at once. There is no backtracking:
+    output), and a word longer than 200 characters is ["[UNK]"] at once. There is no backtracking:
     greedy is what BERT does even where another split would exist.
 
     Example: vocab {"un", "##aff", "##able", "a", "##b"}: "unaffable" -> ["un", "##aff", "##able"],

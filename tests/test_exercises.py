@@ -217,12 +217,12 @@ def check_wordpiece(wordpiece) -> None:
     got = wordpiece("bb", {"b"})
     assert got == ["[UNK]"], \
         f"a continuation needs its '##' piece: vocab ['b']: 'bb' -> ['[UNK]'], got {got}"
-    # At most 100 characters.
+    # At most 200 characters (the official tokenization.py's limit).
     v = {"x", "##x"}
-    got = wordpiece("x" * 100, v)
-    assert got == ["x"] + ["##x"] * 99, "a word of exactly 100 characters is split normally"
-    got = wordpiece("x" * 101, v)
-    assert got == ["[UNK]"], f"a word of 101 characters is ['[UNK]'], got {got[:3]}..."
+    got = wordpiece("x" * 200, v)
+    assert got == ["x"] + ["##x"] * 199, "a word of exactly 200 characters is split normally"
+    got = wordpiece("x" * 201, v)
+    assert got == ["[UNK]"], f"a word of 201 characters is ['[UNK]'], got {got[:3]}..."
     # Agreement with the project's tokenizer on random words and a random vocab of pieces.
     rng = torch.Generator().manual_seed(0)
     letters = "abcde"

@@ -88,9 +88,11 @@ def test_wordpiece_by_hand():
     assert wordpiece("cats", vocab) == ["cat", "##s"]
     # one position without a match makes the whole word [UNK]: "cat" then "##x" is missing
     assert wordpiece("catx", vocab) == ["[UNK]"]
-    # over 100 characters: [UNK] even though "a" + "##b"*100 would match
-    assert wordpiece("a" + "b" * 99, vocab) == ["a"] + ["##b"] * 99
-    assert wordpiece("a" + "b" * 100, vocab) == ["[UNK]"]
+    # over 200 characters (the official limit; HuggingFace's is 100): [UNK] even though
+    # "a" + "##b"*200 would match; 150 characters are still split into pieces
+    assert wordpiece("a" + "b" * 149, vocab) == ["a"] + ["##b"] * 149
+    assert wordpiece("a" + "b" * 199, vocab) == ["a"] + ["##b"] * 199
+    assert wordpiece("a" + "b" * 200, vocab) == ["[UNK]"]
 
 
 def test_tokenizer_tokenize_and_encode_by_hand():

@@ -7,6 +7,8 @@ The vocab is trained by HuggingFace `tokenizers` on the lines themselves (no dow
   they lowercase character by character, so a word-final capital sigma becomes "σ" where Python's
   lower() (and so the official BERT code and ours) gives "ς". Replacing "Σ" by "σ" in the input
   removes that one difference, and then they must agree on every line too.
+Each reference is set to the official per-word limit of 200 characters (HuggingFace's default is
+100), which ours uses: words of 101-200 characters are pieces, longer ones [UNK], in all four.
 """
 import random
 
@@ -40,8 +42,9 @@ FRAGMENTS = [
     "!!!", "?!...", "—", "–", "«guillemets»", "¿Qué?", "¡Hola!", "$%^&*", "```", "...", "--",
     "(((nested)))", "'quoted'", '"double"', "@user", "#hashtag", "http://example.com/a?b=c&d=e",
     "~tilde~", "a|b", "<tag>", "{json: 1}",
-    # very long words: 101 and 100 characters, 102, 28
-    "a" * 101, "b" * 100, "supercalifragilisticexpialidocious" * 3, "antidisestablishmentarianism",
+    # very long words: 201 and 200 characters, 150, 102, 28
+    "a" * 201, "b" * 200, "c" * 150, "supercalifragilisticexpialidocious" * 3,
+    "antidisestablishmentarianism",
     # special tokens written in the text, alone, glued, lowercase, broken
     "[CLS]", "[SEP]", "[MASK]", "[PAD]", "[UNK]", "[cls]", "a[SEP]b", "[SEP][SEP]", "[MAS K]",
     "[[MASK]]", "x[UNK]y",
@@ -65,6 +68,15 @@ def varied_lines(n, seed=0):
     return lines
 
 
+MAX_CHARS = 200  # the official tokenization.py's max_input_chars_per_word
+
+
+def with_official_word_limit(python_ref):
+    """HuggingFace's slow BERT tokenizer with the official 200-character word limit."""
+    python_ref.wordpiece_tokenizer.max_input_chars_per_word = MAX_CHARS
+    return python_ref
+
+
 @pytest.fixture(scope="module")
 def lines():
     return varied_lines(NUM_LINES)
@@ -82,9 +94,13 @@ def vocab_from_hf_trainer(lines, folder, lowercase):
 def test_same_tokens_and_ids_as_huggingface(lines, tmp_path, lowercase):
     vocab = vocab_from_hf_trainer(lines, tmp_path, lowercase)
     ours = Tokenizer.load(vocab, lowercase=lowercase)
-    python_ref = BertTokenizerLegacy(str(vocab), do_lower_case=lowercase)
+    python_ref = with_official_word_limit(BertTokenizerLegacy(str(vocab),
+                                                              do_lower_case=lowercase))
     rust_ref = BertWordPieceTokenizer(str(vocab), lowercase=lowercase)
+    rust_ref._tokenizer.model.max_input_chars_per_word = MAX_CHARS
     transformers_ref = transformers.BertTokenizer(vocab=str(vocab), do_lower_case=lowercase)
+    transformers_ref._tokenizer.model.max_input_chars_per_word = MAX_CHARS
+    assert ours.config.max_input_chars_per_word == MAX_CHARS
     assert ours.id_to_token == list(python_ref.vocab)
 
     rust_lines = [line.replace("Σ", "σ") for line in lines]
@@ -114,7 +130,7 @@ def test_cased_equals_python_reference_on_nfc_text(lines, tmp_path):
 
     vocab = vocab_from_hf_trainer(lines, tmp_path, lowercase=False)
     ours = Tokenizer.load(vocab, lowercase=False)
-    python_ref = BertTokenizerLegacy(str(vocab), do_lower_case=False)
+    python_ref = with_official_word_limit(BertTokenizerLegacy(str(vocab), do_lower_case=False))
     nfc_lines = [line for line in lines if unicodedata.is_normalized("NFC", line)]
     assert len(nfc_lines) > len(lines) // 2
     for line in nfc_lines:
@@ -124,7 +140,7 @@ def test_cased_equals_python_reference_on_nfc_text(lines, tmp_path):
 def test_encode_pair_equals_huggingface(lines, tmp_path):
     vocab = vocab_from_hf_trainer(lines, tmp_path, lowercase=True)
     ours = Tokenizer.load(vocab)
-    python_ref = BertTokenizerLegacy(str(vocab))
+    python_ref = with_official_word_limit(BertTokenizerLegacy(str(vocab)))
     for a, b in zip(lines[:200:2], lines[1:200:2]):
         ids, segments = ours.encode_pair(a, b, max_len=24)
         ref = python_ref(a, b, max_length=24, truncation="longest_first",
