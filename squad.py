@@ -763,6 +763,8 @@ def predict_answers(examples: list[Example], features: list[Feature], logits: Fe
         best_score = 0.0
         if best is not None:
             best_score, f, a, b = best
+            # whole pieces: a span that starts or ends inside a word widens to the word, where
+            # the official get_final_text trims it to the sub-word's characters
             text = ex.context[ex.pieces[f.token_piece[a]][0]:ex.pieces[f.token_piece[b]][1]]
         if v2:
             null_odds[ex.qid] = null_odds_of(null_score, best_score, cfg.answerable_classifier)
@@ -937,6 +939,8 @@ def squad_config(args: argparse.Namespace, max_position: int) -> SquadConfig:
     null_threshold = args.null_threshold
     if null_threshold is None:
         null_threshold = BERT_NULL_THRESHOLD if span else SquadConfig.null_threshold
+    # 1.1 trains no answerability classifier: the official code trains one there too, on labels
+    # that are all "answerable", which teach it nothing
     return cli.from_flags(SquadConfig, args, max_seq_len=max_seq_len,
                           answerable_classifier=args.task == "squad2" and not span,
                           independent_ends=args.independent_ends or span,
