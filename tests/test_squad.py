@@ -504,3 +504,25 @@ def test_the_official_files_are_size_checked(tmp_path, http_server, monkeypatch)
     with pytest.raises(squad.DownloadError, match="expected 42,123,633"):
         squad.squad_files("squad2", None, tmp_path / "cache", url)
     assert not list((tmp_path / "cache").iterdir())
+
+
+def test_the_summed_squad_loss_is_batch_size_times_the_mean():
+    """--loss-reduction sum sums each example's (start + end) / 2 + 0.5 x answerability loss, as the
+    official run_finetuning.py sums its tasks' per-example losses: the loss, and so the gradient
+    before clipping, is B times the mean's."""
+    torch.manual_seed(0)
+    batch, length = 5, 7
+    start, end = torch.randn(batch, length), torch.randn(batch, length)
+    answerable = torch.randn(batch)
+    starts, ends = torch.randint(0, length, (batch,)), torch.randint(0, length, (batch,))
+    impossible = torch.tensor([0.0, 1.0, 0.0, 0.0, 1.0])
+
+    def loss(reduction):
+        return (squad.span_loss(start, end, starts, ends, reduction)
+                + squad.answerable_loss(answerable, impossible, 0.5, reduction))
+    assert loss("sum").item() == pytest.approx(batch * loss("mean").item(), rel=1e-6)
+    # the sum is over examples: one example's own loss, summed alone, is its mean
+    assert loss("sum").item() == pytest.approx(sum(
+        (squad.span_loss(start[i:i + 1], end[i:i + 1], starts[i:i + 1], ends[i:i + 1])
+         + squad.answerable_loss(answerable[i:i + 1], impossible[i:i + 1], 0.5)).item()
+        for i in range(batch)), rel=1e-6)
