@@ -461,10 +461,10 @@ def main(argv=None) -> dict:
     ft = recipe_for(pre.config, ft)
     print(f"fine-tuning {pre.source} ({pre.config.num_layers} layers, hidden "
           f"{pre.config.hidden_size}) on {device}, recipe {ft.recipe_name}: lr {ft.lr:g}, layer "
-          f"decay {ft.layer_decay}, weight decay {ft.weight_decay:g}, batch {ft.batch_size} "
-          f"({ft.loss_reduction} of its losses), dropout {encoder_config(pre.config, ft).dropout:g}"
+          f"decay {ft.layer_decay}, weight decay {ft.weight_decay:g}, batch {ft.batch_size}, "
+          f"dropout {encoder_config(pre.config, ft).dropout:g}"
           + (" (--init's)" if ft.dropout is None else "")
-          + ", Adam without bias correction (official)")
+          + f", Adam without bias correction (official), the batch's loss: its {ft.loss_reduction}")
     if ft.reinit_layers:
         print(f"the top {ft.reinit_layers} of {pre.config.num_layers} layers start from fresh "
               f"random weights (--reinit-layers)")
