@@ -44,14 +44,13 @@ from electra import Electra, ElectraConfig, get_config
 from support.hf import (
     TRAIN_CHECKPOINT,
     HubError,
-    check_vocab,
+    checkpoint_tokenizer,
     folder_tokenizer,
     from_hf_state_dicts,
     is_hub_name,
     load_electra,
     read_config,
     read_weights,
-    vocab_beside,
 )
 from support.plumbing import (
     DownloadError,
@@ -368,13 +367,7 @@ def load_run(init: Path, vocab=None) -> Scored:
     except (KeyError, TypeError, ValueError, RuntimeError) as e:
         raise ValueError(f"{path} is not a train.py checkpoint this electra.py can rebuild "
                          f"({type(e).__name__}: {e})") from None
-    vocab_path = vocab_beside(path, vocab)
-    tok = Tokenizer.load(vocab_path)
-    check_vocab(tok, config, vocab_path, path)
-    if saved.get("vocab_hash") not in (None, tok.hash()):
-        raise ValueError(f"{vocab_path} is not the vocab {path} was pre-trained with (its sha256 "
-                         f"differs from the checkpoint's vocab_hash): pass the right one with "
-                         f"--vocab")
+    tok = checkpoint_tokenizer(path, config, saved.get("vocab_hash"), vocab)
     source = f"train.py checkpoint {path} (step {saved.get('step')})"
     return Scored(model, tok, source, path.parent)
 

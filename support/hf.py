@@ -277,6 +277,20 @@ def check_vocab(tok: Tokenizer, config: ElectraConfig, vocab_path: Path, init: P
                          f"pre-trained with (--vocab)")
 
 
+def checkpoint_tokenizer(path: Path, config: ElectraConfig, vocab_hash: str | None,
+                         vocab=None) -> Tokenizer:
+    """The vocab.txt beside the train.py checkpoint `path` (or `vocab`), checked against its model
+    config and against the vocab_hash it was pre-trained with (None: not recorded)."""
+    vocab_path = vocab_beside(path, vocab)
+    tok = Tokenizer.load(vocab_path)
+    check_vocab(tok, config, vocab_path, path)
+    if vocab_hash not in (None, tok.hash()):
+        raise ValueError(f"{vocab_path} is not the vocab {path} was pre-trained with (its sha256 "
+                         f"differs from the checkpoint's vocab_hash): pass the right one with "
+                         f"--vocab")
+    return tok
+
+
 def folder_tokenizer(folder: Path, config: ElectraConfig,
                      vocab=None) -> tuple[Tokenizer, ElectraConfig]:
     """The folder's vocab.txt (or `vocab`), cased if its tokenizer_config.json says do_lower_case
@@ -336,13 +350,7 @@ def load_train_checkpoint(path: Path, vocab=None) -> Pretrained:
     except TypeError as e:
         raise ValueError(f"{path}: its model_config does not fit electra.ElectraConfig "
                          f"({e})") from None
-    vocab_path = vocab_beside(path, vocab)
-    tok = Tokenizer.load(vocab_path)
-    check_vocab(tok, config, vocab_path, path)
-    if ckpt.get("vocab_hash") not in (None, tok.hash()):
-        raise ValueError(f"{vocab_path} is not the vocab {path} was pre-trained with (its sha256 "
-                         f"differs from the checkpoint's vocab_hash): pass the right one with "
-                         f"--vocab")
+    tok = checkpoint_tokenizer(path, config, ckpt.get("vocab_hash"), vocab)
     model = Electra(config)
     try:
         model.load_state_dict(ckpt["model"])

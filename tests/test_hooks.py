@@ -1,24 +1,15 @@
 """experiments/hooks.py: G's temperature schedule through train.py's before_update hook, and the
 CPU hour's run built on it (tiny runs on CPU, a few steps each)."""
 import pytest
+import test_train
 import torch
-from test_train import args, rows, write_corpus
+from test_train import args, rows
 
 import electra
 import train
 from experiments import hooks
-from tokenizer import train as train_vocab
 
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    """(corpus folder, vocab.txt, cache folder), as test_train.py's."""
-    root = tmp_path_factory.mktemp("hooks")
-    folder = write_corpus(root / "corpus")
-    tok = train_vocab([p.read_text() for p in sorted(folder.glob("*.txt"))], vocab_size=60,
-                      progress=False)
-    tok.save(root / "vocab.txt")
-    return folder, root / "vocab.txt", root / "cache"
+corpus = test_train.corpus  # the fixture: a small corpus, its vocab and a cache folder
 
 
 def test_temperature_at_moves_linearly_then_holds():
