@@ -801,8 +801,9 @@ def check_config(config: ElectraConfig) -> None:
         diff = same_shape(c)
         if diff:
             raise ValueError(f"{why}: G and D need the same shape, but G's differs "
-                             f"({', '.join(diff)}): set generator_fraction 1, generator_layers 1, "
-                             f"intermediate_size 4 x hidden_size (sharing none: and "
+                             f"({', '.join(diff)}): set generator_fraction 1 and "
+                             f"generator_layers 1, with num_heads = hidden_size // {HEAD_SIZE}, "
+                             f"intermediate_size = {FFN_RATIO} x hidden_size (sharing none: and "
                              f"embedding_size = hidden_size)")
 
 
