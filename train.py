@@ -391,8 +391,6 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device,
             lr = learning_rate(step, cfg)
             for group in optimizer.param_groups:
                 group["lr"] = lr
-            if cfg.algorithm == "two-stage" and step == stage_switch(cfg):
-                init_discriminator_from_generator(run.raw)  # D starts from G's weights
             if before_update is not None:  # an experiment's hook (experiments/hooks.py)
                 logged = before_update(step, cfg, run) or {}
             # cfg.grad_accum micro-batches of forward and backward, the clip, the AdamW step
@@ -417,6 +415,10 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device,
                 optimizer.step()
                 optimizer.zero_grad(set_to_none=True)
             step += 1
+            if cfg.algorithm == "two-stage" and step == stage_switch(cfg):
+                # the end of stage 1: D starts from G's weights, and the checkpoint of this step
+                # holds them, so a snapshot here fine-tunes what G learnt
+                init_discriminator_from_generator(run.raw)
 
             log_step = step % cfg.log_interval == 0 or step == end
             eval_step = step % cfg.eval_interval == 0 or step == end

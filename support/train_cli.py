@@ -179,6 +179,9 @@ def check_train_config(cfg) -> None:
         raise refuse("--lr", cfg.lr, "a positive number (the peak learning rate)")
     if cfg.steps < 1:
         raise refuse("--steps", cfg.steps, "an integer >= 1 (updates)")
+    if cfg.algorithm == "two-stage" and cfg.steps < 2:
+        raise refuse("--steps", cfg.steps, "an integer >= 2 with --algorithm two-stage (a stage "
+                     "of updates each)")
     if cfg.warmup < 0:
         raise refuse("--warmup", cfg.warmup, "an integer >= 0 (warm-up updates)")
     if not (math.isfinite(cfg.weight_decay) and cfg.weight_decay >= 0):

@@ -1,5 +1,6 @@
 """Section 3.2's weight sharing (--sharing) and training algorithms (--algorithm): tied and untied
 tensors, two-stage's frozen generator, Appendix F's policy gradient by hand, runs that resume."""
+import dataclasses
 import math
 
 import pytest
@@ -21,7 +22,7 @@ from electra import (
     reward,
     two_stage_loss,
 )
-from support import hf
+from support import hf, train_cli
 
 # G as wide and deep as D: what --sharing all and two-stage training need
 SAME = dict(generator_fraction=1.0, intermediate_size=128, num_heads=1)
@@ -156,6 +157,8 @@ def test_each_stage_has_its_own_warm_up_and_decay():
     assert lrs[:10] == lrs[10:]  # stage 2 starts over: warm-up, then decay to 0 at step 20
     assert lrs[0] == pytest.approx(5e-4) and lrs[9] == pytest.approx(1e-4)
     assert [train.stage(s, cfg) for s in (0, 9, 10, 19)] == [1, 1, 2, 2]
+    with pytest.raises(SystemExit, match="--steps 1: must be an integer >= 2 with --algorithm"):
+        train_cli.check_train_config(dataclasses.replace(cfg, steps=1, sharing="none"))
 
 
 # ----------------------------------------------------------------------------- adversarial, by hand
@@ -283,6 +286,8 @@ def test_two_stage_keeps_g_frozen_through_stage_2(corpus, tmp_path):  # noqa: F8
                       *common])
     g20, d20 = end["model"].generator.state_dict(), end["model"].discriminator.state_dict()
     assert all(torch.equal(g10[k], g20[k]) for k in g10)  # not one weight of G moved
+    # the checkpoint at the switch holds D initialised from G (its own head excepted)
+    assert all(torch.equal(d10[k], g10[k]) for k in d10 if not k.startswith("head"))
     assert not all(torch.equal(d10[k], d20[k]) for k in d10)  # D trained
     r = rows(tmp_path / "r")
     assert r[9]["disc_loss"] != r[10]["disc_loss"]
