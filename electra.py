@@ -447,7 +447,9 @@ class ElectraOutput:
     """One step's loss, its parts, and the tensors of its steps (None where an objective has no
     such step). What a run reports from them (G's and D's accuracy, D's AUC) is computed where it
     is reported, in support/report.py."""
-    loss: torch.Tensor  # L_MLM + lam * L_Disc (ELECTRA), L_MLM (BERT), + main_mlm_loss (Sec. 3.5)
+    # L_MLM + lam * L_Disc (ELECTRA; adversarial: adversarial_loss + lam * L_Disc), L_MLM (BERT),
+    # L_MLM + main_mlm_loss (Sec. 3.5)
+    loss: torch.Tensor
     mlm_loss: torch.Tensor  # G's L_MLM (BERT: the full-size masked LM's)
     m: torch.Tensor  # [B, K] masked positions
     m_valid: torch.Tensor  # [B, K]
