@@ -724,7 +724,10 @@ def adversarial_loss(model: Electra, h_G, m, m_valid, logits_G, x_hat, x_m, logi
     tokens' terms of L_Disc do not depend on G and drop out. One D pass over x_corrupt gives them
     all (the assumption simplifies the credit assignment, not the computation). The baseline reads
     G's hidden states without sending gradient into them: its loss trains w only, and G's encoder
-    learns from the policy gradient alone (the paper does not say). h_G: [B, T, Hg].
+    learns from the policy gradient alone (the paper does not say). L_PG and L_b enter the loss
+    with weight 1, as L_MLM does in the joint loss (the paper gives none). Appendix F describes no
+    warm start, so G starts from its random initialisation, as in joint training.
+    h_G: [B, T, Hg].
     """
     h_m = h_G.gather(1, m[..., None].expand(-1, -1, h_G.shape[-1]))  # [B, K, Hg]
     s = model.baseline(h_m.detach()).squeeze(-1)  # [B, K]
