@@ -514,18 +514,20 @@ def paper_size(config: ElectraConfig) -> str:
 
 
 def released_start(disc, generator=None, revision: str = "main",
-                   cache_dir=None) -> tuple[str, dict, Path]:
-    """What train.py --init-from needs before it builds a model: (size, shape, vocab.txt). size is
-    the recipe preset for the model's hidden size (paper_size: small, base or large), shape the
-    SHAPE_FIELDS of the released pair. Fetches the files (once); the weights are read later by
-    load_electra, from the cache."""
+                   cache_dir=None) -> tuple[str, dict, Path, str]:
+    """What train.py --init-from needs before it builds a model: (size, shape, vocab.txt,
+    sharing). size is the recipe preset for the model's hidden size (paper_size: small, base or
+    large), shape the SHAPE_FIELDS of the released pair, sharing what its G and D share
+    (hf_sharing). Fetches the files (once); load_electra reads the weights again, from the
+    cache."""
     disc_folder, gen_folder = released_folders(disc, generator, revision, cache_dir)
-    config, tok = electra_config_from_folders(disc_folder, gen_folder)
+    sharing = hf_sharing(read_weights(disc_folder), read_weights(gen_folder))
+    config, tok = electra_config_from_folders(disc_folder, gen_folder, sharing)
     if not tok.lowercase:
         raise ValueError(f"{disc_folder} is a cased model (do_lower_case false); train.py's "
                          f"tokenizer lowercases, so it cannot continue pre-training it")
     return (paper_size(config), {f: getattr(config, f) for f in SHAPE_FIELDS},
-            vocab_beside(disc_folder))
+            vocab_beside(disc_folder), sharing)
 
 
 # -----------------------------------------------------------------------------

@@ -219,16 +219,17 @@ def check_train_config(cfg) -> None:
 
 
 def released_flags(args: argparse.Namespace) -> None:
-    """--init-from: the released model's size, vocab and shape (as --set gives them) into `args`,
-    under the flags given."""
+    """--init-from: the released model's size, vocab, shape (as --set gives them) and weight
+    sharing into `args`, under the flags given."""
     from support.hf import HubError, released_start  # after torch has loaded
 
     try:
-        size, shape, vocab = released_start(args.init_from, args.generator, args.revision,
-                                            args.hub_cache_dir)
+        size, shape, vocab, sharing = released_start(args.init_from, args.generator,
+                                                      args.revision, args.hub_cache_dir)
     except (FileNotFoundError, ValueError, HubError) as e:
         raise SystemExit(f"--init-from {args.init_from}: {e}") from None
     args.size = args.size or size
+    args.sharing = args.sharing or sharing
     args.vocab = str(vocab)
     shape = parse_set([f"{k}={v}" for k, v in shape.items()])  # as --set gives them
     args.overrides = {**shape, **(args.overrides or {})}

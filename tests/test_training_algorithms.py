@@ -291,3 +291,20 @@ def test_two_stage_keeps_g_frozen_through_stage_2(corpus, tmp_path):  # noqa: F8
     assert not all(torch.equal(d10[k], d20[k]) for k in d10)  # D trained
     r = rows(tmp_path / "r")
     assert r[9]["disc_loss"] != r[10]["disc_loss"]
+
+
+def test_init_from_an_exported_untied_pair_keeps_its_sharing(corpus, tmp_path):  # noqa: F811
+    run = train.main(args(corpus, tmp_path / "run", "--steps", "2", "--sharing", "none",
+                          "--eval-interval", "1000"))
+    train.main(["--out", str(tmp_path / "run"), "--export-hf", str(tmp_path / "hf")])
+    folder, _, cache = corpus
+    argv = ["--data", str(folder), "--cache-dir", str(cache), "--init-from", str(tmp_path / "hf"),
+            "--steps", "2", "--batch-size", "4", "--seq-len", "32", "--lr", "1e-9",
+            "--warmup", "1", "--eval-interval", "1000"]
+    again = train.main([*argv, "--out", str(tmp_path / "again")])
+    assert again["model_config"].sharing == "none"  # read from the weights: G's own embeddings
+    torch.testing.assert_close(again["model"].generator.embeddings.word.weight,
+                               run["model"].generator.embeddings.word.weight, atol=1e-6, rtol=0)
+    with pytest.raises(SystemExit) as e:
+        train.main([*argv, "--out", str(tmp_path / "tied"), "--sharing", "embeddings"])
+    assert "share 'none': add --sharing none" in str(e.value) and "\n" not in str(e.value)
