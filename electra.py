@@ -16,6 +16,10 @@ One pre-training step (Section 2, Figure 2), the official code's named steps:
 Conventions: shapes are written [B, T, H] = [batch, sequence, hidden]; K = the number of masked
 slots per sequence (config.max_predictions); V = vocabulary size.
 
+Section 3.2's alternatives follow the other objectives: what G and D share (SHARING), and
+two-stage and adversarial training (ALGORITHMS; Appendix F's policy gradient, one function per
+quantity).
+
 Sign convention: the paper's D(x, t) is the probability that token t is *original*. The official
 TensorFlow code and HuggingFace predict *replaced*. We follow the paper everywhere; support/hf.py's
 checkpoint converters flip the sign of the last layer.

@@ -490,6 +490,9 @@ def main(argv=None, before_update=None) -> dict:
         print(f"exported step {saved['step']:,} of {out_dir} in HuggingFace's ELECTRA layout:")
         for f in files:
             print(f"  {f}")
+        if model.config.sharing == "all":  # two folders cannot hold one tensor
+            print("  generator/ holds a copy of D's encoder: HuggingFace loads the two untied; "
+                  "--init-from ties them again")
         return {"model": model, "step": saved["step"], "files": files}
     rank = int(os.environ.get("RANK", "0"))  # torchrun's; setup_distributed joins the group
     with plumbing.open_run_folder(out_dir / "ckpt.pt", args.resume, rank) as saved:

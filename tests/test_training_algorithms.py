@@ -308,3 +308,14 @@ def test_init_from_an_exported_untied_pair_keeps_its_sharing(corpus, tmp_path): 
     with pytest.raises(SystemExit) as e:
         train.main([*argv, "--out", str(tmp_path / "tied"), "--sharing", "embeddings"])
     assert "share 'none': add --sharing none" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_export_of_a_fully_tied_pair_says_the_copies_are_untied(corpus, tmp_path,  # noqa: F811
+                                                                 capsys):
+    train.main(args(corpus, tmp_path / "run", "--steps", "2", "--eval-interval", "1000",
+                    *RUNS["sharing-all"]))
+    capsys.readouterr()
+    train.main(["--out", str(tmp_path / "run"), "--export-hf", str(tmp_path / "hf")])
+    assert "generator/ holds a copy of D's encoder" in capsys.readouterr().out
+    disc_sd, gen_sd = (hf.read_weights(tmp_path / "hf" / r) for r in ("discriminator", "generator"))
+    assert hf.hf_sharing(disc_sd, gen_sd) == "all"
