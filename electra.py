@@ -16,6 +16,10 @@ One pre-training step (Section 2, Figure 2), the official code's named steps:
 Conventions: shapes are written [B, T, H] = [batch, sequence, hidden]; K = the number of masked
 slots per sequence (config.max_predictions); V = vocabulary size.
 
+Section 3.2's alternatives follow the other objectives: what G and D share (SHARING), and
+two-stage and adversarial training (ALGORITHMS; Appendix F's policy gradient, one function per
+quantity).
+
 Sign convention: the paper's D(x, t) is the probability that token t is *original*. The official
 TensorFlow code and HuggingFace predict *replaced*. We follow the paper everywhere; support/hf.py's
 checkpoint converters flip the sign of the last layer.
@@ -61,6 +65,10 @@ class ElectraConfig:
     lam: float = 50.0  # lambda in L = L_MLM + lambda * L_Disc (Sec. 2; official disc_weight)
     # --- objective ---
     objective: str = "electra"  # one of OBJECTIVES: ELECTRA, BERT (Table 1) or a Sec. 3.5 ablation
+    # what G and D share (Sec. 3.2 "Weight Sharing"; official untied_generator and
+    # untied_generator_embeddings): one of SHARING
+    sharing: str = "embeddings"
+    algorithm: str = "joint"  # how G and D are trained (Sec. 3.2, Appendix F): one of ALGORITHMS
     bert_mask_token_prob: float = 0.8  # BERT's 80/10/10 rule (Devlin et al. 2019, Sec. 3.1)
     bert_random_token_prob: float = 0.1  # BERT: 10% random token (and 10% unchanged)
     # --- implementation ---
@@ -81,6 +89,18 @@ FFN_RATIO = 4  # FFN inner size = 4 * hidden (Vaswani et al. 2017; BERT)
 OBJECTIVES = ("electra", "bert", "electra_15", "replace_mlm", "all_tokens_mlm")
 # The objectives that train a discriminator; the others train a full-size masked LM instead.
 WITH_DISCRIMINATOR = ("electra", "electra_15")
+
+# Section 3.2's weight sharing. "embeddings": G and D share the token, position and segment
+# embeddings (with their LayerNorm), the paper's choice and the official default
+# (untied_generator True, untied_generator_embeddings False). "none": G has its own embeddings, as
+# wide as its hidden size, as the official untied_generator_embeddings True builds them. "all": G
+# is D's encoder with its own MLM head, as the official untied_generator False; G and D must then
+# have the same shape.
+SHARING = ("none", "embeddings", "all")
+# Section 3.2's training algorithms: "joint" trains G and D together (L = L_MLM + lam L_Disc),
+# "two-stage" trains G alone, then D alone initialised from G (two_stage_loss), "adversarial"
+# trains G to fool D by policy gradient (Appendix F; adversarial_losses).
+ALGORITHMS = ("joint", "two-stage", "adversarial")
 
 # Model presets: each lists what differs from ElectraConfig's defaults, which are ELECTRA-Small's.
 # small/base/large are the paper's (Table 6; official configure_pretraining.py). Training recipes
@@ -120,12 +140,28 @@ def generator_config(config: ElectraConfig) -> ElectraConfig:
     """The generator's config, derived from the discriminator's as the official code does
     (run_pretraining.get_generator_config). For the paper's presets (generator_layers 1: every layer
     kept) this scales hidden, heads and FFN by the fraction: Small 256/4/1024 -> 64/1/256, Base
-    768/12/3072 -> 256/4/1024. The embedding size is kept: the embeddings are shared (Section 3.2).
+    768/12/3072 -> 256/4/1024. The embedding size is kept, as the embeddings are shared (Section
+    3.2), except under sharing "none".
     """
     hidden = int(round(config.hidden_size * config.generator_fraction))
     layers = int(round(config.num_layers * config.generator_layers))
+    # untied embeddings are as wide as G's hidden size (official: embedding_size None)
+    embedding = hidden if config.sharing == "none" else config.embedding_size
     return dc_replace(config, hidden_size=hidden, intermediate_size=FFN_RATIO * hidden,
-                      num_heads=max(1, hidden // HEAD_SIZE), num_layers=layers)
+                      num_heads=max(1, hidden // HEAD_SIZE), num_layers=layers,
+                      embedding_size=embedding)
+
+
+# The fields that make an encoder's shape: G and D must agree on them for --sharing all and for
+# two-stage training, which copies G's weights into D.
+SHAPE = ("hidden_size", "num_layers", "num_heads", "intermediate_size", "embedding_size")
+
+
+def same_shape(config: ElectraConfig) -> list[str]:
+    """The SHAPE fields where G (generator_config) differs from D, as "field G vs D"; [] if none."""
+    g = generator_config(config)
+    return [f"{f} {getattr(g, f)} vs {getattr(config, f)}" for f in SHAPE
+            if getattr(g, f) != getattr(config, f)]
 
 
 # -----------------------------------------------------------------------------
@@ -415,7 +451,9 @@ class ElectraOutput:
     """One step's loss, its parts, and the tensors of its steps (None where an objective has no
     such step). What a run reports from them (G's and D's accuracy, D's AUC) is computed where it
     is reported, in support/report.py."""
-    loss: torch.Tensor  # L_MLM + lam * L_Disc (ELECTRA), L_MLM (BERT), + main_mlm_loss (Sec. 3.5)
+    # L_MLM + lam * L_Disc (ELECTRA; adversarial: adversarial_loss + lam * L_Disc), L_MLM (BERT),
+    # L_MLM + main_mlm_loss (Sec. 3.5)
+    loss: torch.Tensor
     mlm_loss: torch.Tensor  # G's L_MLM (BERT: the full-size masked LM's)
     m: torch.Tensor  # [B, K] masked positions
     m_valid: torch.Tensor  # [B, K]
@@ -446,11 +484,18 @@ class Electra(nn.Module):
         obj = config.objective
         has_d = obj in WITH_DISCRIMINATOR
         self.embeddings = Embeddings(config)  # one module, the same Parameters in G and D
-        self.generator = (Generator(generator_config(config), self.embeddings)
-                          if obj != "bert" else None)
+        g_config = generator_config(config)
+        g_embeddings = Embeddings(g_config) if config.sharing == "none" else self.embeddings
+        self.generator = Generator(g_config, g_embeddings) if obj != "bert" else None
         self.discriminator = Discriminator(config, self.embeddings) if has_d else None
+        if config.sharing == "all":  # G runs D's encoder: the same modules, G keeps its own head
+            self.generator.embeddings_project = self.discriminator.embeddings_project
+            self.generator.layers = self.discriminator.layers
         self.mlm = Generator(config, self.embeddings) if not has_d else None  # D's size, G's head
         self.copy_head = nn.Linear(config.hidden_size, 1) if obj == "all_tokens_mlm" else None
+        # Appendix F's learned baseline b = -log sigmoid(w^T h_G): w alone, no bias, as written
+        self.baseline = (nn.Linear(g_config.hidden_size, 1, bias=False)
+                         if config.algorithm == "adversarial" else None)
         init_weights(self, config.init_std)
 
     def forward(self, input_ids, segment_ids, attention_mask,
@@ -470,7 +515,8 @@ class Electra(nn.Module):
         x = input_ids
         m, m_valid = mask_positions(x, attention_mask, cfg, rng)  # [B, K]
         x_masked = mask_tokens(x, m, m_valid, cfg, rng)  # [B, T]
-        logits_G = self.generator(x_masked, segment_ids, attention_mask, m)  # [B, K, V]
+        h_G = self.generator.hidden_states(x_masked, segment_ids, attention_mask)  # [B, T, Hg]
+        logits_G = self.generator.logits(h_G, m)  # [B, K, V]
         x_hat = sample(logits_G, cfg.temperature if temperature is None else temperature, rng)
         x_m = x.gather(1, m)  # [B, K] the original tokens at the masked positions
         x_corrupt = replace(x, m, torch.where(m_valid, x_hat, x_m))  # [B, T]
@@ -478,7 +524,11 @@ class Electra(nn.Module):
         l_mlm = mlm_loss(logits_G, x_m, m_valid)
         # a sample equal to the original counts as original
         l_disc = disc_loss(logits_D, x_corrupt == x, attention_mask)
-        return ElectraOutput(loss=electra_loss(l_mlm, l_disc, cfg.lam), mlm_loss=l_mlm,
+        loss = electra_loss(l_mlm, l_disc, cfg.lam)
+        if cfg.algorithm == "adversarial":  # G's L_MLM replaced by Appendix F's objective
+            loss = adversarial_loss(self, h_G, m, m_valid, logits_G, x_hat, x_m, logits_D,
+                                    cfg.temperature) + cfg.lam * l_disc
+        return ElectraOutput(loss=loss, mlm_loss=l_mlm,
                              disc_loss=l_disc, m=m, m_valid=m_valid, x_masked=x_masked,
                              logits_G=logits_G, x_corrupt=x_corrupt, logits_D=logits_D)
 
@@ -585,6 +635,111 @@ def all_tokens_mlm_loss(logits, copy_logits, x_corrupt, x, attention_mask):
     return -_mean(log_p, attention_mask)
 
 
+# -----------------------------------------------------------------------------
+# Section 3.2's other training algorithms: two-stage, and adversarial (Appendix F)
+
+
+def two_stage_loss(out: ElectraOutput, stage: int) -> torch.Tensor:
+    """Section 3.2's two-stage training, the loss of each stage:
+
+        1. "Train only the generator with L_MLM for n steps."                L = L_MLM
+        2. "Initialize the weights of the discriminator with the weights of the generator. Then
+           train the discriminator with L_Disc for n steps, keeping the generator's weights
+           frozen."                                                          L = L_Disc
+    Each stage's loss reaches only its own model: L_Disc has no path to G (the samples carry no
+    gradient) and, with nothing shared (check_config), G stays frozen; L_MLM none to D.
+    """
+    return out.mlm_loss if stage == 1 else out.disc_loss
+
+
+@torch.no_grad()
+def init_discriminator_from_generator(model: Electra) -> None:
+    """Two-stage training's switch: D's encoder := G's (embeddings, projection, blocks). D's head
+    keeps its initialisation: G's is an MLM head, not a binary classifier. The paper notes that
+    without this initialisation D "would sometimes fail to learn at all beyond the majority
+    class, perhaps because the generator started so far ahead of the discriminator" (Sec. 3.2).
+    """
+    D = model.discriminator.state_dict()
+    for name, value in model.generator.state_dict().items():
+        if name in D and not name.startswith("head"):
+            D[name].copy_(value)
+
+
+def reward(logits_D, is_original):
+    """R(x_hat_t, x) = -log D(x_hat_t | x_masked)        if x_hat_t = x_t
+                     = -log(1 - D(x_hat_t | x_masked))  otherwise                  (Appendix F)
+
+    D's loss at a masked position: adversarial G is rewarded for what D gets wrong. D is the
+    probability of *original*, as in the paper and in our logits_D (the official code and HF
+    score *replaced*, which would swap the two cases). No gradient: to G a reward is a number.
+    logits_D, is_original: [B, K] at the masked positions -> [B, K].
+    Example: D = 0.8 -> R = -log 0.8 = 0.223 for a sample equal to the original, -log 0.2 = 1.609
+    for a replacement.
+    """
+    return F.binary_cross_entropy_with_logits(logits_D.detach().float(), is_original.float(),
+                                              reduction="none")
+
+
+def baseline(s):
+    """b(x_masked, t) = -log sigmoid(w^T h_G(x_masked)_t)                           (Appendix F)
+
+    s = w^T h_G(x_masked)_t: [B, K], the baseline head's score from G's hidden state at each
+    masked position. -log sigmoid(s) = softplus(-s) > 0, as a reward (a loss) is.
+    Example: s = 0 -> b = log 2 = 0.693.
+    """
+    return F.softplus(-s.float())
+
+
+def baseline_loss(s, R, m_valid):
+    """L_b = E_t[ -exp(-R_t) log sigmoid(s_t) - (1 - exp(-R_t)) log(1 - sigmoid(s_t)) ]
+
+    "The baseline is trained with cross-entropy loss to match the reward" (Appendix F). The paper
+    does not say against what target; ours: R = -log q, where q = exp(-R) is the probability D gave
+    the right answer, and b = -log sigmoid(s) matches R exactly when sigmoid(s) = q; the
+    cross-entropy between q and sigmoid(s) is smallest there. Averaged over the masked positions.
+    s, R: [B, K]; m_valid: [B, K] bool.
+    """
+    q = torch.exp(-R.detach().float())
+    return _mean(F.binary_cross_entropy_with_logits(s.float(), q, reduction="none"), m_valid)
+
+
+def policy_gradient_loss(logits_G, x_hat, R, b, m_valid, temperature: float = 1.0):
+    """grad_theta_G L_Disc ~ E[ sum_{t in m} grad log p_G(x_hat_t | x_masked) (R(x_hat_t, x)
+                                                                - b(x_masked, t)) ]  (Appendix F)
+
+    REINFORCE with one sample per position: the loss whose gradient *descent* is that ascent is
+        L_PG = -mean_{t in m} log p_G(x_hat_t | x_masked) * (R_t - b_t),
+    the advantage R - b held constant. p_G is the distribution x_hat was sampled from, G's softmax
+    at `temperature` (1 in the paper), so that the gradient is that of the policy actually run.
+    logits_G: [B, K, V]; x_hat, R, b, m_valid: [B, K].
+    """
+    log_p = (logits_G.float() / temperature).log_softmax(-1)  # [B, K, V]
+    log_p_hat = log_p.gather(-1, x_hat[..., None]).squeeze(-1)  # [B, K]
+    advantage = (R - b).detach()
+    return -_mean(log_p_hat * advantage, m_valid)
+
+
+def adversarial_loss(model: Electra, h_G, m, m_valid, logits_G, x_hat, x_m, logits_D,
+                     temperature: float):
+    """G's loss under adversarial training (Appendix F): L_PG + L_b, in place of L_MLM.
+
+    D's logits are taken at the masked positions only: under the appendix's assumption that D's
+    prediction for a generated token does not depend on the other generated tokens, the unmasked
+    tokens' terms of L_Disc do not depend on G and drop out. One D pass over x_corrupt gives them
+    all (the assumption simplifies the credit assignment, not the computation). The baseline reads
+    G's hidden states without sending gradient into them: its loss trains w only, and G's encoder
+    learns from the policy gradient alone (the paper does not say). L_PG and L_b enter the loss
+    with weight 1, as L_MLM does in the joint loss (the paper gives none). Appendix F describes no
+    warm start, so G starts from its random initialisation, as in joint training.
+    h_G: [B, T, Hg].
+    """
+    h_m = h_G.gather(1, m[..., None].expand(-1, -1, h_G.shape[-1]))  # [B, K, Hg]
+    s = model.baseline(h_m.detach()).squeeze(-1)  # [B, K]
+    R = reward(logits_D.gather(1, m), x_hat == x_m)  # [B, K]
+    return (policy_gradient_loss(logits_G, x_hat, R, baseline(s), m_valid, temperature)
+            + baseline_loss(s, R, m_valid))
+
+
 def count_params(module: nn.Module) -> int:
     """Number of distinct parameters (a shared tensor counts once)."""
     return sum(p.numel() for p in module.parameters())
@@ -602,6 +757,20 @@ def check_config(config: ElectraConfig) -> None:
     if c.objective not in OBJECTIVES:
         choices = ", ".join(OBJECTIVES)
         raise ValueError(f"unknown objective {c.objective!r}: choose one of {choices}")
+    if c.sharing not in SHARING:
+        raise ValueError(f"unknown sharing {c.sharing!r}: choose one of {', '.join(SHARING)}")
+    if c.algorithm not in ALGORITHMS:
+        raise ValueError(f"unknown algorithm {c.algorithm!r}: choose one of "
+                         f"{', '.join(ALGORITHMS)}")
+    if c.sharing != "embeddings" and c.objective not in WITH_DISCRIMINATOR:
+        raise ValueError(f"sharing {c.sharing!r} is for a generator and a discriminator: "
+                         f"objective {c.objective!r} has no discriminator")
+    if c.algorithm != "joint" and c.objective != "electra":
+        raise ValueError(f"algorithm {c.algorithm!r} trains ELECTRA's generator and "
+                         f"discriminator: use it with objective electra")
+    if c.algorithm == "two-stage" and c.sharing != "none":
+        raise ValueError(f"algorithm two-stage keeps G frozen while D trains: nothing may be "
+                         f"shared, use sharing none (not {c.sharing!r})")
     counts = ("vocab_size", "embedding_size", "hidden_size", "num_layers", "num_heads",
               "intermediate_size", "max_position", "type_vocab_size", "max_predictions")
     for name in counts:
@@ -635,6 +804,16 @@ def check_config(config: ElectraConfig) -> None:
                          f"size {g.hidden_size} with {g.num_heads} head(s) "
                          f"(hidden // {HEAD_SIZE}): choose a fraction of hidden_size "
                          f"{c.hidden_size} that is at least 1 and divisible by its heads")
+    if c.sharing == "all" or c.algorithm == "two-stage":
+        why = ("sharing all ties every weight of G and D" if c.sharing == "all"
+               else "algorithm two-stage initialises D from G's weights")
+        diff = same_shape(c)
+        if diff:
+            raise ValueError(f"{why}: G and D need the same shape, but G's differs "
+                             f"({', '.join(diff)}): set generator_fraction 1 and "
+                             f"generator_layers 1, with num_heads = hidden_size // {HEAD_SIZE}, "
+                             f"intermediate_size = {FFN_RATIO} x hidden_size (sharing none: and "
+                             f"embedding_size = hidden_size)")
 
 
 # -----------------------------------------------------------------------------

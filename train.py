@@ -76,6 +76,8 @@ class TrainConfig:
 
     size: str = "small"  # the model (electra.SIZES) and its recipe (RECIPES)
     objective: str = "electra"  # electra.OBJECTIVES: ELECTRA, the BERT baseline, Sec. 3.5 ablations
+    sharing: str = "embeddings"  # electra.SHARING: the weights G and D share (Sec. 3.2)
+    algorithm: str = "joint"  # electra.ALGORITHMS: joint, two-stage or adversarial (Sec. 3.2)
     data: str = "wikitext-103"  # a .txt file, a folder of them, or a name in data.KNOWN_CORPORA
     # where the known corpora are downloaded from (a mirror, a test's server): data.DATA_URL
     data_url: str = field(default_factory=lambda: DATA_URL)
@@ -113,8 +115,9 @@ class TrainConfig:
 
 
 # What a --resume keeps as the checkpoint has it: a run changed half-way is not the run started.
-RESUME_FIELDS = ("size", "objective", "data", "vocab_size", "seq_len", "batch_size", "lr", "steps",
-                 "warmup", "weight_decay", "clip_norm", "eval_fraction", "seed", "overrides")
+RESUME_FIELDS = ("size", "objective", "sharing", "algorithm", "data", "vocab_size", "seq_len",
+                 "batch_size", "lr", "steps", "warmup", "weight_decay", "clip_norm",
+                 "eval_fraction", "seed", "overrides")
 
 
 def recipe_config(**flags) -> TrainConfig:
@@ -153,7 +156,15 @@ import torch.nn as nn
 from tqdm import tqdm
 
 from data import DATA_URL, PretrainingData, pretraining_data
-from electra import Electra, ElectraConfig, decays, get_config, lr_factor
+from electra import (
+    Electra,
+    ElectraConfig,
+    decays,
+    get_config,
+    init_discriminator_from_generator,
+    lr_factor,
+    two_stage_loss,
+)
 from support import plumbing, report
 from support.hf import export_hf, load_electra
 from tokenizer import Tokenizer
@@ -167,6 +178,7 @@ def model_config(cfg: TrainConfig, tok: Tokenizer) -> ElectraConfig:
     mc = get_config(cfg.size, **cfg.overrides)
     mc = dc_replace(mc, vocab_size=len(tok), pad_id=tok.pad_id, cls_id=tok.cls_id,
                     sep_id=tok.sep_id, mask_id=tok.mask_id, objective=cfg.objective,
+                    sharing=cfg.sharing, algorithm=cfg.algorithm,
                     max_position=max(mc.max_position, cfg.seq_len))
     if "max_predictions" not in cfg.overrides:
         mc = dc_replace(mc, max_predictions=max_predictions(mc.mask_prob, cfg.seq_len))
@@ -208,7 +220,21 @@ def learning_rate(step: int, cfg: TrainConfig) -> float:
     >>> [round(learning_rate(step, cfg), 8) for step in (0, 9, 50, 100)]
     [0.0001, 0.00091, 0.0005, 0.0]
     """
-    return cfg.lr * lr_factor(step, cfg.steps, cfg.warmup)
+    total = cfg.steps
+    if cfg.algorithm == "two-stage":  # ours: each stage its own warm-up and decay, as two runs
+        switch = stage_switch(cfg)
+        step, total = (step, switch) if step < switch else (step - switch, cfg.steps - switch)
+    return cfg.lr * lr_factor(step, total, cfg.warmup)
+
+
+def stage_switch(cfg: TrainConfig) -> int:
+    """Two-stage training's first update of stage 2 (Sec. 3.2: n updates each, n = steps / 2)."""
+    return cfg.steps // 2
+
+
+def stage(step: int, cfg: TrainConfig) -> int:
+    """Two-stage training's stage at update `step`: 1 (G alone) or 2 (D alone)."""
+    return 1 if step < stage_switch(cfg) else 2
 
 
 def build_optimizer(model: nn.Module, cfg: TrainConfig, fused: bool = True) -> torch.optim.AdamW:
@@ -288,6 +314,10 @@ def set_up(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device) 
         raise SystemExit(str(e)) from e
     if saved is None and cfg.init_from:  # the released weights, not a random start
         released, _ = load_electra(cfg.init_from, cfg.generator, cfg.revision, cfg.hub_cache_dir)
+        if released.config.sharing != mc.sharing:  # read from the weights: hf.hf_sharing
+            raise SystemExit(f"--init-from {cfg.init_from}: its generator and discriminator share "
+                             f"{released.config.sharing!r}: add --sharing "
+                             f"{released.config.sharing}")
         raw.load_state_dict(released.state_dict())
     optimizer = build_optimizer(raw, cfg, fused=device.type in ("cuda", "cpu"))  # torch fuses these
     step = 0
@@ -304,7 +334,9 @@ def set_up(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device) 
         torch.backends.cudnn.allow_tf32 = True
     if world > 1:  # DDP: each process its own micro-batches, gradients averaged in backward
         device_ids = [device.index] if device.type == "cuda" else None
-        model = nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
+        # two-stage trains half the model at a time: DDP must expect parameters without gradient
+        model = nn.parallel.DistributedDataParallel(
+            model, device_ids=device_ids, find_unused_parameters=cfg.algorithm == "two-stage")
     if cfg.compile:
         # In place, so the model inside keeps its state_dict keys; compiling the DDP wrapper (not
         # the model inside it) lets torch split the graph at DDP's gradient buckets and overlap
@@ -375,12 +407,18 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device,
                     with sync:
                         with run.autocast:  # masks and samples are drawn inside, fresh each call
                             out = model(x, segment_ids, attention_mask)
-                        (out.loss / cfg.grad_accum).backward()
+                        loss = (two_stage_loss(out, stage(step, cfg))
+                                if cfg.algorithm == "two-stage" else out.loss)
+                        (loss / cfg.grad_accum).backward()
                     stats += step_stats(out, x, attention_mask) / cfg.grad_accum
                 grad_norm = nn.utils.clip_grad_norm_(run.raw.parameters(), cfg.clip_norm)
                 optimizer.step()
                 optimizer.zero_grad(set_to_none=True)
             step += 1
+            if cfg.algorithm == "two-stage" and step == stage_switch(cfg):
+                # the end of stage 1: D starts from G's weights, and the checkpoint of this step
+                # holds them, so a snapshot here fine-tunes what G learnt
+                init_discriminator_from_generator(run.raw)
 
             log_step = step % cfg.log_interval == 0 or step == end
             eval_step = step % cfg.eval_interval == 0 or step == end
@@ -452,6 +490,9 @@ def main(argv=None, before_update=None) -> dict:
         print(f"exported step {saved['step']:,} of {out_dir} in HuggingFace's ELECTRA layout:")
         for f in files:
             print(f"  {f}")
+        if model.config.sharing == "all":  # two folders cannot hold one tensor
+            print("  generator/ holds a copy of D's encoder: HuggingFace loads the two untied; "
+                  "--init-from ties them again")
         return {"model": model, "step": saved["step"], "files": files}
     rank = int(os.environ.get("RANK", "0"))  # torchrun's; setup_distributed joins the group
     with plumbing.open_run_folder(out_dir / "ckpt.pt", args.resume, rank) as saved:

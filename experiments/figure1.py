@@ -73,16 +73,19 @@ COLOURS = {ELECTRA: "C0", BERT: "C1"}
 
 @dataclass(frozen=True)
 class Run:
-    """One pre-training run: an objective at a seed, its updates and warm-up."""
+    """One pre-training run: an objective at a seed, its updates and warm-up (and, for the other
+    experiments that reuse this machinery, a label naming its folder and train.py flags)."""
 
     objective: str  # ELECTRA or BERT
     seed: int
     steps: int
     warmup: int
+    label: str = ""  # the run's name before -s{seed}; "": the objective
+    flags: tuple[str, ...] = ()  # more train.py flags, e.g. ("--algorithm", "adversarial")
 
     @property
     def name(self) -> str:
-        return f"{self.objective}-s{self.seed}"
+        return f"{self.label or self.objective}-s{self.seed}"
 
     def stops(self) -> list[int]:
         """The updates at the end of each quarter of the run.
@@ -129,6 +132,7 @@ def train_command(run: Run, out: Path, data: str, vocab: Path | None, stop: int,
                "--seed", str(run.seed), "--out", str(out / run.name), "--stop-at", str(stop)]
     if run.objective == BERT:
         command += ["--objective", "bert", "--warmup", str(run.warmup)]
+    command += run.flags
     if vocab is not None:
         command += ["--vocab", str(vocab)]
     return command + (["--resume"] if resume else [])
@@ -194,28 +198,34 @@ def fine_tuned(out: Path, inits: list[Path], finetune_seeds) -> bool:
     return done.get("seeds") == list(finetune_seeds) and all(str(i) in rows for i in inits)
 
 
-def orchestrate(args: argparse.Namespace) -> None:
-    """Every missing pre-training stop and fine-tuning job, seed by seed."""
+def orchestrate(args: argparse.Namespace, plan=None) -> None:
+    """Every missing pre-training stop and fine-tuning job, seed by seed. plan(seed): the seed's
+    runs (default: ELECTRA's and BERT's, `runs`), whose snapshots are fine-tuned once all of
+    them are done."""
+    plan = plan or (lambda seed: runs([seed], args.steps))
     out = Path(args.out)
     if not args.dry_run:
         out.mkdir(parents=True, exist_ok=True)
     shared = out / "vocab.txt"
-    for i, run in enumerate(runs(args.seeds, args.steps)):
-        # the first run trains the vocab; every other run, and the first after its start, share it
-        vocab = shared if shared.is_file() or i > 0 else None
-        pretrain(run, out, args.data, vocab, args.dry_run)
-        own = out / run.name / "vocab.txt"
-        if not shared.is_file() and own.is_file():
-            shutil.copyfile(own, shared)
-            if args.data == "books" and vocab_md5(shared) != BOOKS_VOCAB_MD5:
-                print(f"note: {shared} differs from the shown runs' vocab (md5 "
-                      f"{BOOKS_VOCAB_MD5[:8]}...): the downloaded books are not byte for byte "
-                      f"the ones the shown numbers came from", flush=True)
-        if run.objective == BERT:  # both of the seed's runs done: its snapshots fine-tuned
-            pair = [r for r in runs([run.seed], args.steps)]
-            inits = [snapshot(out, r, stop) for r in pair for stop in r.stops()]
-            if fine_tuned(out, inits, args.finetune_seeds):
-                continue
+    first = True
+    for seed in args.seeds:
+        group = plan(seed)
+        for run in group:
+            # the first run trains the vocab; every other run, and the first after its start,
+            # share it
+            vocab = shared if shared.is_file() or not first else None
+            first = False
+            pretrain(run, out, args.data, vocab, args.dry_run)
+            own = out / run.name / "vocab.txt"
+            if not shared.is_file() and own.is_file():
+                shutil.copyfile(own, shared)
+                if args.data == "books" and vocab_md5(shared) != BOOKS_VOCAB_MD5:
+                    print(f"note: {shared} differs from the shown runs' vocab (md5 "
+                          f"{BOOKS_VOCAB_MD5[:8]}...): the downloaded books are not byte for "
+                          f"byte the ones the shown numbers came from", flush=True)
+        # the seed's runs done: their snapshots fine-tuned
+        inits = [snapshot(out, r, stop) for r in group for stop in r.stops()]
+        if not fine_tuned(out, inits, args.finetune_seeds):
             execute(stsb_command(inits, out, args.finetune_seeds, args.stsb_dir), args.dry_run)
 
 

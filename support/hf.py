@@ -142,18 +142,33 @@ def from_hf_state_dicts(config: ElectraConfig, disc_sd: dict,
     """Build an Electra from HuggingFace ElectraForPreTraining (D) and ElectraForMaskedLM (G) state
     dicts.
 
-    D's last layer is negated (see FLIPPED). The embeddings come from D (G's copy in an HF generator
-    checkpoint is the same table: ELECTRA ties them). Without gen_sd the generator keeps its random
-    initialisation (enough for fine-tuning, which uses D alone).
+    D's last layer is negated (see FLIPPED). HF's layout stores G and D whole, a shared tensor in
+    both: what config.sharing shares is read from D (G's copy is the same table), the rest of G
+    from gen_sd. Without gen_sd the generator keeps its random initialisation (enough for
+    fine-tuning, which uses D alone).
     """
     model = Electra(dc_replace(config, objective="electra"))
     D, G = model.discriminator, model.generator
     _load(D, _encoder_keys(D, "electra.") + D_HEAD, disc_sd, "discriminator")
     if gen_sd is not None:
-        pairs = [p for p in _encoder_keys(G, "electra.")
-                 if not p[0].startswith("embeddings.")] + G_HEAD
-        _load(G, pairs, gen_sd, "generator")
+        shared = {"none": (), "embeddings": ("embeddings.",), "all": ("",)}[config.sharing]
+        pairs = [p for p in _encoder_keys(G, "electra.") if not p[0].startswith(shared)]
+        _load(G, pairs + G_HEAD, gen_sd, "generator")
     return model
+
+
+def hf_sharing(disc_sd: dict, gen_sd: dict) -> str:
+    """The electra.SHARING mode of an HF pair, read from its weights (HF's config.json cannot
+    say): "all" if G's encoder equals D's, tensor for tensor; "embeddings" if only the embeddings
+    do (Google's released pairs); "none" otherwise."""
+    def same(keys):
+        return all(k in gen_sd and gen_sd[k].shape == disc_sd[k].shape
+                   and torch.equal(gen_sd[k], disc_sd[k]) for k in keys)
+    encoder = [k for k in disc_sd if k.startswith("electra.")]
+    embeddings = [k for k in encoder if k.startswith("electra.embeddings.")]
+    if not same(embeddings):
+        return "none"
+    return "all" if same(encoder) else "embeddings"
 
 
 def to_hf_state_dicts(model: Electra) -> tuple[dict, dict]:
@@ -446,15 +461,15 @@ def released_folders(disc, generator=None, revision: str = "main", cache_dir=Non
                             f"with config.json and weights)")
 
 
-def electra_config_from_folders(disc_folder: Path,
-                                gen_folder: Path) -> tuple[ElectraConfig, Tokenizer]:
+def electra_config_from_folders(disc_folder: Path, gen_folder: Path,
+                                sharing: str = "embeddings") -> tuple[ElectraConfig, Tokenizer]:
     """(ElectraConfig, tokenizer) of a released pair: D's config.json, with the generator's size
     expressed as electra.py's generator_fraction and generator_layers (Google's ELECTRA-Small
     generator is as wide as its discriminator, fraction 1; Base's is 256 wide, 1/3), checked against
-    the generator's own config.json; special ids from D's vocab.txt."""
+    the generator's own config.json; special ids from D's vocab.txt. `sharing`: hf_sharing's."""
     (_, d), (_, g) = read_config(disc_folder, ("electra",)), read_config(gen_folder, ("electra",))
     config = dc_replace(d, generator_fraction=g.hidden_size / d.hidden_size,
-                        generator_layers=g.num_layers / d.num_layers)
+                        generator_layers=g.num_layers / d.num_layers, sharing=sharing)
     derived = generator_config(config)
     diff = [f"{f} {getattr(g, f)} (derived: {getattr(derived, f)})" for f in GENERATOR_FIELDS
             if getattr(g, f) != getattr(derived, f)]
@@ -475,8 +490,9 @@ def load_electra(disc, generator=None, revision: str = "main", cache_dir=None, e
     >>> model, vocab = load_electra("google/electra-small")  # doctest: +SKIP
     """
     disc_folder, gen_folder = released_folders(disc, generator, revision, cache_dir, endpoint)
-    config, _ = electra_config_from_folders(disc_folder, gen_folder)
-    model = from_hf_state_dicts(config, read_weights(disc_folder), read_weights(gen_folder))
+    disc_sd, gen_sd = read_weights(disc_folder), read_weights(gen_folder)
+    config, _ = electra_config_from_folders(disc_folder, gen_folder, hf_sharing(disc_sd, gen_sd))
+    model = from_hf_state_dicts(config, disc_sd, gen_sd)
     return model, vocab_beside(disc_folder)
 
 
@@ -498,18 +514,20 @@ def paper_size(config: ElectraConfig) -> str:
 
 
 def released_start(disc, generator=None, revision: str = "main",
-                   cache_dir=None) -> tuple[str, dict, Path]:
-    """What train.py --init-from needs before it builds a model: (size, shape, vocab.txt). size is
-    the recipe preset for the model's hidden size (paper_size: small, base or large), shape the
-    SHAPE_FIELDS of the released pair. Fetches the files (once); the weights are read later by
-    load_electra, from the cache."""
+                   cache_dir=None) -> tuple[str, dict, Path, str]:
+    """What train.py --init-from needs before it builds a model: (size, shape, vocab.txt,
+    sharing). size is the recipe preset for the model's hidden size (paper_size: small, base or
+    large), shape the SHAPE_FIELDS of the released pair, sharing what its G and D share
+    (hf_sharing). Fetches the files (once); load_electra reads the weights again, from the
+    cache."""
     disc_folder, gen_folder = released_folders(disc, generator, revision, cache_dir)
-    config, tok = electra_config_from_folders(disc_folder, gen_folder)
+    sharing = hf_sharing(read_weights(disc_folder), read_weights(gen_folder))
+    config, tok = electra_config_from_folders(disc_folder, gen_folder, sharing)
     if not tok.lowercase:
         raise ValueError(f"{disc_folder} is a cased model (do_lower_case false); train.py's "
                          f"tokenizer lowercases, so it cannot continue pre-training it")
     return (paper_size(config), {f: getattr(config, f) for f in SHAPE_FIELDS},
-            vocab_beside(disc_folder))
+            vocab_beside(disc_folder), sharing)
 
 
 # -----------------------------------------------------------------------------

@@ -608,18 +608,19 @@ def flops_per_step(config: ElectraConfig, batch: int, seq: int) -> float:
     forward (2 x forward per step). For ELECTRA-Small over 1M steps that script gives 1.29e18;
     the paper's Table 1 reports 1.4e18; our convention gives 1.15e18.
     """
-    E, V, H = config.embedding_size, config.vocab_size, config.hidden_size
+    V, H = config.vocab_size, config.hidden_size
 
     def encoder(c):
-        h = c.hidden_size
+        h, e = c.hidden_size, c.embedding_size  # G's e is D's E unless --sharing none
         # QKV, attention output, FFN
         layer = 2 * 3 * h * h + 2 * h * h + 2 * 2 * h * c.intermediate_size
         layer += 2 * 2 * seq * h  # Q K^T and (attention weights) V
-        projection = 2 * E * h if E != h else 0  # the embedding projection
+        projection = 2 * e * h if e != h else 0  # the embedding projection
         return seq * (c.num_layers * layer + projection)
 
-    def mlm_output(c, positions):  # dense hidden -> E, then the tied E -> V output
-        return positions * (2 * c.hidden_size * E + 2 * E * V)
+    def mlm_output(c, positions):  # dense hidden -> e, then the tied e -> V output
+        e = c.embedding_size
+        return positions * (2 * c.hidden_size * e + 2 * e * V)
 
     k = min(config.max_predictions, round(config.mask_prob * seq))
     count = Counting(encoder, mlm_output, disc_head=seq * (2 * H * H + 2 * H),

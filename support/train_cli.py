@@ -16,8 +16,9 @@ from support.cli import KNOWN_CORPORA, add_flag
 from tokenizer import CONFIG as WORDPIECE
 
 MIN_VOCAB_SIZE = len(WORDPIECE.specials) + 1  # the special tokens and at least one piece
-# ElectraConfig fields that --set may not change: they come from --objective and the vocabulary
-NOT_SET = ("objective", "vocab_size", "pad_id", "cls_id", "sep_id", "mask_id")
+# ElectraConfig fields that --set may not change: their flags and the vocabulary set them
+NOT_SET = ("objective", "sharing", "algorithm", "vocab_size", "pad_id", "cls_id", "sep_id",
+           "mask_id")
 
 
 def parse_args(argv, config: type, sizes) -> argparse.Namespace:
@@ -34,6 +35,13 @@ def parse_args(argv, config: type, sizes) -> argparse.Namespace:
     add_flag(p, "objective",
              help="electra: replaced token detection; bert: the masked-LM baseline; electra_15, "
                   "replace_mlm, all_tokens_mlm: the ablations of Sec. 3.5 (default electra)")
+    add_flag(p, "sharing",
+             help="weights G and D share (Sec. 3.2): none, embeddings (default: token, position "
+                  "and segment embeddings) or all (G and D of the same shape)")
+    add_flag(p, "algorithm",
+             help="joint (default: G and D together), two-stage (G alone for half the steps, "
+                  "then D from G's weights with G frozen; needs --sharing none) or adversarial "
+                  "(G trained by policy gradient to fool D, Appendix F)")
     add_flag(p, "data", help=f".txt file, folder of .txt files, or a corpus data.py downloads "
                              f"({', '.join(KNOWN_CORPORA)}) (default {c.data})")
     add_flag(p, "data_url", help="base URL of the known corpora (default: $ELECTRA_DATA_URL, or "
@@ -116,7 +124,8 @@ def parse_set(items: list[str]) -> dict:
     from electra import ElectraConfig  # after torch has loaded (this module's docstring)
     from support.plumbing import parse_overrides
 
-    return parse_overrides(items, ElectraConfig, "--set", NOT_SET, "--objective / the vocabulary")
+    return parse_overrides(items, ElectraConfig, "--set", NOT_SET,
+                           "--objective, --sharing, --algorithm / the vocabulary")
 
 
 def config_flags(args: argparse.Namespace, recipe_config) -> dict:
@@ -142,7 +151,7 @@ def check_train_config(cfg) -> None:
     SystemExit: --seq-len 4: must be an integer >= 5 (the example builder's shortest target length)
     """
     from data import SHORT_SEQ_MIN  # after torch has loaded (this module's docstring)
-    from electra import OBJECTIVES
+    from electra import ALGORITHMS, OBJECTIVES, SHARING
 
     def refuse(flag: str, value, must: str) -> SystemExit:
         return SystemExit(f"{flag} {value}: must be {must}")
@@ -152,6 +161,10 @@ def check_train_config(cfg) -> None:
 
     if cfg.objective not in OBJECTIVES:
         raise refuse("--objective", cfg.objective, f"one of {', '.join(OBJECTIVES)}")
+    if cfg.sharing not in SHARING:
+        raise refuse("--sharing", cfg.sharing, f"one of {', '.join(SHARING)}")
+    if cfg.algorithm not in ALGORITHMS:
+        raise refuse("--algorithm", cfg.algorithm, f"one of {', '.join(ALGORITHMS)}")
     if cfg.vocab_size < MIN_VOCAB_SIZE:
         raise refuse("--vocab-size", cfg.vocab_size,
                      f"an integer >= {MIN_VOCAB_SIZE} (the special tokens and at least one piece)")
@@ -166,6 +179,9 @@ def check_train_config(cfg) -> None:
         raise refuse("--lr", cfg.lr, "a positive number (the peak learning rate)")
     if cfg.steps < 1:
         raise refuse("--steps", cfg.steps, "an integer >= 1 (updates)")
+    if cfg.algorithm == "two-stage" and cfg.steps < 2:
+        raise refuse("--steps", cfg.steps, "an integer >= 2 with --algorithm two-stage (a stage "
+                     "of updates each)")
     if cfg.warmup < 0:
         raise refuse("--warmup", cfg.warmup, "an integer >= 0 (warm-up updates)")
     if not (math.isfinite(cfg.weight_decay) and cfg.weight_decay >= 0):
@@ -203,16 +219,17 @@ def check_train_config(cfg) -> None:
 
 
 def released_flags(args: argparse.Namespace) -> None:
-    """--init-from: the released model's size, vocab and shape (as --set gives them) into `args`,
-    under the flags given."""
+    """--init-from: the released model's size, vocab, shape (as --set gives them) and weight
+    sharing into `args`, under the flags given."""
     from support.hf import HubError, released_start  # after torch has loaded
 
     try:
-        size, shape, vocab = released_start(args.init_from, args.generator, args.revision,
-                                            args.hub_cache_dir)
+        size, shape, vocab, sharing = released_start(args.init_from, args.generator,
+                                                      args.revision, args.hub_cache_dir)
     except (FileNotFoundError, ValueError, HubError) as e:
         raise SystemExit(f"--init-from {args.init_from}: {e}") from None
     args.size = args.size or size
+    args.sharing = args.sharing or sharing
     args.vocab = str(vocab)
     shape = parse_set([f"{k}={v}" for k, v in shape.items()])  # as --set gives them
     args.overrides = {**shape, **(args.overrides or {})}
@@ -266,4 +283,9 @@ def resolve_config(args: argparse.Namespace, saved: dict | None, recipe_config, 
     except ValueError as e:
         given = " ".join(f"{k}={v}" for k, v in cfg.overrides.items())
         raise SystemExit(f"--set {given}: {e} (size {cfg.size})") from e
+    try:  # --sharing and --algorithm with the objective and the shape
+        get_config(cfg.size, **{**cfg.overrides, "objective": cfg.objective,
+                                "sharing": cfg.sharing, "algorithm": cfg.algorithm})
+    except ValueError as e:
+        raise SystemExit(f"--sharing {cfg.sharing} --algorithm {cfg.algorithm}: {e}") from e
     return cfg
