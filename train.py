@@ -368,8 +368,7 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device,
                desc=f"{cfg.objective}-{cfg.size}") as bar,
           plumbing.LoopGuards(cfg, world, device, batches.micro_batch,
                               last_ckpt=step if saved else None) as guards):
-        # torch.compile builds the step in the first update: a status line while it waits, and
-        # eager if it fails
+        # torch.compile builds the step during the first update: its wait, and eager if it fails
         first = plumbing.FirstCompile(compiled, bar, bar.write if master else lambda line: None)
         while step < end:
             # the learning rate of this update: warm-up, then linear decay to 0 at cfg.steps
@@ -380,7 +379,7 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device,
                 logged = before_update(step, cfg, run) or {}
             # cfg.grad_accum micro-batches of forward and backward, the clip, the AdamW step
             stats = torch.zeros(len(report.METRICS), device=device)  # the update's mean metrics
-            # out of GPU memory: one line, how to fit the batch
+            # out of GPU memory: one line, how to fit the batch; a failed compile: one line
             with guards.update(), first.update():
                 for micro in range(cfg.grad_accum):
                     batch = plumbing.to_device(batches.get(step, micro), device)

@@ -204,9 +204,10 @@ def step_path(device_type: str, world: int, grad_accum: int, compile: bool | Non
     without graphs) or "eager". `compile` and `cuda_graphs` are the flags --compile and
     --cuda-graphs (None: not given; False: --no-compile, --no-cuda-graphs). Left to itself a CUDA
     device gets the fastest step measured (bench/README.md): CUDA graphs for one process without
-    accumulation, else compiled without graphs (tests/test_train.py runs that under DDP and
-    accumulation); any other device runs eager: compiling takes minutes there, and no speed-up
-    on a CPU has been measured. A flag asking for what cannot run is refused in one line.
+    accumulation, else compiled without graphs (which tests/test_train.py runs under DDP and
+    tests/test_compile_path.py under accumulation, on a CPU); any other device runs eager:
+    compiling takes minutes there, and no speed-up on a CPU has been measured. A flag asking for
+    what cannot run is refused in one line.
 
     >>> step_path("cuda", world=1, grad_accum=1)[0], step_path("cuda", world=4, grad_accum=1)[0]
     ('cuda-graphs', 'compile')

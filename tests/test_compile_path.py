@@ -111,8 +111,7 @@ def test_a_compile_that_fails_falls_back_to_eager_in_one_line(corpus, tmp_path, 
                                                               capsys):
     """torch.compile's backend fails when the first update calls the compiled model, as a missing
     C compiler or Triton would: one line says so, the update runs again eagerly, and the run
-    completes: every update logged once, no traceback. The run equals the eager run of the same
-    seed from the second update on, as it started from the same weights."""
+    completes: every update logged once, no traceback."""
     real = torch.compile
 
     def no_compiler(gm, example_inputs):
