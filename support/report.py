@@ -3,7 +3,7 @@
 train.py calls these. Read in order: the metrics of a step (METRICS, step_stats: G's and D's
 accuracy, D's precision, recall and AUC, disc_auc), the same on held-out text with D's context
 AUC (evaluate_heldout), the metrics file (MetricsLog writes metrics.jsonl,
-read_metrics reads it), the curves drawn from it (plot_pretraining_curves) and over other runs'
+read_metrics reads it), the curves drawn from it (plot_pretraining_curves) and over other runs
 (comparison_figure: python -m support.report RUN --compare-to REFERENCE), the printed lines
 (progress_line, one held-out sentence as D reads it: marked_sentence, startup_report),
 the FLOPs of a step in two conventions (flops_per_step, flops_per_step_official: Table 1's compute)
