@@ -101,10 +101,13 @@ class TrainConfig:
     stop_at: int | None = None  # stop with a checkpoint after this update (None: at steps)
     seed: int = 0  # the data order, masks, dropout and initialisation
     device: str = "auto"  # auto: cuda if available; cpu, cuda or cuda:N
-    compile: bool = False  # torch.compile the model: for GPUs (the first steps compile, slowly)
+    # torch.compile the model (the first update compiles, slowly); None: on a CUDA device
+    # (train_cli.step_path decides, and why)
+    compile: bool | None = None
     # with compile: CUDA graphs (mode "reduce-overhead") replay the compiled step in one launch,
-    # for small models whose step is bound by kernel launches (bench/README.md)
-    cuda_graphs: bool = False
+    # for small models whose step is bound by kernel launches (bench/README.md); None: on one CUDA
+    # device without accumulation
+    cuda_graphs: bool | None = None
     precision: str = "auto"  # auto, bf16 or fp32: plumbing.mixed_precision
     peak_tflops: float | None = None  # accelerator peak for MFU; None: looked up from the GPU name
     overrides: dict = field(default_factory=dict)  # --set's ElectraConfig fields: {"num_layers": 2}
@@ -292,19 +295,21 @@ class Run:
     data: PretrainingData  # the corpus, its tokenizer and ids, the batches, the held-out examples
     mc: ElectraConfig  # the model's config: cfg.size's, with the vocabulary and --set
     raw: Electra  # the model itself; its state_dict is what a checkpoint holds
-    model: nn.Module  # what each update runs: `raw`, DDP-wrapped and compiled when asked
+    model: nn.Module  # what each update runs: `raw`, DDP-wrapped and compiled per `path`
     optimizer: torch.optim.AdamW
     precision: str  # "bf16" or "fp32" (plumbing.mixed_precision)
     autocast: contextlib.AbstractContextManager  # the context each forward pass runs in
     step: int  # the update to start at: 0, or the checkpoint's
+    path: str  # how each update runs: "cuda-graphs", "compile" or "eager" (train_cli.step_path)
+    why: str  # the reason for `path`, printed at start-up
 
 
 def set_up(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device) -> Run:
     """The run on process `rank` of `world`: its data, and its model and optimizer with weights
     new, --init-from's released ones, or the checkpoint `saved`'s (with the optimizer's state and
     the RNG states, so the run continues exactly)."""
-    if world > 1 and cfg.cuda_graphs:
-        raise SystemExit("--cuda-graphs is not supported with DDP: drop it or run one process")
+    path, why = train_cli.step_path(device.type, world, cfg.grad_accum, cfg.compile,
+                                    cfg.cuda_graphs)
     data = pretraining_data(cfg, rank, world, saved and saved["vocab_hash"])
     try:
         mc = model_config(cfg, data.tok)
@@ -337,15 +342,23 @@ def set_up(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device) 
         # two-stage trains half the model at a time: DDP must expect parameters without gradient
         model = nn.parallel.DistributedDataParallel(
             model, device_ids=device_ids, find_unused_parameters=cfg.algorithm == "two-stage")
-    if cfg.compile:
-        # In place, so the model inside keeps its state_dict keys; compiling the DDP wrapper (not
-        # the model inside it) lets torch split the graph at DDP's gradient buckets and overlap
-        # communication.
-        model.compile(mode="reduce-overhead" if cfg.cuda_graphs else None)
+    if path != "eager":
+        # Compiling the DDP wrapper (not the model inside it) lets torch split the graph at DDP's
+        # gradient buckets and overlap communication; `raw` keeps the state_dict's keys.
+        model = torch.compile(model, mode="reduce-overhead" if path == "cuda-graphs" else None)
     # bf16 autocast on GPUs that have it, fp32 elsewhere
     precision, autocast = plumbing.mixed_precision(device, cfg.precision)
     return Run(rank=rank, world=world, device=device, data=data, mc=mc, raw=raw, model=model,
-               optimizer=optimizer, precision=precision, autocast=autocast, step=step)
+               optimizer=optimizer, precision=precision, autocast=autocast, step=step, path=path,
+               why=why)
+
+
+def run_eagerly(run: Run) -> None:
+    """The run after torch.compile failed to build its step: the model it wrapped, no CUDA
+    graphs, and none of the gradients the failed update left."""
+    run.model = run.model._orig_mod  # the module torch.compile wrapped
+    run.path = "eager"
+    run.optimizer.zero_grad(set_to_none=True)
 
 
 def save_run(cfg: TrainConfig, run: Run, step: int) -> None:
@@ -380,12 +393,15 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device,
     logged = {}  # what an experiment's hook adds to metrics.jsonl's rows
     stop = False
     # the metrics of each update (G's accuracy, D's accuracy, precision, recall, AUC), compiled
-    # beside the model under --compile so that on a GPU they cost no extra kernel launches
-    step_stats = torch.compile(report.step_stats) if cfg.compile else report.step_stats
+    # beside the model so that on a GPU they cost no extra kernel launches
+    compiled = run.path != "eager"
+    step_stats = torch.compile(report.step_stats) if compiled else report.step_stats
     with (tqdm(total=cfg.steps, initial=step, unit="step", dynamic_ncols=True, disable=not master,
                desc=f"{cfg.objective}-{cfg.size}") as bar,
           plumbing.LoopGuards(cfg, world, device, batches.micro_batch,
                               last_ckpt=step if saved else None) as guards):
+        # torch.compile builds the step during the first update: its wait, and eager if it fails
+        first = plumbing.FirstCompile(compiled, bar, bar.write if master else lambda line: None)
         while step < end:
             # the learning rate of this update: warm-up, then linear decay to 0 at cfg.steps
             lr = learning_rate(step, cfg)
@@ -395,15 +411,16 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device,
                 logged = before_update(step, cfg, run) or {}
             # cfg.grad_accum micro-batches of forward and backward, the clip, the AdamW step
             stats = torch.zeros(len(report.METRICS), device=device)  # the update's mean metrics
-            with guards.update():  # out of GPU memory: one line, how to fit the batch
+            # out of GPU memory: one line, how to fit the batch; a failed compile: one line
+            with guards.update(), first.update():
                 for micro in range(cfg.grad_accum):
                     batch = plumbing.to_device(batches.get(step, micro), device)
                     x, segment_ids, attention_mask = batch  # [b, T] each
                     # DDP all-reduces the gradients in backward: at the last micro-batch only
                     last = micro == cfg.grad_accum - 1
                     sync = model.no_sync() if world > 1 and not last else contextlib.nullcontext()
-                    if cfg.cuda_graphs:  # a new step: the last replay's outputs may be overwritten
-                        torch.compiler.cudagraph_mark_step_begin()
+                    if run.path == "cuda-graphs":  # a new step: the last replay's outputs may
+                        torch.compiler.cudagraph_mark_step_begin()  # be overwritten
                     with sync:
                         with run.autocast:  # masks and samples are drawn inside, fresh each call
                             out = model(x, segment_ids, attention_mask)
@@ -414,6 +431,10 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device,
                 grad_norm = nn.utils.clip_grad_norm_(run.raw.parameters(), cfg.clip_norm)
                 optimizer.step()
                 optimizer.zero_grad(set_to_none=True)
+            if first.failed:  # torch.compile could not build the step: this update again, eager
+                run_eagerly(run)
+                model, step_stats = run.model, report.step_stats
+                continue
             step += 1
             if cfg.algorithm == "two-stage" and step == stage_switch(cfg):
                 # the end of stage 1: D starts from G's weights, and the checkpoint of this step

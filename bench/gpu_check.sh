@@ -15,8 +15,8 @@
 #   bench     bench/train_step.py: ELECTRA-Small at batch 128, seq 128, ours and HuggingFace's,
 #             eager and --compile, and ours with CUDA graphs: steps/s, tokens/s, peak memory, MFU,
 #             hours for 1M steps
-#   train     python train.py --size small --compile --cuda-graphs on the carried corpus for 3
-#             minutes (less if the steps before ran long); at the limit SIGTERM makes it save a
+#   train     python train.py --size small (compiled, CUDA graphs: its default on one GPU) on the
+#             carried corpus for 3 minutes (less if the steps before ran long); at the limit SIGTERM makes it save a
 #             checkpoint and stop
 #   profile   bench/gpu_profile.py: torch.profiler over 20 steps, the top-20 tables
 #   finetune  experiments/sst2_check.py: that run fine-tuned on SST-2 (20,000 rows, 1 epoch; seed
@@ -69,9 +69,9 @@ WORK=${WORK:-.gpurun/work}          # what does not come back
 export TORCHINDUCTOR_CACHE_DIR=${TORCHINDUCTOR_CACHE_DIR:-$PWD/.gpurun/inductor}
 PYTHON=${PYTHON:-python3}
 TRAIN_S=${TRAIN_S:-${defaults[1]}}  # the train step's seconds (less if the deadline is near)
-COMPILE=${COMPILE:-${defaults[2]}}  # 0: no --compile variants in bench and train
-# with COMPILE=1, the train step's run with CUDA graphs (the bench's fastest step on an H100:
-# bench/README.md); 0 if tests/test_gpu.py's CUDA-graphs run failed
+COMPILE=${COMPILE:-${defaults[2]}}  # 0: no compiled variants in bench, train eager (--no-compile)
+# with COMPILE=1, the train step's run with CUDA graphs (train.py's default on one GPU, the bench's
+# fastest step on an H100: bench/README.md); 0 if tests/test_gpu.py's CUDA-graphs run failed
 CUDA_GRAPHS=${CUDA_GRAPHS:-1}
 RUN_S=${RUN_S:-${defaults[3]}}      # --run: seconds of training in the call
 STOP_AT=${STOP_AT:-}                # an update to stop the run at (the dry-run test's bound)
@@ -87,12 +87,12 @@ T_BLIMP=${T_BLIMP:-90}      # Small's D and G: 20 s on an H200
 # (RUN_S=440 TOTAL_S=560 leaves the blimp step about 100 s after the export on an H100)
 
 compile=()
-train_compile=()
+train_compile=(--no-compile)  # train.py compiles on a GPU unless told not to
 if [ "$COMPILE" = 1 ]; then
     compile=(--compile)
-    train_compile=(--compile)
-    if [ "$CUDA_GRAPHS" = 1 ]; then
-        train_compile+=(--cuda-graphs)
+    train_compile=(--compile)  # on a GPU its default; on a dry run's CPU it compiles there too
+    if [ "$CUDA_GRAPHS" = 0 ]; then
+        train_compile+=(--no-cuda-graphs)
     fi
 fi
 if [ "$DRY" = 1 ]; then

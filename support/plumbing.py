@@ -1,8 +1,9 @@
 """Plumbing shared by train.py, finetune.py, squad.py, data.py and tokenizer.py: nothing in here is
 ELECTRA. Downloads (size-checked, renamed only when complete), text files decoded, atomic writes,
 checkpoint files (with the previous one kept as a fallback), RNG state, devices and precision, DDP,
-signals, the run folder (one run at a time), train.py's guards around its loop (LoopGuards), and
-the command line's spelling (add_flag) and --set values (parse_overrides). Each lives here once.
+signals, the run folder (one run at a time), train.py's guards around its loop (LoopGuards,
+FirstCompile), and the command line's spelling (add_flag) and --set values (parse_overrides). Each
+lives here once.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import time
 import urllib.error
 import urllib.request
 import zipfile
@@ -660,3 +662,46 @@ class LoopGuards:
         return SystemExit(f"the loss is not finite at step {step:,} (lr {lr:g}): the run diverged "
                           f"and was stopped; {kept}. Start a new run with a lower --lr "
                           f"(e.g. {lr / 10:g}) or a longer --warmup")
+
+
+class FirstCompile:
+    """The first update of a compiled run, in which torch.compile builds the step (a minute or two
+    on a GPU). `with first.update():` around each update shows a status line on the progress bar
+    `bar` while the first one waits, then `say`s how long it took. If that update fails, as when
+    the compiler lacks a C compiler or Triton or cannot lower an operator, `say` prints one line
+    and `first.failed` tells the loop to run the update again eagerly (train.run_eagerly); a
+    failure that is not the compiler's then fails again there, with its own traceback. Out of
+    memory is left to LoopGuards."""
+
+    def __init__(self, compiled: bool, bar, say):
+        self.pending = compiled  # the next update is the first compiled one
+        self.failed = False
+        self.bar = bar
+        self.say = say
+
+    @contextlib.contextmanager
+    def update(self):
+        self.failed = False
+        if not self.pending:
+            yield
+            return
+        self.pending = False
+        self.bar.set_postfix_str("compiling the step: the first update waits a minute or two on "
+                                 "a GPU", refresh=True)
+        start = time.perf_counter()
+        try:
+            yield
+        except torch.OutOfMemoryError:
+            raise
+        except Exception as e:  # whatever the compiler raised: eager needs none of it
+            cause = e  # the compiler's own error, which torch wraps
+            while (inner := cause.__cause__ or getattr(cause, "inner_exception", None)):
+                cause = inner
+            message = (str(cause).strip().splitlines() or [""])[0]
+            self.say(f"torch.compile failed ({type(cause).__name__}: {message}): the run goes "
+                     f"on eagerly")
+            self.failed = True
+            return
+        self.bar.set_postfix_str("", refresh=True)
+        self.say(f"torch.compile built the step in {time.perf_counter() - start:.0f} s (the first "
+                 f"update)")

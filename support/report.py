@@ -3,7 +3,8 @@
 train.py calls these. Read in order: the metrics of a step (METRICS, step_stats: G's and D's
 accuracy, D's precision, recall and AUC, disc_auc), the same on held-out text with D's context
 AUC (evaluate_heldout), the metrics file (MetricsLog writes metrics.jsonl,
-read_metrics reads it), the curves drawn from it (plot_pretraining_curves), the printed lines
+read_metrics reads it), the curves drawn from it (plot_pretraining_curves) and over other runs
+(comparison_figure: python -m support.report RUN --compare-to REFERENCE), the printed lines
 (progress_line, one held-out sentence as D reads it: marked_sentence, startup_report),
 the FLOPs of a step in two conventions (flops_per_step, flops_per_step_official: Table 1's compute)
 and every preset's (preset_costs: python train.py --presets), MFU (peak_flops) and the time
@@ -127,7 +128,7 @@ def disc_auc(p_original, is_original, weights):
 CONTEXT_TEMPERATURE = ElectraConfig.temperature
 
 
-# Evaluations run eagerly: train.py --compile compiles the model in place, and eval mode and the
+# Evaluations run eagerly, also on a model compiled in place (Module.compile): eval mode and the
 # held-out shapes would compile it again, which takes longer than the few batches it would speed.
 EAGER = torch.compiler.set_stance("force_eager")
 
@@ -399,6 +400,77 @@ def curves_figure(rows: list[dict], objective: str):
 
 
 # -----------------------------------------------------------------------------
+# A run beside others: the quantities that show a healthy ELECTRA run, one panel each, to put a
+# run over the reference runs in bench/ (python -m support.report RUN --compare-to REFERENCE)
+
+COMPARED = {
+    "mlm_loss": "L_MLM (generator)",
+    "disc_loss": "L_Disc (discriminator)",
+    "gen_acc": "G's top-1 accuracy on masked tokens",
+    "disc_auc": "D's AUC, replaced vs original (0.5: chance)",
+    "context_auc": "D's context AUC (held-out, G's samples at temperature 1)",
+}
+
+
+def comparison_figure(runs: list[tuple[str, list[dict]]], title: str):
+    """The quantities of COMPARED for each (label, metrics rows) of `runs`, one colour per run,
+    the first drawn on top: training batches as lines, held-out text as dots on dashed lines."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(12, 7.5))
+    axes = fig.subplots(2, 3).flat
+    for ax, (key, name) in zip(axes, COMPARED.items()):
+        for i, (label, rows) in enumerate(runs):
+            for split, style, which in (("train", "-", "training"), ("eval", "o--", "held-out")):
+                points = [(r["step"], r[key]) for r in rows if r["split"] == split and key in r]
+                if points:
+                    steps, values = zip(*points)
+                    ax.plot(steps, values, style, color=f"C{i}", ms=2.5, lw=1,
+                            label=f"{label}, {which}", zorder=len(runs) - i)
+        ax.set_title(name, fontsize=10)
+        ax.set_xlabel("update")
+        ax.grid(alpha=0.3)
+    legend = axes[5]  # the sixth panel holds the legend: the curves stay uncovered
+    legend.axis("off")
+    legend.legend(*axes[0].get_legend_handles_labels(), loc="center", fontsize=9)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def compare_main(argv=None) -> Path:
+    """python -m support.report RUN [--compare-to REFERENCE ...] [--out PNG]: a run's curves of
+    COMPARED drawn over the reference runs' (comparison_figure); returns the PNG written."""
+    import argparse
+
+    p = argparse.ArgumentParser(
+        prog="python -m support.report",
+        description="Draw a pre-training run's curves (L_MLM, L_Disc, G's accuracy, D's AUC and "
+                    "context AUC) over reference runs, e.g. bench/gpu_h100/metrics.jsonl")
+    p.add_argument("run", help="a run's metrics.jsonl, or its run folder")
+    p.add_argument("--compare-to", action="append", default=[], metavar="REFERENCE",
+                   help="another run's metrics.jsonl or folder drawn beside it (repeatable)")
+    p.add_argument("--out", help="the PNG (default: compare.png beside the run's metrics)")
+    args = p.parse_args(argv)
+    runs = []
+    for given in [args.run, *args.compare_to]:
+        path = Path(given)
+        path = path / "metrics.jsonl" if path.is_dir() else path
+        rows = read_metrics(path)
+        if not rows:
+            raise SystemExit(f"{given}: no metrics rows (a train.py run folder, or its "
+                             f"metrics.jsonl)")
+        runs.append((path.parent.name or str(path), rows))
+    run = Path(args.run)
+    out = Path(args.out) if args.out else (run if run.is_dir() else run.parent) / "compare.png"
+    others = f" against {', '.join(label for label, _ in runs[1:])}" if len(runs) > 1 else ""
+    fig = comparison_figure(runs, f"{runs[0][0]}{others}")
+    fig.savefig(out, dpi=110)
+    print(f"wrote {out}")
+    return out
+
+
+# -----------------------------------------------------------------------------
 # What is printed: the start-up summary, the progress bar, one held-out sentence as D sees it
 
 
@@ -535,9 +607,8 @@ def startup_report(cfg, run, end: int) -> str:
     mfu = f"; peak {peak / 1e12:g} TFLOP/s per GPU for MFU" if peak else ""
     bf16 = " (bf16 autocast; weights, optimizer and losses fp32)" if run.precision == "bf16" else ""
     config = {k: v for k, v in asdict(cfg).items() if k != "data_url"}
-    compiled = ""
-    if cfg.compile:
-        compiled = ", torch.compile with CUDA graphs" if cfg.cuda_graphs else ", torch.compile"
+    how = {"cuda-graphs": "torch.compile with CUDA graphs", "compile": "torch.compile",
+           "eager": "eager"}[run.path]
     lines = [
         f"ELECTRA pre-training: size {cfg.size}, objective {cfg.objective}, on {run.device}"
         f"{processes}, {start}",
@@ -559,7 +630,7 @@ def startup_report(cfg, run, end: int) -> str:
         f"ELECTRA-Small 1.4e18){mfu}",
         f"run      steps {run.step:,} -> {end:,}; out {cfg.out_dir}; log every {cfg.log_interval}, "
         f"eval every {cfg.eval_interval}, checkpoint every {cfg.ckpt_interval}",
-        f"device   {run.device}, {run.precision}{bf16}{compiled}",
+        f"device   {run.device}, {run.precision}{bf16}, {how}: {run.why}",
     ]
     return "\n".join(lines)
 
@@ -760,3 +831,7 @@ def duration(seconds: float) -> str:
         if seconds >= 2 * length:
             return f"{seconds / length:.3g} {unit}"
     return f"{seconds:.3g} seconds"
+
+
+if __name__ == "__main__":
+    compare_main()

@@ -1,6 +1,7 @@
 """train.py's command line: its flags (parse_args), the checks of their values (check_args,
-check_train_config, --set's fields), and the configuration a run gets from them, a checkpoint it
-resumes, or a released model it starts from (resolve_config, resumed, released_flags).
+check_train_config, --set's fields), how each update runs (step_path: compiled, with CUDA graphs,
+or eager), and the configuration a run gets from them, a checkpoint it resumes, or a released
+model it starts from (resolve_config, resumed, released_flags).
 
 train.py reads its command line before it imports torch, so that a mistyped flag answers at once:
 parse_args needs nothing heavy. The checks that need the model's or the data's modules run after
@@ -74,10 +75,11 @@ def parse_args(argv, config: type, sizes) -> argparse.Namespace:
     add_flag(p, "seed", type=int, help=f"random seed (default {c.seed})")
     add_flag(p, "device", default=c.device,
              help="auto (default: cuda if available), cpu, cuda or cuda:N")
-    add_flag(p, "compile", action="store_true", help="torch.compile the model")
-    add_flag(p, "cuda_graphs", action="store_true",
-             help="with --compile on a GPU: CUDA graphs (torch.compile's reduce-overhead mode), "
-                  "one launch per compiled step")
+    add_flag(p, "compile", action=argparse.BooleanOptionalAction,
+             help="torch.compile the model (default: on a CUDA device; --no-compile: eager)")
+    add_flag(p, "cuda_graphs", action=argparse.BooleanOptionalAction,
+             help="replay each compiled update as one CUDA graph (default: on one CUDA device "
+                  "without --grad-accum; --no-cuda-graphs: compiled without)")
     add_flag(p, "precision", choices=("auto", "bf16", "fp32"), default=c.precision,
              help="auto (default): bf16 autocast on GPUs with bf16 tensor cores, fp32 elsewhere")
     add_flag(p, "peak_tflops", type=float,
@@ -188,13 +190,6 @@ def check_train_config(cfg) -> None:
         raise refuse("--weight-decay", cfg.weight_decay, "a number >= 0 (AdamW weight decay)")
     if not positive(cfg.clip_norm):
         raise refuse("--clip-norm", cfg.clip_norm, "a positive number (the gradient-norm clip)")
-    if cfg.cuda_graphs and not cfg.compile:
-        raise SystemExit("--cuda-graphs replays torch.compile's graphs: add --compile")
-    if cfg.cuda_graphs and cfg.grad_accum > 1:
-        # the first micro-batch's gradients may be the graph's own output buffers, which the next
-        # replay overwrites: refused rather than risked
-        raise SystemExit(f"--cuda-graphs with --grad-accum {cfg.grad_accum} is not supported: "
-                         f"drop one of them")
     if not 0 <= cfg.eval_fraction < 1:
         raise refuse("--eval-fraction", cfg.eval_fraction, "a share in [0, 1) (0: no held-out set)")
     if cfg.eval_batches < 1:
@@ -216,6 +211,56 @@ def check_train_config(cfg) -> None:
     if cfg.peak_tflops is not None and not positive(cfg.peak_tflops):
         raise refuse("--peak-tflops", cfg.peak_tflops,
                      "a positive number (the accelerator's peak TFLOP/s)")
+
+
+def step_path(device_type: str, world: int, grad_accum: int, compile: bool | None = None,
+              cuda_graphs: bool | None = None) -> tuple[str, str]:
+    """How each update runs, and why (the start-up lines print both): "cuda-graphs" (torch.compile
+    in its reduce-overhead mode, each update one replay of a CUDA graph), "compile" (torch.compile
+    without graphs) or "eager". `compile` and `cuda_graphs` are the flags --compile and
+    --cuda-graphs (None: not given; False: --no-compile, --no-cuda-graphs). Left to itself a CUDA
+    device gets the fastest step measured (bench/README.md): CUDA graphs for one process without
+    accumulation, else compiled without graphs (which tests/test_train.py runs under DDP and
+    tests/test_compile_path.py under accumulation, on a CPU); any other device runs eager:
+    compiling takes minutes there, and no speed-up on a CPU has been measured. A flag asking for
+    what cannot run is refused in one line.
+
+    >>> step_path("cuda", world=1, grad_accum=1)[0], step_path("cuda", world=4, grad_accum=1)[0]
+    ('cuda-graphs', 'compile')
+    >>> step_path("cpu", world=1, grad_accum=1)[0], step_path("cpu", 1, 1, compile=True)
+    ('eager', ('compile', '--compile'))
+    >>> step_path("cuda", 1, 2, cuda_graphs=True)
+    Traceback (most recent call last):
+    SystemExit: --cuda-graphs with --grad-accum 2 is not supported: drop one of them
+    """
+    if compile is False:
+        if cuda_graphs:
+            raise SystemExit("--cuda-graphs replays torch.compile's graphs: drop --no-compile")
+        return "eager", "--no-compile"
+    if device_type != "cuda":
+        if cuda_graphs:
+            raise SystemExit(f"--cuda-graphs needs a CUDA device, not {device_type}")
+        if compile:
+            return "compile", "--compile"
+        return "eager", f"the default on {device_type} (--compile compiles here too)"
+    if cuda_graphs is False:
+        return "compile", "--no-cuda-graphs"
+    # where CUDA graphs cannot run the default compiles without them; asked for, they are refused
+    if world > 1:
+        if cuda_graphs:
+            raise SystemExit("--cuda-graphs is not supported with DDP: drop it or run one process")
+        return "compile", ("the default under DDP: CUDA graphs need one process "
+                           "(--no-compile: eager)")
+    if grad_accum > 1:
+        if cuda_graphs:
+            # the first micro-batch's gradients may be the graph's own output buffers, which the
+            # next replay overwrites: refused rather than risked
+            raise SystemExit(f"--cuda-graphs with --grad-accum {grad_accum} is not supported: "
+                             f"drop one of them")
+        return "compile", (f"the default with --grad-accum {grad_accum}: CUDA graphs need one "
+                           f"micro-batch per update (--no-compile: eager)")
+    return "cuda-graphs", ("the default on one CUDA device, the fastest step measured "
+                           "(--no-cuda-graphs: compiled without; --no-compile: eager)")
 
 
 def released_flags(args: argparse.Namespace) -> None:

@@ -238,3 +238,24 @@ def test_gpu_run_folder_makes_a_run_of_the_discriminator_brought_back(tmp_path, 
     twin = sst2_check.random_twin(saved)
     for (name, p), q in zip(initial.named_parameters(), twin.parameters()):
         assert torch.equal(p, q), name
+
+
+def test_reference_curves_are_drawn_from_the_measured_runs_and_the_table_is_theirs(tmp_path):
+    """bench/reference_curves.py draws the reference figure from gpu_h100/ and gpu_h200/'s
+    metrics.jsonl, and its table is the one bench/README.md shows: the documented figures are the
+    measured runs', to the digit."""
+    table = load("reference_curves").main(tmp_path / "reference.png")
+    assert (tmp_path / "reference.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert table in (ROOT / "bench" / "README.md").read_text()
+    h100 = [json.loads(line) for line in (ROOT / "bench" / "gpu_h100" / "metrics.jsonl")
+            .read_text().splitlines()]
+    last = next(r for r in h100 if r["split"] == "eval" and r["step"] == 29_500)
+    assert f"| 29,500 | 135 | 3.476 / {last['mlm_loss']:.3f} |" in table
+    # the README's "held-out rows differ from these by at most 0.005" up to the H200's last
+    h200 = [json.loads(line) for line in (ROOT / "bench" / "gpu_h200" / "metrics.jsonl")
+            .read_text().splitlines()]
+    held = {r["step"]: r for r in h100 if r["split"] == "eval"}
+    shared = [(held[r["step"]], r) for r in h200 if r["split"] == "eval"]
+    assert shared[-1][1]["step"] == 5_000
+    compared = ("mlm_loss", "disc_loss", "gen_acc", "disc_auc", "context_auc")
+    assert max(abs(a[key] - b[key]) for a, b in shared for key in compared) < 0.005

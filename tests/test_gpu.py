@@ -238,11 +238,12 @@ def test_nccl_ddp_with_one_process_equals_the_plain_step(tf32_off):
 
 @pytest.mark.parametrize("mode", ["default", "reduce-overhead"])
 def test_compile_with_and_without_cuda_graphs_matches_eager(tf32_off, mode):
-    """--compile changes the speed, not the numbers: three updates (forward, backward, clip, fused
-    AdamW) give the eager losses, compiled as train.py does (mode default) and with CUDA graphs
-    (mode reduce-overhead: one launch for a whole graph, for a small, launch-bound model), which
-    must not be skipped. fallback_random draws the masks and samples from torch's generator as
-    eager code does (inductor's own would give other masks, equally random)."""
+    """Compiling changes the speed, not the numbers: three updates (forward, backward, clip, fused
+    AdamW) give the eager losses, compiled as train.py does under DDP and --grad-accum (mode
+    default) and by default on one GPU, with CUDA graphs (mode reduce-overhead: one launch for a
+    whole graph, for a small, launch-bound model), which must not be skipped. fallback_random
+    draws the masks and samples from torch's generator as eager code does (inductor's own would
+    give other masks, equally random)."""
     import torch._inductor.config
     from torch._dynamo.utils import counters
 
@@ -314,12 +315,14 @@ def test_exact_resume_on_cuda(corpus, tmp_path):
     generator's state (masks, samples, dropout) comes back from the checkpoint, and the data order
     and the schedule are functions of the step. The comparison allows what two uninterrupted runs
     differ by (a kernel that adds with atomics may round differently run to run; none if none
-    does): a resume that lost the RNG state differs by far more."""
-    run(corpus, tmp_path / "a", "--steps", "10")
-    run(corpus, tmp_path / "a2", "--steps", "10")
-    run(corpus, tmp_path / "b", "--steps", "10", "--stop-at", "4")
+    does): a resume that lost the RNG state differs by far more. Eager (--no-compile): the
+    compiled path is compared with eager below."""
+    run(corpus, tmp_path / "a", "--steps", "10", "--no-compile")
+    run(corpus, tmp_path / "a2", "--steps", "10", "--no-compile")
+    run(corpus, tmp_path / "b", "--steps", "10", "--stop-at", "4", "--no-compile")
     result = train.main(["--out", str(tmp_path / "b"), "--resume", "--cache-dir", str(corpus[2]),
-                         "--device", "cuda", "--log-interval", "1", "--eval-interval", "1000"])
+                         "--device", "cuda", "--log-interval", "1", "--eval-interval", "1000",
+                         "--no-compile"])
     assert result["step"] == 10 and next(result["model"].parameters()).is_cuda
     # train.set_up turned TF32 on for the fp32 matmuls outside autocast
     assert torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32
@@ -339,12 +342,12 @@ def test_exact_resume_on_cuda(corpus, tmp_path):
     assert all(torch.equal(u, v) for u, v in zip(rng_a["cuda"], rng_b["cuda"]))
 
 
-def test_train_py_with_cuda_graphs_equals_eager(corpus, tmp_path):
-    """train.py --compile --cuda-graphs (each update one replay of the compiled step) logs the eager
-    run's losses: ten updates in fp32, masks and samples drawn from torch's generator on both sides
-    (fallback_random), CUDA graphs not skipped. Fused kernels round in another order (TF32 on, as
-    train.py sets it): 1e-3 of the loss; a replay that reused stale inputs or outputs, or other
-    masks, moves the loss by far more."""
+def test_train_py_with_cuda_graphs_equals_eager(corpus, tmp_path, capsys):
+    """train.py's default on one GPU, torch.compile with CUDA graphs (each update one replay of the
+    compiled step), logs the eager run's (--no-compile) losses: ten updates in fp32, masks and
+    samples drawn from torch's generator on both sides (fallback_random), CUDA graphs not skipped.
+    Fused kernels round in another order (TF32 on, as train.py sets it): 1e-3 of the loss; a
+    replay that reused stale inputs or outputs, or other masks, moves the loss by far more."""
     import torch._inductor.config
     from torch._dynamo.utils import counters
 
@@ -352,8 +355,11 @@ def test_train_py_with_cuda_graphs_equals_eager(corpus, tmp_path):
     counters.clear()
     common = ("--steps", "10", "--precision", "fp32")
     with torch._inductor.config.patch(fallback_random=True):
-        run(corpus, tmp_path / "eager", *common)
-        run(corpus, tmp_path / "graphs", *common, "--compile", "--cuda-graphs")
+        run(corpus, tmp_path / "eager", *common, "--no-compile")
+        capsys.readouterr()
+        run(corpus, tmp_path / "graphs", *common)  # no flag: the default
+    assert "torch.compile with CUDA graphs: the default on one CUDA device" in \
+        capsys.readouterr().out
     assert counters["inductor"]["cudagraph_skips"] == 0, "CUDA graphs were skipped"
     eager, graphs = rows(tmp_path / "eager"), rows(tmp_path / "graphs")
     assert [r["step"] for r in graphs] == list(range(1, 11))

@@ -165,6 +165,47 @@ def test_curves_name_each_quantity_once_in_its_panel():
     assert drawn.count("_nolegend_") == 6
 
 
+def metrics_rows(steps, loss):
+    """Training rows at `steps` and a held-out row at the last, every COMPARED quantity from
+    `loss`."""
+    train = [{"step": s, "split": "train", "mlm_loss": loss(s), "disc_loss": loss(s) / 10,
+              "gen_acc": 0.1, "disc_auc": 0.8} for s in steps]
+    return train + [{**train[-1], "split": "eval", "context_auc": 0.7}]
+
+
+def test_compare_to_draws_a_run_over_the_reference(tmp_path, capsys):
+    """python -m support.report RUN --compare-to REFERENCE: one panel per quantity of COMPARED, the
+    run's training line and held-out dots over the reference's, each run in its colour, the run
+    drawn on top; the PNG lands beside the run's metrics."""
+    run = tmp_path / "runs" / "mine"
+    run.mkdir(parents=True)
+    mine = metrics_rows([10, 20, 30], lambda s: 10 - s / 10)
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in mine))
+    reference = Path(__file__).resolve().parents[1] / "bench" / "gpu_h100" / "metrics.jsonl"
+    assert report.compare_main([str(run), "--compare-to", str(reference)]) == run / "compare.png"
+    assert (run / "compare.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"wrote {run / 'compare.png'}" in capsys.readouterr().out
+    runs = [("mine", mine), ("gpu_h100", report.read_metrics(reference))]
+    fig = report.comparison_figure(runs, "mine against gpu_h100")
+    for ax, (key, title) in zip(fig.axes, report.COMPARED.items()):
+        assert ax.get_title() == title
+        lines = {line.get_label(): line for line in ax.lines}
+        splits = ("held-out",) if key == "context_auc" else ("training", "held-out")
+        assert sorted(lines) == sorted(f"{name}, {split}" for name in ("mine", "gpu_h100")
+                                       for split in splits)
+        ours = lines[f"mine, {splits[0]}"]
+        assert ours.get_zorder() > lines[f"gpu_h100, {splits[0]}"].get_zorder()
+        expected = [r for r in mine if key in r and r["split"] == ("eval" if key == "context_auc"
+                                                                    else "train")]
+        assert list(ours.get_xdata()) == [r["step"] for r in expected]
+        assert list(ours.get_ydata()) == [r[key] for r in expected]
+
+
+def test_compare_to_a_run_without_metrics_is_one_line(tmp_path):
+    with pytest.raises(SystemExit, match=r"^\S+nothing: no metrics rows \(a train\.py run folder"):
+        report.compare_main([str(tmp_path / "nothing")])
+
+
 # the sentence of marked_sentence's docstring: "the cat sat", cat replaced by dog; D flags "the"
 # (original: a false alarm) and "dog" (replaced: caught)
 SENTENCE = dict(tokens=["[CLS]", "[SEP]", "the", "cat", "dog", "sat"],

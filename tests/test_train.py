@@ -303,33 +303,6 @@ def test_gpu_code_path_on_cpu_compile_bf16_and_exact_resume(corpus, tmp_path, ca
     assert [r["step"] for r in rows(tmp_path / "a", "eval")] == [4, 8]
 
 
-def test_cuda_graphs_compiles_in_reduce_overhead_mode_and_needs_compile(corpus, tmp_path,
-                                                                        monkeypatch, capsys):
-    """--cuda-graphs compiles the model in torch.compile's "reduce-overhead" mode and marks each
-    update a new step (CUDA graphs themselves need a GPU: tests/test_gpu.py runs them); without
-    --compile, or with gradient accumulation, it stops with one line.
-    Electra.compile is replaced by a recorder: the run stays eager, so the test takes a second on
-    a CPU."""
-    modes = []
-    marks = []
-    monkeypatch.setattr(Electra, "compile", lambda self, mode=None: modes.append(mode))
-    monkeypatch.setattr(torch.compiler, "cudagraph_mark_step_begin", lambda: marks.append(1))
-    train.main(args(corpus, tmp_path / "a", "--steps", "3", "--compile", "--cuda-graphs"))
-    assert modes == ["reduce-overhead"]
-    assert len(marks) == 3
-    assert "torch.compile with CUDA graphs" in capsys.readouterr().out
-    modes.clear()
-    marks.clear()
-    train.main(args(corpus, tmp_path / "b", "--steps", "2", "--compile"))
-    assert modes == [None] and marks == []
-    with pytest.raises(SystemExit, match="^--cuda-graphs replays torch.compile's graphs: add "
-                                         "--compile$"):
-        train.main(args(corpus, tmp_path / "c", "--steps", "2", "--cuda-graphs"))
-    with pytest.raises(SystemExit, match="^--cuda-graphs with --grad-accum 2 is not supported"):
-        train.main(args(corpus, tmp_path / "d", "--steps", "2", "--grad-accum", "2", "--compile",
-                        "--cuda-graphs"))
-
-
 @pytest.mark.parametrize("name, tflops", [("NVIDIA H100 80GB HBM3", 989), ("NVIDIA H100 PCIe", 756),
                                            ("NVIDIA A100-SXM4-80GB", 312), ("NVIDIA A10", 125),
                                            ("NVIDIA L40S", 362), ("NVIDIA L4", 121),
@@ -838,12 +811,14 @@ def test_the_calls_out_of_train_py_before_the_first_update(corpus, tmp_path, mon
     and the model (pretraining_data, Batches.get, to_device, Electra, its forward), the schedule
     and the weight-decay rule that fine-tuning shares (lr_factor, decays), what a run prints and
     logs (startup_report, MetricsLog, step_stats), the loop's guards (LoopGuards: Ctrl-C, out of
-    memory, a loss that is not finite), and the preset, the vocabulary's size and the precision.
+    memory, a loss that is not finite; FirstCompile: the first compile's wait and failure), how
+    each update runs (step_path), and the preset, the vocabulary's size and the precision.
     The loop's own steps (the clip, the optimizer step, the schedule, DDP's no_sync, autocast)
     stay in train.py. A new call fails here, so a call added to the loop's path is added on
     purpose."""
     met = calls_out_of_train_py(args(corpus, tmp_path / "run", "--steps", "2"), monkeypatch)
     assert met == [
+        "support/train_cli.py:step_path",
         "data.py:pretraining_data",
         "electra.py:get_config",
         "tokenizer.py:Tokenizer.__len__",
@@ -854,8 +829,10 @@ def test_the_calls_out_of_train_py_before_the_first_update(corpus, tmp_path, mon
         "support/report.py:MetricsLog.__init__",
         "support/plumbing.py:LoopGuards.__init__",
         "support/plumbing.py:LoopGuards.__enter__",
+        "support/plumbing.py:FirstCompile.__init__",
         "electra.py:lr_factor",
         "support/plumbing.py:LoopGuards.update",
+        "support/plumbing.py:FirstCompile.update",
         "data.py:Batches.get",
         "support/plumbing.py:to_device",
         "electra.py:Electra.forward",
