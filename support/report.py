@@ -19,6 +19,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from dataclasses import replace as dc_replace
 from pathlib import Path
 
 import numpy as np
@@ -585,6 +586,12 @@ def _forward_flops(config: ElectraConfig, seq: int, masked: float, count: Counti
     if config.objective == "bert":
         return main + count.mlm_output(config, masked)
     g = generator_config(config)
+    if config.objective == "electric":
+        # both towers, and the cloze output at every position, its dense layer reading the two
+        # towers' states side by side (2 Hg wide); then the energy network and its head
+        two_towers = dc_replace(g, hidden_size=2 * g.hidden_size)
+        return (main + 2 * count.encoder(g) + count.mlm_output(two_towers, seq)
+                + count.disc_head)
     fwd = main + count.encoder(g) + count.mlm_output(g, masked)
     if config.objective in WITH_DISCRIMINATOR:
         return fwd + count.disc_head
@@ -600,7 +607,8 @@ def flops_per_step(config: ElectraConfig, batch: int, seq: int) -> float:
     Matmuls count 2mn; embedding lookups count 0 (they are gathers); backward = 2 x forward
     (gradients w.r.t. activations and w.r.t. weights), so a step is 3 x forward. An MLM output
     runs only at the k = min(max_predictions, round(mask_prob * seq)) masked positions, except
-    All-Tokens MLM's, at every position. D's head runs at every token.
+    All-Tokens MLM's and Electric's cloze output (with both of its towers), at every position.
+    D's head runs at every token.
 
     The official flops_computation.py (flops_per_step_official) counts differently: embedding
     lookups as dense one-hot matmuls (2 E V per token, large for small models), the MLM output at

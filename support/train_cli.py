@@ -33,7 +33,8 @@ def parse_args(argv, config: type, sizes) -> argparse.Namespace:
     add_flag(p, "size", choices=tuple(sizes), help=f"model and recipe preset (default {c.size})")
     add_flag(p, "objective",
              help="electra: replaced token detection; bert: the masked-LM baseline; electra_15, "
-                  "replace_mlm, all_tokens_mlm: the ablations of Sec. 3.5 (default electra)")
+                  "replace_mlm, all_tokens_mlm: the ablations of Sec. 3.5; electric: the "
+                  "energy-based cloze model of electric.py (default electra)")
     add_flag(p, "data", help=f".txt file, folder of .txt files, or a corpus data.py downloads "
                              f"({', '.join(KNOWN_CORPORA)}) (default {c.data})")
     add_flag(p, "data_url", help="base URL of the known corpora (default: $ELECTRA_DATA_URL, or "
@@ -142,7 +143,7 @@ def check_train_config(cfg) -> None:
     SystemExit: --seq-len 4: must be an integer >= 5 (the example builder's shortest target length)
     """
     from data import SHORT_SEQ_MIN  # after torch has loaded (this module's docstring)
-    from electra import OBJECTIVES
+    from electra import OBJECTIVES, SIBLING_OBJECTIVES
 
     def refuse(flag: str, value, must: str) -> SystemExit:
         return SystemExit(f"{flag} {value}: must be {must}")
@@ -150,8 +151,9 @@ def check_train_config(cfg) -> None:
     def positive(v) -> bool:
         return math.isfinite(v) and v > 0
 
-    if cfg.objective not in OBJECTIVES:
-        raise refuse("--objective", cfg.objective, f"one of {', '.join(OBJECTIVES)}")
+    if cfg.objective not in OBJECTIVES + SIBLING_OBJECTIVES:
+        raise refuse("--objective", cfg.objective,
+                     f"one of {', '.join(OBJECTIVES + SIBLING_OBJECTIVES)}")
     if cfg.vocab_size < MIN_VOCAB_SIZE:
         raise refuse("--vocab-size", cfg.vocab_size,
                      f"an integer >= {MIN_VOCAB_SIZE} (the special tokens and at least one piece)")
