@@ -44,7 +44,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from electra import Electra, ElectraConfig, get_config
-from electric import pretraining_model, sentence_score
+from electric import Electric, pretraining_model, sentence_score
 from support.hf import (
     TRAIN_CHECKPOINT,
     HubError,
@@ -304,7 +304,7 @@ def blimp_credits(model: Electra, tok: Tokenizer, pairs: list[MinimalPair], batc
     whatever the rounding of two forward passes. A sentence longer than the model's positions
     would be cut to fit (tokenizer.encode_pair); BLiMP's longest has 26 words, far below 512.
     """
-    is_electric = model.config.objective == "electric"
+    is_electric = isinstance(model, Electric)
     D = model.discriminator if not is_electric else None
     mlm = mlm_of(model) if score_mlm and not is_electric else None
     d_names = ["d_sum", "d_mean"] if D is not None else []

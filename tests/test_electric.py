@@ -30,9 +30,6 @@ def micro_electric(**kw):
     return Electric(micro_config(objective="electric", **kw)).eval()  # dropout off
 
 
-def test_docstring_examples():
-    assert doctest.testmod(electric).failed == 0
-
 
 # -------------------------------------------------------------------------- the two-tower model q
 
