@@ -165,8 +165,9 @@ def noise_log_prob(logits_q, x_noised, temperature: float = 1.0):
 
     Example: logits [0, log 3] (q = 1/4, 3/4) at a token 1: log 3/4 = -0.2877.
     """
-    log_q = (logits_q.float() / temperature).log_softmax(-1)  # [B, T, V]
-    return log_q.gather(-1, x_noised[..., None]).squeeze(-1)  # [B, T]
+    z = logits_q.float() / temperature  # [B, T, V]
+    # log softmax(z) at the token, without writing out the whole [B, T, V] log-softmax
+    return z.gather(-1, x_noised[..., None]).squeeze(-1) - z.logsumexp(-1)  # [B, T]
 
 
 def energy(model: "Electric", x, segment_ids, attention_mask):

@@ -321,9 +321,13 @@ def curve_panels(objective: str) -> dict[tuple[int, int], tuple[str, list[tuple[
     [(0, 0), (1, 0)]
     """
     if objective in WITH_DISCRIMINATOR:
+        # Electric's losses sit in the same metrics: its noise model's cloze loss and its NCE loss
+        electric = objective == "electric"
         return {
-            (0, 0): ("L_MLM (generator)", [("mlm_loss", "")]),
-            (0, 1): ("L_Disc (discriminator)", [("disc_loss", "")]),
+            (0, 0): ("L_cloze (two-tower q)" if electric else "L_MLM (generator)",
+                     [("mlm_loss", "")]),
+            (0, 1): ("L_NCE (energy network)" if electric else "L_Disc (discriminator)",
+                     [("disc_loss", "")]),
             (1, 0): ("accuracy", [("gen_acc", "G top-1 on masked"),
                                   ("disc_acc", "D, all tokens"),
                                   ("all_original_acc", "D baseline: all original"),
@@ -411,6 +415,12 @@ def progress_line(row: dict, objective: str) -> str:
                 f"G_acc {row['gen_acc']:.3f}")
     elif objective == "bert":
         text = f"L_MLM {row['mlm_loss']:.3f} MLM_acc {row['gen_acc']:.3f}"
+    elif objective == "electric":  # q's cloze loss, the NCE loss, D's metrics of data vs noise
+        text = (f"L_cloze {row['mlm_loss']:.3f} L_NCE {row['disc_loss']:.4f} "
+                f"q_acc {row['gen_acc']:.3f} D_acc {row['disc_acc']:.4f} "
+                f"D_AUC {row['disc_auc']:.3f}")
+        if "context_auc" in row:
+            text += f" ctx_AUC {row['context_auc']:.3f}"
     else:
         text = (f"L_MLM {row['mlm_loss']:.3f} L_Disc {row['disc_loss']:.4f} "
                 f"G_acc {row['gen_acc']:.3f} D_acc {row['disc_acc']:.4f} "

@@ -1,7 +1,6 @@
 """electric.py by hand: the two towers see one side each, the NCE loss of a 3-token example, the
 labels of a sample equal to the original, the one-pass score as an explicit sum; and an Electric
 run end to end through train.py (resume), finetune.py and support.evaluate."""
-import doctest
 import json
 import math
 
@@ -18,8 +17,8 @@ import electra
 import electric
 import finetune
 import train
-from electric import Electric, TwoTowerCloze
-from support import evaluate, hf
+from electric import Electric
+from support import evaluate, hf, report
 from support.report import flops_per_step, flops_per_step_official
 
 corpus = test_train.corpus  # the fixture: a small corpus, its vocab and a cache folder
@@ -28,7 +27,6 @@ corpus = test_train.corpus  # the fixture: a small corpus, its vocab and a cache
 def micro_electric(**kw):
     torch.manual_seed(0)
     return Electric(micro_config(objective="electric", **kw)).eval()  # dropout off
-
 
 
 # -------------------------------------------------------------------------- the two-tower model q
@@ -153,6 +151,15 @@ def test_forward_is_one_graph_for_torch_compile():
     x, seg, am = batch()
     explained = torch._dynamo.explain(model)(x, seg, am)
     assert (explained.graph_count, explained.graph_break_count) == (1, 0), explained.break_reasons
+
+
+def test_progress_and_curves_name_electrics_losses():
+    row = {"mlm_loss": 6.5, "disc_loss": 0.25, "gen_acc": 0.1, "disc_acc": 0.8, "disc_auc": 0.7,
+           "context_auc": 0.6}
+    assert report.progress_line(row, "electric") == ("L_cloze 6.500 L_NCE 0.2500 q_acc 0.100 "
+                                                     "D_acc 0.8000 D_AUC 0.700 ctx_AUC 0.600")
+    titles = [title for title, _ in report.curve_panels("electric").values()]
+    assert titles[:2] == ["L_cloze (two-tower q)", "L_NCE (energy network)"]
 
 
 def test_electra_refuses_the_electric_objective_and_pretraining_model_dispatches():
