@@ -3,8 +3,8 @@ the command lines' spelling, then the tokenizer and the model) and never meet a 
 file not yet read.
 
     support.plumbing, support.cli -> tokenizer, electra -> electric -> data, support.glue,
-    support.hf -> support.report, support.train_cli, support.finetune_runs -> train, finetune, squad,
-    support.evaluate
+    support.hf -> support.report, support.train_cli, support.finetune_runs -> train, finetune,
+    squad, support.evaluate
 
 Every import counts, also one inside a function (a hidden upward import is still a cycle).
 """
