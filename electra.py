@@ -87,8 +87,12 @@ FFN_RATIO = 4  # FFN inner size = 4 * hidden (Vaswani et al. 2017; BERT)
 # other three are Section 3.5's efficiency ablations (Table 5). Electra.forward runs "electra";
 # other_objective the rest.
 OBJECTIVES = ("electra", "bert", "electra_15", "replace_mlm", "all_tokens_mlm")
-# The objectives that train a discriminator; the others train a full-size masked LM instead.
-WITH_DISCRIMINATOR = ("electra", "electra_15")
+# The objectives of sibling models, each in its own root file: Electric (electric.py), the
+# energy-based cloze model of Clark et al. (EMNLP 2020)
+SIBLING_OBJECTIVES = ("electric",)
+# The objectives that train a discriminator (Electric's energy network is one, as in the official
+# code); the others train a full-size masked LM instead.
+WITH_DISCRIMINATOR = ("electra", "electra_15", "electric")
 
 # Section 3.2's weight sharing. "embeddings": G and D share the token, position and segment
 # embeddings (with their LayerNorm), the paper's choice and the official default
@@ -254,13 +258,15 @@ class Encoder(nn.Module):
                                    if config.embedding_size != config.hidden_size else None)
         self.layers = nn.ModuleList(Block(config) for _ in range(config.num_layers))
 
-    def hidden_states(self, input_ids, segment_ids, attention_mask):
-        """input_ids, segment_ids, attention_mask: [B, T] -> the last layer's states [B, T, H]."""
+    def hidden_states(self, input_ids, segment_ids, attention_mask, keep=None):
+        """input_ids, segment_ids, attention_mask: [B, T] -> the last layer's states [B, T, H].
+        keep: which keys each query may attend to, [B, 1, T, T] bool (electric.py's one-sided
+        towers); None: every real token, from attention_mask."""
         h = self.embeddings(input_ids, segment_ids)  # [B, T, E]
         if self.embeddings_project is not None:
             h = self.embeddings_project(h)  # [B, T, H]
-        # [B, T] -> [B, 1, 1, T], broadcast over heads and queries
-        keep = attention_mask.bool()[:, None, None, :]
+        if keep is None:  # [B, T] -> [B, 1, 1, T], broadcast over heads and queries
+            keep = attention_mask.bool()[:, None, None, :]
         for block in self.layers:
             h = block(h, keep)
         return h
@@ -352,9 +358,7 @@ def mask_positions(x, attention_mask, config: ElectraConfig, rng: torch.Generato
     """
     B, T = x.shape
     K = min(config.max_predictions, T)
-    candidate = attention_mask.bool()
-    for special in (config.cls_id, config.sep_id, config.mask_id, config.pad_id):
-        candidate = candidate & (x != special)
+    candidate = candidates(x, attention_mask, config)  # [B, T]
     n = attention_mask.sum(dim=1).float()  # [B]
     k = torch.round(n * config.mask_prob).long().clamp(1, K)  # [B]
     k = torch.minimum(k, candidate.sum(dim=1))  # never more than there are candidates
@@ -364,6 +368,21 @@ def mask_positions(x, attention_mask, config: ElectraConfig, rng: torch.Generato
     m = keys.argsort(dim=1)[:, :K]  # [B, K]
     m_valid = torch.arange(K, device=x.device)[None, :] < k[:, None]  # [B, K]
     return m, m_valid
+
+
+def candidates(x, attention_mask, config: ElectraConfig):
+    """[B, T] True at the tokens that may be masked (and that Electric's cloze loss counts): real
+    tokens that are not [CLS], [SEP], [MASK] or padding, as the official
+    pretrain_helpers.get_candidates_mask.
+
+    >>> cfg = ElectraConfig(pad_id=0, cls_id=1, sep_id=2, mask_id=3)
+    >>> candidates(torch.tensor([[1, 7, 3, 8, 2, 0]]), torch.tensor([[1, 1, 1, 1, 1, 0]]), cfg)
+    tensor([[False,  True, False,  True, False, False]])
+    """
+    candidate = attention_mask.bool()
+    for special in (config.cls_id, config.sep_id, config.mask_id, config.pad_id):
+        candidate = candidate & (x != special)
+    return candidate
 
 
 def replace(x, m, values):
@@ -480,6 +499,9 @@ class Electra(nn.Module):
     def __init__(self, config: ElectraConfig):
         super().__init__()
         check_config(config)
+        if config.objective in SIBLING_OBJECTIVES:
+            raise ValueError(f"objective {config.objective!r} is {config.objective}.py's model, "
+                             f"not Electra's")
         self.config = config
         obj = config.objective
         has_d = obj in WITH_DISCRIMINATOR
@@ -754,8 +776,8 @@ def check_config(config: ElectraConfig) -> None:
     built from. Electra() calls it before building anything.
     """
     c = config
-    if c.objective not in OBJECTIVES:
-        choices = ", ".join(OBJECTIVES)
+    if c.objective not in OBJECTIVES + SIBLING_OBJECTIVES:
+        choices = ", ".join(OBJECTIVES + SIBLING_OBJECTIVES)
         raise ValueError(f"unknown objective {c.objective!r}: choose one of {choices}")
     if c.sharing not in SHARING:
         raise ValueError(f"unknown sharing {c.sharing!r}: choose one of {', '.join(SHARING)}")
@@ -765,6 +787,9 @@ def check_config(config: ElectraConfig) -> None:
     if c.sharing != "embeddings" and c.objective not in WITH_DISCRIMINATOR:
         raise ValueError(f"sharing {c.sharing!r} is for a generator and a discriminator: "
                          f"objective {c.objective!r} has no discriminator")
+    if c.sharing != "embeddings" and c.objective in SIBLING_OBJECTIVES:
+        raise ValueError(f"sharing {c.sharing!r}: objective {c.objective!r} shares the "
+                         f"embeddings only (sharing embeddings)")
     if c.algorithm != "joint" and c.objective != "electra":
         raise ValueError(f"algorithm {c.algorithm!r} trains ELECTRA's generator and "
                          f"discriminator: use it with objective electra")

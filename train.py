@@ -75,7 +75,7 @@ class TrainConfig:
     checkpoint has them; the other fields control the session."""
 
     size: str = "small"  # the model (electra.SIZES) and its recipe (RECIPES)
-    objective: str = "electra"  # electra.OBJECTIVES: ELECTRA, the BERT baseline, Sec. 3.5 ablations
+    objective: str = "electra"  # electra.OBJECTIVES (ELECTRA, BERT, Sec. 3.5's), or "electric"
     sharing: str = "embeddings"  # electra.SHARING: the weights G and D share (Sec. 3.2)
     algorithm: str = "joint"  # electra.ALGORITHMS: joint, two-stage or adversarial (Sec. 3.2)
     data: str = "wikitext-103"  # a .txt file, a folder of them, or a name in data.KNOWN_CORPORA
@@ -168,6 +168,7 @@ from electra import (
     lr_factor,
     two_stage_loss,
 )
+from electric import pretraining_model
 from support import plumbing, report
 from support.hf import export_hf, load_electra
 from tokenizer import Tokenizer
@@ -206,8 +207,9 @@ def preset_configs() -> dict[str, ElectraConfig]:
 
 
 def build_model(mc: ElectraConfig, device) -> Electra:
-    """A freshly initialised Electra (or the BERT baseline for objective "bert") on `device`."""
-    return Electra(mc).to(device)
+    """A freshly initialised Electra (or the BERT baseline for objective "bert", or electric.py's
+    Electric for "electric") on `device`."""
+    return pretraining_model(mc).to(device)
 
 
 # -----------------------------------------------------------------------------
@@ -505,6 +507,9 @@ def main(argv=None, before_update=None) -> dict:
         return {"presets": table}
     if args.export_hf:
         saved = plumbing.load_checkpoint(out_dir / "ckpt.pt", "--export-hf")
+        if saved["model_config"].get("objective") == "electric":  # HF has no Electric layout
+            raise SystemExit(f"--export-hf: {out_dir} is an Electric run, which HuggingFace has "
+                             f"no layout for; fine-tune it with finetune.py --init {out_dir}")
         model = Electra(ElectraConfig(**saved["model_config"]))
         model.load_state_dict(saved["model"])
         files = export_hf(model, out_dir / "vocab.txt", Path(args.export_hf))

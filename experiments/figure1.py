@@ -130,8 +130,8 @@ def train_command(run: Run, out: Path, data: str, vocab: Path | None, stop: int,
     command = [sys.executable, str(ROOT / "train.py"), "--size", "tiny", "--data", data,
                "--steps", str(run.steps), "--eval-interval", str(EVAL_INTERVAL),
                "--seed", str(run.seed), "--out", str(out / run.name), "--stop-at", str(stop)]
-    if run.objective == BERT:
-        command += ["--objective", "bert", "--warmup", str(run.warmup)]
+    if run.objective != ELECTRA:  # BERT, or electric_vs_electra.py's Electric
+        command += ["--objective", run.objective, "--warmup", str(run.warmup)]
     command += run.flags
     if vocab is not None:
         command += ["--vocab", str(vocab)]

@@ -63,6 +63,7 @@ if str(ROOT) not in sys.path:
 
 import train
 from electra import Electra, ElectraConfig
+from electric import pretraining_model
 from support import cli, plumbing
 from support.hf import TRAIN_CHECKPOINT
 
@@ -168,7 +169,7 @@ def random_twin(saved: dict, draw: int = 0) -> Electra:
     twin."""
     cfg = train.TrainConfig(**saved["train_config"])
     torch.manual_seed(cfg.seed + draw)  # draw 0: the run's initial weights, as set_up draws them
-    return Electra(ElectraConfig(**saved["model_config"]))
+    return pretraining_model(ElectraConfig(**saved["model_config"]))  # Electra, or Electric
 
 
 def write_twin(run: Path, twin: Path, draw: int = 0) -> None:

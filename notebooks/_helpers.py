@@ -18,7 +18,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import train  # the project's modules: after the sys.path line
-from electra import Electra, ElectraConfig
+from electra import ElectraConfig
+from electric import pretraining_model
 from experiments import hooks
 from tokenizer import CONFIG, Tokenizer, count_words
 
@@ -113,7 +114,7 @@ def load_run(run_dir) -> dict:
                                 f"leave it empty to train a tiny model here")
     ckpt = torch.load(run_dir / "ckpt.pt", map_location="cpu", weights_only=True)
     tok = Tokenizer.load(run_dir / "vocab.txt")
-    model = Electra(ElectraConfig(**ckpt["model_config"]))
+    model = pretraining_model(ElectraConfig(**ckpt["model_config"]))  # Electra, or Electric
     model.load_state_dict(ckpt["model"])
     temperature = model.config.temperature
     flags = ckpt["train_config"]

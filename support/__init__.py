@@ -1,5 +1,5 @@
-"""What is not the method: the root's files (electra.py, tokenizer.py, data.py, train.py,
-finetune.py, squad.py) hold ELECTRA; these hold what running it needs.
+"""What is not the method: the root's files (electra.py, electric.py, tokenizer.py, data.py,
+train.py, finetune.py, squad.py) hold ELECTRA and Electric; these hold what running them needs.
 
     plumbing.py        downloads, text files, atomic writes, checkpoint files, devices, DDP, the
                        loop's guards (Ctrl-C, out of memory, a loss that is not finite, a

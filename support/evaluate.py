@@ -4,14 +4,17 @@ BLiMP (Warstadt et al. 2020) holds 67 paradigms of minimal pairs: a grammatical 
 ungrammatical one that differ in one place ("Paula references Robert." / "Paula reference
 Robert.").
 A model is right on a pair when it scores the grammatical sentence higher; a tie counts half.
-Three sentence scores, each over the sentence's own n tokens (never [CLS] or [SEP]):
+Four sentence scores, each over the sentence's own n tokens (never [CLS] or [SEP]):
 
     D sum     score_D(x) = sum_t log D(x, t)       D(x, t) = P(x_t is original)   (paper, Sec. 2)
     D mean    score_D(x) / n                       the length-normalised variant
     MLM PLL   PLL(x) = sum_t log p(x_t | x_\\t)     pseudo-log-likelihood (Salazar et al. 2020)
+    Electric  sum_t -E(x)_t                        an Electric run's energies (electric.py)
 
 x_\\t is x with token t replaced by [MASK]; p is ELECTRA's generator G, or the masked LM of the
-BERT objective. The zero point is the same config and vocab with fresh weights (--random):
+BERT objective. D's scores and Electric's take one forward pass per sentence, the PLL one per
+token; the results JSON has the seconds per pair of each. The zero point is the same config and
+vocab with fresh weights (--random):
 
     python -m support.evaluate blimp --init out/                    # a train.py run folder
     python -m support.evaluate blimp --init out/ --random           # its zero point: fresh weights
@@ -41,6 +44,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from electra import Electra, ElectraConfig, get_config
+from electric import Electric, pretraining_model, sentence_score
 from support.hf import (
     TRAIN_CHECKPOINT,
     HubError,
@@ -174,8 +178,8 @@ def read_blimp(data_dir, per_paradigm: int | None) -> list[MinimalPair]:
 # -----------------------------------------------------------------------------
 # Sentence scores. Each sentence is one row [CLS] x [SEP] (segment A), as in pre-training.
 
-SCORES = ("d_sum", "d_mean", "mlm_pll")  # the three scores, as the results JSON names them
-SCORE_TITLES = {"d_sum": "D sum", "d_mean": "D mean", "mlm_pll": "MLM PLL"}
+SCORES = ("d_sum", "d_mean", "mlm_pll", "electric")  # the scores, as the results JSON names them
+SCORE_TITLES = {"d_sum": "D sum", "d_mean": "D mean", "mlm_pll": "MLM PLL", "electric": "Electric"}
 
 
 def sentence_tokens(attention_mask: torch.Tensor) -> torch.Tensor:
@@ -289,19 +293,24 @@ def accuracies(pairs: list[MinimalPair], credits: dict[str, list[float]]) -> dic
 
 @torch.inference_mode()
 def blimp_credits(model: Electra, tok: Tokenizer, pairs: list[MinimalPair], batch_size: int,
-                  device, score_mlm: bool = True) -> tuple[dict[str, list[float]], int]:
+                  device, score_mlm: bool = True, seconds: dict | None = None
+                  ) -> tuple[dict[str, list[float]], int]:
     """Each pair's credit under each score the model has, and how many pairs tokenise the same.
+    `seconds`, when given, gets each score's time in seconds (D's two scores share one pass).
 
-    D's scores need a discriminator (ELECTRA), the PLL a masked LM (mlm_of). Two sentences whose
+    D's scores need a discriminator (ELECTRA), the PLL a masked LM (mlm_of); an Electric run has
+    its energy sum (electric.sentence_score) and neither of those. Two sentences whose
     ids are the same (words the vocab does not have both read [UNK]) are a tie by definition,
     whatever the rounding of two forward passes. A sentence longer than the model's positions
     would be cut to fit (tokenizer.encode_pair); BLiMP's longest has 26 words, far below 512.
     """
-    D = model.discriminator
-    mlm = mlm_of(model) if score_mlm else None
+    is_electric = isinstance(model, Electric)
+    D = model.discriminator if not is_electric else None
+    mlm = mlm_of(model) if score_mlm and not is_electric else None
     d_names = ["d_sum", "d_mean"] if D is not None else []
-    names = d_names + (["mlm_pll"] if mlm is not None else [])
+    names = d_names + (["mlm_pll"] if mlm is not None else []) + (["electric"] * is_electric)
     credits = {s: [] for s in names}
+    clock = defaultdict(float)  # seconds per score
     identical = 0
     step = max(1, batch_size // 2)  # pairs per forward pass of D: two rows each
     with tqdm(total=len(pairs), unit="pair", desc="BLiMP", dynamic_ncols=True) as bar:
@@ -310,15 +319,27 @@ def blimp_credits(model: Electra, tok: Tokenizer, pairs: list[MinimalPair], batc
             sentences = [s for p in chunk for s in (p.good, p.bad)]  # good, bad, good, bad, ...
             rows = [tok.encode_pair(s, max_len=model.config.max_position)[0] for s in sentences]
             scores = {}
+            zeros = [[0] * len(r) for r in rows]
             if D is not None:
-                zeros = [[0] * len(r) for r in rows]
+                t0 = time.perf_counter()
                 x, segment_ids, attention_mask = pad_batch(rows, zeros, tok.pad_id, device)
                 logits_D = D(x, segment_ids, attention_mask)  # [2P, T]
                 total, mean = d_scores(logits_D, attention_mask)
                 scores.update(d_sum=total.tolist(), d_mean=mean.tolist())
+                clock["d_sum"] += time.perf_counter() - t0
+                clock["d_mean"] = clock["d_sum"]
             if mlm is not None:
+                t0 = time.perf_counter()
                 pll = pseudo_log_likelihood(mlm, rows, tok.mask_id, tok.pad_id, device, batch_size)
                 scores["mlm_pll"] = pll.tolist()
+                clock["mlm_pll"] += time.perf_counter() - t0
+            if is_electric:  # one pass: sum_t -E(x)_t over the sentence's tokens
+                t0 = time.perf_counter()
+                x, segment_ids, attention_mask = pad_batch(rows, zeros, tok.pad_id, device)
+                energies = model.energies(x, segment_ids, attention_mask)  # [2P, T]
+                scores["electric"] = sentence_score(energies, sentence_tokens(attention_mask))
+                scores["electric"] = scores["electric"].tolist()
+                clock["electric"] += time.perf_counter() - t0
             for i in range(len(chunk)):
                 same = rows[2 * i] == rows[2 * i + 1]
                 identical += same
@@ -326,6 +347,8 @@ def blimp_credits(model: Electra, tok: Tokenizer, pairs: list[MinimalPair], batc
                     good = scores[s][2 * i]
                     credits[s].append(0.5 if same else pair_credit(good, scores[s][2 * i + 1]))
             bar.update(len(chunk))
+    if seconds is not None:
+        seconds.update(clock)
     return credits, identical
 
 
@@ -334,7 +357,8 @@ def blimp_credits(model: Electra, tok: Tokenizer, pairs: list[MinimalPair], batc
 
 
 def mlm_of(model: Electra):
-    """The masked LM whose PLL is scored: ELECTRA's generator G, or BERT's masked LM (D's size)."""
+    """The masked LM whose PLL is scored: ELECTRA's generator G, or BERT's masked LM (D's size).
+    (Electric's two-tower cloze model is no masked LM: blimp_credits does not ask for it.)"""
     return model.generator if model.generator is not None else model.mlm
 
 
@@ -362,7 +386,7 @@ def load_run(init: Path, vocab=None) -> Scored:
     saved = load_checkpoint(path, "--init")
     try:
         config = ElectraConfig(**saved["model_config"])
-        model = Electra(config)
+        model = pretraining_model(config)  # Electra, or Electric for an Electric run
         model.load_state_dict(saved["model"])
     except (KeyError, TypeError, ValueError, RuntimeError) as e:
         raise ValueError(f"{path} is not a train.py checkpoint this electra.py can rebuild "
@@ -403,7 +427,7 @@ def random_weights(config: ElectraConfig, seed: int) -> Electra:
     """Fresh weights of `config` drawn with torch seed `seed` (electra.init_weights, as
     pre-training starts): the zero point of a score."""
     torch.manual_seed(seed)
-    return Electra(config)
+    return pretraining_model(config)
 
 
 def load_scored(args: argparse.Namespace) -> Scored:
@@ -464,15 +488,19 @@ def blimp(args: argparse.Namespace) -> dict:
     model = scored.model.to(args.device).eval()
     print(f"BLiMP on {scored.source}: {len(pairs):,} pairs from {data_dir}, on {args.device}")
     started = time.perf_counter()
+    seconds = {}
     credits, identical = blimp_credits(model, scored.tokenizer, pairs, args.batch_size,
-                                       args.device, scored.score_mlm)
+                                       args.device, scored.score_mlm, seconds)
     results = {"init": scored.source, "random": args.random, "seed": args.seed,
                "data": str(data_dir), "per_paradigm": args.per_paradigm or None,
                "identical_pairs": identical, "device": args.device,
                "threads": torch.get_num_threads(),
                "seconds": round(time.perf_counter() - started, 1),
+               "seconds_per_pair": {s: t / max(len(pairs), 1) for s, t in seconds.items()},
                **accuracies(pairs, credits)}
     print(format_table(results))
+    print("seconds per pair: " + ", ".join(f"{SCORE_TITLES[s]} {t:.2g}"
+                                           for s, t in results["seconds_per_pair"].items()))
     print(f"chance is 0.500; {identical:,} pair(s) tokenise to the same ids (a tie each)")
     out = Path(args.out or scored.run_dir or Path("out") / "evaluate")
     name = f"blimp-random-seed{args.seed}.json" if args.random else "blimp.json"

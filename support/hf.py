@@ -24,6 +24,7 @@ import torch.nn as nn
 from safetensors.torch import load_file, save_file
 
 from electra import Electra, ElectraConfig, Encoder, generator_config, get_config
+from electric import pretraining_model
 from support.plumbing import DOWNLOAD_TIMEOUT_S, DownloadError, atomic_write, download
 from tokenizer import Tokenizer
 
@@ -350,8 +351,9 @@ def load_hf_folder(folder: Path, vocab=None) -> Pretrained:
 
 def load_train_checkpoint(path: Path, vocab=None) -> Pretrained:
     """A train.py checkpoint (ckpt.pt): its model config, the encoder fine-tuning starts from (the
-    discriminator's, or BERT's masked LM's; Electra.fine_tuning_encoder, without its pre-training
-    head) and the vocab.txt beside it, checked against the saved vocab hash."""
+    discriminator's, Electric's energy network's, or BERT's masked LM's; fine_tuning_encoder,
+    without its pre-training head) and the vocab.txt beside it, checked against the saved vocab
+    hash."""
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # a truncated file, or not a torch checkpoint at all
@@ -366,7 +368,7 @@ def load_train_checkpoint(path: Path, vocab=None) -> Pretrained:
         raise ValueError(f"{path}: its model_config does not fit electra.ElectraConfig "
                          f"({e})") from None
     tok = checkpoint_tokenizer(path, config, ckpt.get("vocab_hash"), vocab)
-    model = Electra(config)
+    model = pretraining_model(config)  # Electra, or Electric for an Electric run
     try:
         model.load_state_dict(ckpt["model"])
     except RuntimeError as e:

@@ -20,6 +20,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from dataclasses import replace as dc_replace
 from pathlib import Path
 
 import numpy as np
@@ -321,9 +322,13 @@ def curve_panels(objective: str) -> dict[tuple[int, int], tuple[str, list[tuple[
     [(0, 0), (1, 0)]
     """
     if objective in WITH_DISCRIMINATOR:
+        # Electric's losses sit in the same metrics: its noise model's cloze loss and its NCE loss
+        electric = objective == "electric"
         return {
-            (0, 0): ("L_MLM (generator)", [("mlm_loss", "")]),
-            (0, 1): ("L_Disc (discriminator)", [("disc_loss", "")]),
+            (0, 0): ("L_cloze (two-tower q)" if electric else "L_MLM (generator)",
+                     [("mlm_loss", "")]),
+            (0, 1): ("L_NCE (energy network)" if electric else "L_Disc (discriminator)",
+                     [("disc_loss", "")]),
             (1, 0): ("accuracy", [("gen_acc", "G top-1 on masked"),
                                   ("disc_acc", "D, all tokens"),
                                   ("all_original_acc", "D baseline: all original"),
@@ -482,6 +487,12 @@ def progress_line(row: dict, objective: str) -> str:
                 f"G_acc {row['gen_acc']:.3f}")
     elif objective == "bert":
         text = f"L_MLM {row['mlm_loss']:.3f} MLM_acc {row['gen_acc']:.3f}"
+    elif objective == "electric":  # q's cloze loss, the NCE loss, D's metrics of data vs noise
+        text = (f"L_cloze {row['mlm_loss']:.3f} L_NCE {row['disc_loss']:.4f} "
+                f"q_acc {row['gen_acc']:.3f} D_acc {row['disc_acc']:.4f} "
+                f"D_AUC {row['disc_auc']:.3f}")
+        if "context_auc" in row:
+            text += f" ctx_AUC {row['context_auc']:.3f}"
     else:
         text = (f"L_MLM {row['mlm_loss']:.3f} L_Disc {row['disc_loss']:.4f} "
                 f"G_acc {row['gen_acc']:.3f} D_acc {row['disc_acc']:.4f} "
@@ -656,6 +667,12 @@ def _forward_flops(config: ElectraConfig, seq: int, masked: float, count: Counti
     if config.objective == "bert":
         return main + count.mlm_output(config, masked)
     g = generator_config(config)
+    if config.objective == "electric":
+        # both towers, and the cloze output at every position, its dense layer reading the two
+        # towers' states side by side (2 Hg wide); then the energy network and its head
+        two_towers = dc_replace(g, hidden_size=2 * g.hidden_size)
+        return (main + 2 * count.encoder(g) + count.mlm_output(two_towers, seq)
+                + count.disc_head)
     fwd = main + count.encoder(g) + count.mlm_output(g, masked)
     if config.objective in WITH_DISCRIMINATOR:
         return fwd + count.disc_head
@@ -671,7 +688,8 @@ def flops_per_step(config: ElectraConfig, batch: int, seq: int) -> float:
     Matmuls count 2mn; embedding lookups count 0 (they are gathers); backward = 2 x forward
     (gradients w.r.t. activations and w.r.t. weights), so a step is 3 x forward. An MLM output
     runs only at the k = min(max_predictions, round(mask_prob * seq)) masked positions, except
-    All-Tokens MLM's, at every position. D's head runs at every token.
+    All-Tokens MLM's and Electric's cloze output (with both of its towers), at every position.
+    D's head runs at every token.
 
     The official flops_computation.py (flops_per_step_official) counts differently: embedding
     lookups as dense one-hot matmuls (2 E V per token, large for small models), the MLM output at

@@ -35,7 +35,8 @@ def parse_args(argv, config: type, sizes) -> argparse.Namespace:
     add_flag(p, "size", choices=tuple(sizes), help=f"model and recipe preset (default {c.size})")
     add_flag(p, "objective",
              help="electra: replaced token detection; bert: the masked-LM baseline; electra_15, "
-                  "replace_mlm, all_tokens_mlm: the ablations of Sec. 3.5 (default electra)")
+                  "replace_mlm, all_tokens_mlm: the ablations of Sec. 3.5; electric: the "
+                  "energy-based cloze model of electric.py (default electra)")
     add_flag(p, "sharing",
              help="weights G and D share (Sec. 3.2): none, embeddings (default: token, position "
                   "and segment embeddings) or all (G and D of the same shape)")
@@ -153,7 +154,7 @@ def check_train_config(cfg) -> None:
     SystemExit: --seq-len 4: must be an integer >= 5 (the example builder's shortest target length)
     """
     from data import SHORT_SEQ_MIN  # after torch has loaded (this module's docstring)
-    from electra import ALGORITHMS, OBJECTIVES, SHARING
+    from electra import ALGORITHMS, OBJECTIVES, SHARING, SIBLING_OBJECTIVES
 
     def refuse(flag: str, value, must: str) -> SystemExit:
         return SystemExit(f"{flag} {value}: must be {must}")
@@ -161,8 +162,9 @@ def check_train_config(cfg) -> None:
     def positive(v) -> bool:
         return math.isfinite(v) and v > 0
 
-    if cfg.objective not in OBJECTIVES:
-        raise refuse("--objective", cfg.objective, f"one of {', '.join(OBJECTIVES)}")
+    if cfg.objective not in OBJECTIVES + SIBLING_OBJECTIVES:
+        raise refuse("--objective", cfg.objective,
+                     f"one of {', '.join(OBJECTIVES + SIBLING_OBJECTIVES)}")
     if cfg.sharing not in SHARING:
         raise refuse("--sharing", cfg.sharing, f"one of {', '.join(SHARING)}")
     if cfg.algorithm not in ALGORITHMS:

@@ -808,7 +808,8 @@ def calls_out_of_train_py(argv: list[str], monkeypatch) -> list[str]:
 
 def test_the_calls_out_of_train_py_before_the_first_update(corpus, tmp_path, monkeypatch):
     """What train.py hands to other files on the way to its first update, each on purpose: the data
-    and the model (pretraining_data, Batches.get, to_device, Electra, its forward), the schedule
+    and the model (pretraining_data, Batches.get, to_device, pretraining_model: Electra or
+    Electric, its forward), the schedule
     and the weight-decay rule that fine-tuning shares (lr_factor, decays), what a run prints and
     logs (startup_report, MetricsLog, step_stats), the loop's guards (LoopGuards: Ctrl-C, out of
     memory, a loss that is not finite; FirstCompile: the first compile's wait and failure), how
@@ -822,7 +823,7 @@ def test_the_calls_out_of_train_py_before_the_first_update(corpus, tmp_path, mon
         "data.py:pretraining_data",
         "electra.py:get_config",
         "tokenizer.py:Tokenizer.__len__",
-        "electra.py:Electra.__init__",
+        "electric.py:pretraining_model",
         "electra.py:decays",
         "support/plumbing.py:mixed_precision",
         "support/report.py:startup_report",

@@ -110,6 +110,8 @@ def test_sharing_and_algorithm_are_refused_in_one_line(corpus, tmp_path, capsys)
         (["--algorithm", "two-stage"], "use sharing none"),
         (["--algorithm", "two-stage", "--sharing", "none"], "need the same shape"),
         (["--objective", "bert", "--algorithm", "adversarial"], "use it with objective electra"),
+        (["--objective", "electric", "--algorithm", "two-stage"], "use it with objective electra"),
+        (["--objective", "electric", "--sharing", "none"], "shares the embeddings only"),
     ]:
         with pytest.raises(SystemExit) as e:
             train.main(args(corpus, tmp_path / "x", *extra))
