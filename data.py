@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from support.hf import hub_vocab, is_hub_name
 from support.plumbing import (
     DownloadError,
     atomic_write,
@@ -88,12 +89,15 @@ VOCAB_TRAIN_CHARS = 50_000_000
 
 
 def load_or_train_vocab(cfg, corpus: Path, out_dir: Path) -> Tokenizer:
-    """The run's tokenizer: cfg.vocab, else out_dir/vocab.txt from an earlier run, else one trained
+    """The run's tokenizer: cfg.vocab (a vocab.txt, or a hub model's name whose vocab.txt is fetched
+    once: support.hf.hub_vocab), else out_dir/vocab.txt from an earlier run, else one trained
     (cfg.vocab_size tokens, on at most VOCAB_TRAIN_CHARS characters of the corpus). `cfg` is a
     train.TrainConfig. The vocab is saved as out_dir/vocab.txt, so the run folder is self-contained.
     """
     saved = out_dir / "vocab.txt"
-    if cfg.vocab:
+    if cfg.vocab and is_hub_name(cfg.vocab):
+        tok = Tokenizer.load(hub_vocab(cfg.vocab, cfg.revision, cfg.hub_cache_dir))
+    elif cfg.vocab:
         tok = Tokenizer.load(cfg.vocab)
     elif saved.is_file():
         tok = Tokenizer.load(saved)

@@ -685,6 +685,32 @@ def hub_files(name: str, revision: str = "main", cache_dir=None, endpoint=None) 
     return folder
 
 
+def hub_vocab(name: str, revision: str = "main", cache_dir=None, endpoint=None) -> Path:
+    """The vocab.txt of the hub model `name` alone (no weights), for a from-scratch run with its
+    vocabulary: `--vocab google/electra-small-discriminator` is BERT's uncased WordPiece, the one
+    every released ELECTRA and the paper used. Taken from the model's cache entry when hub_files
+    fetched it whole, else fetched once to {cache}/{org}/{model}/{revision}.vocab/vocab.txt, size
+    (and sha256, when the hub gives one) checked and renamed into place only when whole; a failure
+    is a HubError (one line)."""
+    if not HUB_NAME.match(name):
+        raise HubError(f"{name!r} is not a hub name (org/model, e.g. "
+                       f"google/electra-small-discriminator)")
+    revision_dir = urllib.parse.quote(revision, safe="")
+    whole = hub_cache_dir(cache_dir) / name / revision_dir
+    if _complete(whole):
+        return whole / "vocab.txt"
+    folder = whole.with_name(revision_dir + ".vocab")
+    if (folder / "vocab.txt").is_file():
+        return folder / "vocab.txt"
+    endpoint = (endpoint or os.environ.get("HF_ENDPOINT") or HUB_ENDPOINT).rstrip("/")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise HubError(f"cannot write the hub cache {folder} ({e.strerror or e}); choose a folder "
+                       f"you can write to with --hub-cache-dir") from None
+    return _fetch(name, "vocab.txt", revision, endpoint, folder)
+
+
 def pretrained_folder(name_or_path, revision: str = "main", cache_dir=None, endpoint=None) -> Path:
     """A local path as it is; a hub name (org/model, not a local path) fetched into the cache."""
     if is_hub_name(name_or_path):
