@@ -31,7 +31,7 @@ import numpy as np
 from tqdm import tqdm
 
 from support import shards
-from support.hf import hub_vocab, is_hub_name
+from support.hf import hub_dataset_file, hub_vocab, is_hub_name
 from support.plumbing import (
     DownloadError,
     atomic_write,
@@ -39,6 +39,7 @@ from support.plumbing import (
     download,
     extract_zip,
     rank0_first,
+    tar_documents,
 )
 from tokenizer import Tokenizer
 from tokenizer import train as train_vocab
@@ -533,6 +534,45 @@ def wikitext_documents(raw_path: Path, out_path: Path) -> Path:
     return out_path
 
 
+# OpenWebText (Gokaslan and Cohen 2019, CC0), the corpus of the official ELECTRA-Small-OWT, from
+# the hub's dataset repository, pinned to a revision that holds its original archives
+# (subsets/urlsf_subsetNN.tar, 21 of about 630 MB: .xz members, each a tar of one .txt per web
+# page); the repository is moving to parquet files, which the standard library cannot read. The
+# hub gives each archive's size and sha256, which download checks. $HF_ENDPOINT: a mirror or a
+# test's server.
+OPENWEBTEXT = ("Skylion007/openwebtext", "8cfd553694d06979cfec29248b200468786f0294")
+OPENWEBTEXT_SUBSETS = 21
+CORPUS_NAMES = (*KNOWN_CORPORA, "openwebtext")  # every name --data knows
+
+
+def openwebtext_corpus(cache_dir: Path, progress: bool = True) -> Path:
+    """cache_dir/openwebtext: one .txt file per archive of OpenWebText, each web page a document
+    (plumbing.tar_documents), in the archives' order (the official builder shuffles its files; our
+    batches shuffle the examples). Archive by archive: downloaded, extracted, then deleted, so a
+    stop loses at most the archive at hand and the disk holds one archive at a time beside the
+    text (about 40 GB in all). The folder appears, by one rename, only when every archive is in."""
+    out = cache_dir / "openwebtext"
+    if out.is_dir():
+        return out
+    part = cache_dir / "openwebtext.part"
+    part.mkdir(parents=True, exist_ok=True)
+    repo, revision = OPENWEBTEXT
+    for i in range(OPENWEBTEXT_SUBSETS):
+        name = f"urlsf_subset{i:02d}"
+        if (part / f"{name}.txt").is_file():
+            continue
+        archive = hub_dataset_file(repo, f"subsets/{name}.tar", revision,
+                                   cache_dir / "openwebtext-archives")
+        try:
+            tar_documents(archive, part / f"{name}.txt", progress)
+        except DownloadError:
+            archive.unlink(missing_ok=True)  # ours, in the cache: the next run downloads it afresh
+            raise
+        archive.unlink()
+    os.replace(part, out)
+    return out
+
+
 def resolve_corpus(data: str, cache_dir: Path, data_url: str = DATA_URL) -> Path:
     """The local .txt file or folder to train on: `data` itself, or a known corpus fetched once.
 
@@ -542,6 +582,8 @@ def resolve_corpus(data: str, cache_dir: Path, data_url: str = DATA_URL) -> Path
     """
     if data == "books":
         return books_corpus(cache_dir, data_url)
+    if data == "openwebtext":
+        return openwebtext_corpus(cache_dir)
     if data in KNOWN_CORPORA:
         archive, size, folder, split = KNOWN_CORPORA[data]
         url = f"{data_url.rstrip('/')}/{archive}"
@@ -558,7 +600,8 @@ def resolve_corpus(data: str, cache_dir: Path, data_url: str = DATA_URL) -> Path
     path = Path(data).expanduser()
     if not path.exists():
         raise SystemExit(f"--data {data}: no such file or folder. Pass a .txt file, a folder of "
-                         f".txt files, or one of the known corpora: {', '.join(KNOWN_CORPORA)}.")
+                         f".txt files, or one of the known corpora: "
+                         f"{', '.join(CORPUS_NAMES)}.")
     return path
 
 

@@ -711,6 +711,19 @@ def hub_vocab(name: str, revision: str = "main", cache_dir=None, endpoint=None) 
     return _fetch(name, "vocab.txt", revision, endpoint, folder)
 
 
+def hub_dataset_file(repo: str, file: str, revision: str, folder: Path, endpoint=None) -> Path:
+    """One file of the hub's dataset repository `repo` (org/name) at `revision`, downloaded once
+    to folder/file through the hub's redirect, its size and sha256 checked (plumbing.download); a
+    failure is a HubError (one line) and leaves no partial file."""
+    endpoint = (endpoint or os.environ.get("HF_ENDPOINT") or HUB_ENDPOINT).rstrip("/")
+    if (Path(folder) / file).is_file():
+        return Path(folder) / file
+    got = _fetch(f"datasets/{repo}", file, revision, endpoint, Path(folder))
+    if got is None:
+        raise _hub_failed(f"datasets/{repo}", revision, file, "the repository has no such file")
+    return got
+
+
 def pretrained_folder(name_or_path, revision: str = "main", cache_dir=None, endpoint=None) -> Path:
     """A local path as it is; a hub name (org/model, not a local path) fetched into the cache."""
     if is_hub_name(name_or_path):
