@@ -76,12 +76,12 @@ class TrainConfig:
 
     size: str = "small"  # the model (electra.SIZES) and its recipe (RECIPES)
     objective: str = "electra"  # electra.OBJECTIVES: ELECTRA, the BERT baseline, Sec. 3.5 ablations
-    data: str = "wikitext-103"  # a .txt file, a folder of them, or a name in data.KNOWN_CORPORA
+    data: str = "wikitext-103"  # a .txt file, a folder of them, or a name in data.CORPUS_NAMES
     # where the known corpora are downloaded from (a mirror, a test's server): data.DATA_URL
     data_url: str = field(default_factory=lambda: DATA_URL)
     cache_dir: str = "cache"  # downloads and tokenised corpora, shared between runs
     out_dir: str = "out"  # the run folder (--out): ckpt.pt, vocab.txt, metrics.jsonl, curves.png
-    vocab: str | None = None  # a BERT-format vocab.txt; None: train one on the corpus
+    vocab: str | None = None  # a BERT-format vocab.txt or a hub model's; None: train one
     vocab_size: int = 30522  # the vocab trained: Small's, BERT's uncased WordPiece (electra.SIZES)
     seq_len: int = RECIPES["small"].seq_len  # tokens per example (Table 6)
     batch_size: int = RECIPES["small"].batch_size  # sequences per update, all GPUs (Table 6)
