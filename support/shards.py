@@ -82,7 +82,11 @@ def plan_shards(files: list[Path], shard_bytes: int = SHARD_BYTES) -> list[list[
 def piece_lines(piece: Piece) -> list[str]:
     """The lines of a piece of a file, decoded (plumbing.decode_text): a piece that is not its
     file's last ends with its last line's newline; the last one as the file ends, a final blank
-    line added when the file's end is not already one (each file ends a document)."""
+    line added when the file's end is not already one (each file ends a document).
+
+    Each piece is decoded on its own: in a file bigger than a shard that is UTF-8 but for a
+    Latin-1 byte, only the pieces holding such a byte are read as Latin-1 (read whole, all of the
+    file would be, its accented UTF-8 letters turned into two letters each)."""
     with open(piece.path, "rb") as f:
         f.seek(piece.start)
         text = decode_text(f.read(piece.end - piece.start), piece.path)

@@ -405,3 +405,18 @@ def test_memory_mapped_examples_and_batches_are_those_of_the_whole_corpus(tmp_pa
         halves = [Batches(ids, got[0], 8, 2, r, 2, 16, (CLS, SEP, PAD), 7).get(step, j)[0]
                   for j in range(2) for r in range(2)]
         assert np.array_equal(np.concatenate(halves), old.get(step, 0)[0])
+
+
+def test_each_piece_of_a_big_file_is_decoded_on_its_own(tmp_path, capsys):
+    """A file of two shards, UTF-8 in the first and a Latin-1 byte in the second: the first is read
+    as UTF-8 (cafe), the second as Latin-1, with one warning naming the file."""
+    (tmp_path / "c.txt").write_bytes("café\n".encode() * 10 + b"caf\xe9\n" * 10)
+    tok = Tokenizer(TOKENS)
+    ids, offsets = encode_corpus(tmp_path / "c.txt", tok, tmp_path / "cache", workers=1,
+                                 progress=False, shard_bytes=60)
+    assert len(data.shards.plan_shards([tmp_path / "c.txt"], 60)) == 2
+    cafe = tok.vocab["cafe"]
+    assert ids.tolist() == [cafe] * 20  # café either way: UTF-8's é, then Latin-1's
+    whole, _ = whole_corpus_ids(tmp_path / "c.txt", tok)  # all Latin-1: "cafÃ©" is not cafe
+    assert cafe not in whole[:10].tolist()
+    assert capsys.readouterr().err.count("read as Latin-1") == 2  # piece, then whole
