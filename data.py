@@ -380,15 +380,16 @@ def example_windows(line_offsets: np.ndarray, max_len: int, seed: int, eval_frac
     bar = tqdm(total=len(line_offsets) - 1, desc="examples", unit="line", unit_scale=True,
                dynamic_ncols=True, mininterval=1.0, disable=not progress)
     for lo, hi in document_windows(line_offsets, window_lines):
-        offsets = np.asarray(line_offsets[lo:hi + 1])
+        offsets = np.array(line_offsets[lo:hi + 1])  # a copy in memory: the window's only
         if split is not None:
             offsets = split(offsets)
+        starts = offsets.tolist()  # Python ints: the loop below runs once per line
         examples = [[], []]  # the same; None where a sentence completed no example
         for first, end in documents(offsets):
             k = int(every > 0 and d % every == 0)
             for line in range(first, end):
-                start = int(offsets[line])
-                examples[k].append(builders[k].add_sentence(start, int(offsets[line + 1]) - start))
+                start = starts[line]
+                examples[k].append(builders[k].add_sentence(start, starts[line + 1] - start))
             examples[k].append(builders[k].end_document())
             d += 1
         yield tuple(np.array([e for e in ex if e is not None], dtype=np.int64).reshape(-1, 4)
