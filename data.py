@@ -46,7 +46,8 @@ from tokenizer import train as train_vocab
 
 # A blank line ends a document (official build_pretraining_dataset.py, blanks_separate_docs).
 # wikitext_documents writes one between articles, encode_corpus adds one at the end of every
-# file, split_long_lines puts one around each piece of a long line; `documents` reads them.
+# file (support.shards.piece_lines), split_long_lines puts one around each piece of a long line,
+# plumbing.tar_documents one after each OpenWebText page; `documents` reads them.
 DOCUMENT_END = ""
 
 # -----------------------------------------------------------------------------
