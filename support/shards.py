@@ -62,18 +62,21 @@ def plan_shards(files: list[Path], shard_bytes: int = SHARD_BYTES) -> list[list[
     for path in files:
         size = path.stat().st_size
         start = 0
-        with open(path, "rb") as f:
-            while True:
-                room = shard_bytes - filled
-                cut = size if size - start <= room else _next_line_start(f, start + room - 1, size)
-                current.append(Piece(str(path), start, cut, cut == size))
-                filled += cut - start
-                start = cut
-                if filled >= shard_bytes:
-                    shards.append(current)
-                    current, filled = [], 0
-                if start >= size:
-                    break
+        while True:
+            room = shard_bytes - filled
+            if size - start <= room:
+                cut = size
+            else:  # opened only to be cut: a corpus of many small files is not opened here
+                with open(path, "rb") as f:
+                    cut = _next_line_start(f, start + room - 1, size)
+            current.append(Piece(str(path), start, cut, cut == size))
+            filled += cut - start
+            start = cut
+            if filled >= shard_bytes:
+                shards.append(current)
+                current, filled = [], 0
+            if start >= size:
+                break
     if current:
         shards.append(current)
     return shards
