@@ -187,7 +187,7 @@ def encode_corpus(path: str | os.PathLike, tok: Tokenizer, cache_dir: str | os.P
         stems = shards.tokenise(plan, part, _encode_lines, _init_worker, (tok,), dtype,
                                 chunk_chars, workers, progress, desc=f"tokenising {path}")
         shards.join(stems, dtype, part)
-        shards.finish(part, out, stems)
+        shards.finish(part, out)
     ids, line_offsets = shards.load(out)
     if len(ids) == 0:
         raise ValueError(f"corpus {path} has no text: its {len(plan)} shard(s) hold no tokens")

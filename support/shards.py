@@ -222,7 +222,9 @@ def tokenise(shards: list[list[Piece]], folder: Path, encode_lines, init, init_a
 
 def join(stems: list[str], dtype, folder: Path) -> None:
     """The shards' ids, in order, as folder/ids.npy, and folder/line_offsets.npy (int64, one more
-    than the lines: line i is ids[offsets[i]:offsets[i + 1]]), copied one shard at a time."""
+    than the lines: line i is ids[offsets[i]:offsets[i + 1]]), copied one shard at a time, each
+    shard's files deleted once copied, so the disk never holds the ids twice (a stop here costs
+    the next run the shards already copied)."""
     itemsize = np.dtype(dtype).itemsize
     sizes = [os.path.getsize(s + ".ids") // itemsize for s in stems]
     n_lines = [os.path.getsize(s + ".lines") // 8 for s in stems]
@@ -237,6 +239,8 @@ def join(stems: list[str], dtype, folder: Path) -> None:
         offsets[line + 1:line + 1 + n] = tok + np.cumsum(np.fromfile(stem + ".lines", np.int64))
         tok += size
         line += n
+        Path(stem + ".lines").unlink()  # first: a shard without its .lines is not finished
+        Path(stem + ".ids").unlink()
     ids.flush()
     offsets.flush()
     del ids, offsets
@@ -248,12 +252,8 @@ def load(folder: Path) -> tuple[np.ndarray, np.ndarray]:
             np.load(folder / "line_offsets.npy", mmap_mode="r"))
 
 
-def finish(part: Path, out: Path, stems: list[str]) -> None:
-    """Drop the shard files and rename the whole `part` folder to `out` (atomic: `out` existing
-    means complete)."""
-    for stem in stems:
-        Path(stem + ".ids").unlink(missing_ok=True)
-        Path(stem + ".lines").unlink(missing_ok=True)
+def finish(part: Path, out: Path) -> None:
+    """Rename the whole `part` folder to `out` (atomic: `out` existing means complete)."""
     try:
         os.replace(part, out)
     except OSError:  # another process finished the same corpus first: keep theirs

@@ -320,7 +320,9 @@ def test_shards_give_the_ids_of_the_whole_corpus(tmp_path):
         assert isinstance(ids, np.memmap) and ids.dtype == np.uint16
         assert np.array_equal(ids, want_ids) and np.array_equal(offsets, want_offsets)
         assert [p.name for p in (tmp_path / f"cache{workers}").iterdir()] == \
-            [Path(ids.filename).parent.name]  # the shards are gone, no .part left
+            [Path(ids.filename).parent.name]  # no .part left
+        assert sorted(p.name for p in Path(ids.filename).parent.iterdir()) == \
+            ["ids.npy", "line_offsets.npy"]  # nor a shard
 
 
 def test_a_stop_while_tokenising_keeps_the_finished_shards(tmp_path, monkeypatch):
