@@ -1,9 +1,10 @@
 """HuggingFace's ELECTRA layout, in one place: state dicts both ways (with the discriminator's sign
 flip), the config mapping, checkpoint folders on disk (read and written), what fine-tuning starts
-from (load_pretrained: one of those folders or a train.py run), Google's released pairs, and
-checkpoints by name from the hub. Nothing here is the paper's algorithm; electra.py holds that. Only
-torch and the standard library (safetensors to read and write model.safetensors); transformers is
-never imported.
+from (load_pretrained: one of those folders or a train.py run), Google's released pairs,
+checkpoints by name from the hub, and single hub files (a model's vocab.txt, a dataset's
+archives). Nothing here is the paper's algorithm; electra.py holds that. Only torch and the
+standard library (safetensors to read and write model.safetensors); transformers is never
+imported.
 """
 from __future__ import annotations
 

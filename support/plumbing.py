@@ -1,8 +1,9 @@
 """Plumbing shared by train.py, finetune.py, squad.py, data.py and tokenizer.py: nothing in here is
-ELECTRA. Downloads (size-checked, renamed only when complete), text files decoded, atomic writes,
-checkpoint files (with the previous one kept as a fallback), RNG state, devices and precision, DDP,
-signals, the run folder (one run at a time), train.py's guards around its loop (LoopGuards), and
-the command line's spelling (add_flag) and --set values (parse_overrides). Each lives here once.
+ELECTRA. Downloads (size-checked, renamed only when complete), archives checked and extracted (zip,
+OpenWebText's tars of xz), text files decoded, atomic writes, checkpoint files (with the previous
+one kept as a fallback), RNG state, devices and precision, DDP, signals, the run folder (one run at
+a time), train.py's guards around its loop (LoopGuards), and the command line's spelling
+(add_flag) and --set values (parse_overrides). Each lives here once.
 """
 from __future__ import annotations
 
