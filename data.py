@@ -1,10 +1,15 @@
 """The pre-training data path, in the order the data flows (official build_pretraining_dataset.py).
 
     corpus     .txt files (or a known corpus, downloaded once; WikiText rewritten into documents)
-    ids        every line tokenised once and cached: encode_corpus -> (ids, line_offsets)
+    ids        every line tokenised once, in shards by all CPUs, cached on disk:
+               encode_corpus -> (ids, line_offsets), both memory-mapped
     documents  runs of lines between blank lines
-    examples   [CLS] A [SEP] B [SEP] as the official ExampleBuilder packs them: four numbers each
+    examples   [CLS] A [SEP] B [SEP] as the official ExampleBuilder packs them: four numbers each,
+               built a window of whole documents at a time and kept on disk
     batches    gathered from the one ids array on the fly, a pure function of the step
+
+Nothing the size of the corpus is held in memory (but the shuffle order, 4 bytes per example), so a
+corpus of tens of GB trains on a normal machine; support/shards.py holds the files and the workers.
 
 pretraining_data, at the end, runs the whole path for train.py and returns it as PretrainingData.
 """
@@ -12,14 +17,12 @@ from __future__ import annotations
 
 import hashlib
 import math
-import multiprocessing
 import os
 import random
 import re
 import shutil
 import tempfile
 from collections.abc import Iterator
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
@@ -27,6 +30,8 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from support import shards
+from support.hf import hub_dataset_file, hub_vocab, is_hub_name
 from support.plumbing import (
     DownloadError,
     atomic_write,
@@ -34,13 +39,15 @@ from support.plumbing import (
     download,
     extract_zip,
     rank0_first,
+    tar_documents,
 )
 from tokenizer import Tokenizer
 from tokenizer import train as train_vocab
 
 # A blank line ends a document (official build_pretraining_dataset.py, blanks_separate_docs).
 # wikitext_documents writes one between articles, encode_corpus adds one at the end of every
-# file, split_long_lines puts one around each piece of a long line; `documents` reads them.
+# file (support.shards.piece_lines), split_long_lines puts one around each piece of a long line,
+# plumbing.tar_documents one after each OpenWebText page; `documents` reads them.
 DOCUMENT_END = ""
 
 # -----------------------------------------------------------------------------
@@ -49,29 +56,41 @@ DOCUMENT_END = ""
 CORPUS_SUFFIXES = (".txt", ".raw")  # text files in a corpus folder (WikiText ships .raw)
 
 
-def read_corpus(path: str | os.PathLike) -> Iterator[tuple[str, str]]:
-    """(filename, text) for the file `path`, or each .txt (or .raw) file under the folder `path`,
-    sorted.
+def corpus_files(path: str | os.PathLike) -> list[Path]:
+    """The file `path`, or each .txt (or .raw) file under the folder `path`, sorted.
 
-    Raises FileNotFoundError for a missing path and ValueError for a folder with no .txt files
-    (both at the call) or a corpus whose files hold no text (once they have all been read).
+    Raises FileNotFoundError for a missing path and ValueError for a folder with no .txt files.
     """
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"corpus {path} does not exist: pass a .txt file or a folder of "
                                 f".txt files")
     if path.is_file():
-        files = [path]
-    else:
-        files = sorted(p for p in path.rglob("*") if p.suffix in CORPUS_SUFFIXES and p.is_file())
+        return [path]
+    files = sorted(p for p in path.rglob("*") if p.suffix in CORPUS_SUFFIXES and p.is_file())
     if not files:
         raise ValueError(f"corpus folder {path} has no .txt files: put the text in files ending "
                          f"in .txt")
+    return files
+
+
+def read_corpus(path: str | os.PathLike, limit: int | None = None) -> Iterator[tuple[str, str]]:
+    """(filename, text) for each of corpus_files(path); `limit`: at most that many bytes of each
+    file, cut at a line end.
+
+    Raises the errors of corpus_files at the call, and ValueError for a corpus whose files hold no
+    text (once they have all been read).
+    """
+    files = corpus_files(path)
 
     def generate():
         any_text = False
         for f in files:
-            text = decode_text(f.read_bytes(), f)
+            with open(f, "rb") as fh:
+                data = fh.read(limit) if limit is not None else fh.read()
+            if limit is not None and len(data) == limit and b"\n" in data:
+                data = data[:data.rindex(b"\n") + 1]  # no half line, no half character
+            text = decode_text(data, f)
             any_text = any_text or bool(text.strip())
             yield str(f), text
         if not any_text:
@@ -88,19 +107,22 @@ VOCAB_TRAIN_CHARS = 50_000_000
 
 
 def load_or_train_vocab(cfg, corpus: Path, out_dir: Path) -> Tokenizer:
-    """The run's tokenizer: cfg.vocab, else out_dir/vocab.txt from an earlier run, else one trained
+    """The run's tokenizer: cfg.vocab (a vocab.txt, or a hub model's name whose vocab.txt is fetched
+    once: support.hf.hub_vocab), else out_dir/vocab.txt from an earlier run, else one trained
     (cfg.vocab_size tokens, on at most VOCAB_TRAIN_CHARS characters of the corpus). `cfg` is a
     train.TrainConfig. The vocab is saved as out_dir/vocab.txt, so the run folder is self-contained.
     """
     saved = out_dir / "vocab.txt"
-    if cfg.vocab:
+    if cfg.vocab and is_hub_name(cfg.vocab):
+        tok = Tokenizer.load(hub_vocab(cfg.vocab, cfg.revision, cfg.hub_cache_dir))
+    elif cfg.vocab:
         tok = Tokenizer.load(cfg.vocab)
     elif saved.is_file():
         tok = Tokenizer.load(saved)
     else:
         def texts():
             budget = VOCAB_TRAIN_CHARS
-            for _, text in read_corpus(corpus):
+            for _, text in read_corpus(corpus, limit=budget):
                 yield text[:budget]
                 budget -= min(budget, len(text))
                 if budget == 0:
@@ -116,9 +138,9 @@ def load_or_train_vocab(cfg, corpus: Path, out_dir: Path) -> Tokenizer:
 # -----------------------------------------------------------------------------
 # Ids: every line of the corpus tokenised once, in worker processes, cached as numpy arrays.
 
-CHUNK_CHARS = 1 << 20  # ~1 MB of text per task sent to a worker process
+CHUNK_CHARS = 1 << 20  # ~1 MB of text per call of _encode_lines in a worker process
 # part of the cache key; bump when the ids would change
-CACHE_FORMAT = "electra-wordpiece-corpus-v1"
+CACHE_FORMAT = "electra-wordpiece-corpus-v2"
 # the tokenizer of _encode_lines, set once per process by _init_worker
 _WORKER_TOKENIZER: Tokenizer | None = None
 
@@ -136,70 +158,39 @@ def _encode_lines(lines: list[str]) -> tuple[np.ndarray, np.ndarray]:
     return ids, lengths
 
 
-def _corpus_chunks(texts: list[str], chunk_chars: int) -> Iterator[list[str]]:
-    """Lines of all files in groups of about chunk_chars characters; every file ends with a
-    DOCUMENT_END line."""
-    chunk = []
-    size = 0
-    for text in texts:
-        lines = text.split("\n")
-        if lines[-1] != DOCUMENT_END:  # text.split gives "" after a final newline
-            lines.append(DOCUMENT_END)  # the file's end ends its last document
-        for line in lines:
-            chunk.append(line)
-            size += len(line) + 1
-            if size >= chunk_chars:
-                yield chunk
-                chunk = []
-                size = 0
-    if chunk:
-        yield chunk
-
-
 def encode_corpus(path: str | os.PathLike, tok: Tokenizer, cache_dir: str | os.PathLike,
                   workers: int | None = None, progress: bool = True,
-                  chunk_chars: int = CHUNK_CHARS) -> tuple[np.ndarray, np.ndarray]:
-    """Tokenise every line of a corpus once; cache the ids; a second call loads them at once.
+                  chunk_chars: int = CHUNK_CHARS,
+                  shard_bytes: int = shards.SHARD_BYTES) -> tuple[np.ndarray, np.ndarray]:
+    """Tokenise every line of a corpus once; cache the ids on disk; a second call maps them at once.
 
-    Returns (ids, line_offsets): the ids of all lines of all files concatenated, no special tokens
-    (uint16 when the vocab has <= 65536 tokens, else uint32), and int64 offsets of length
-    num_lines + 1, so line i is ids[line_offsets[i]:line_offsets[i + 1]]. Blank lines are kept
-    (length 0): they end documents, and each file ends with one.
+    Returns (ids, line_offsets), memory-mapped read-only: the ids of all lines of all files
+    concatenated, no special tokens (uint16 when the vocab has <= 65536 tokens, else uint32), and
+    int64 offsets of length num_lines + 1, so line i is ids[line_offsets[i]:line_offsets[i + 1]].
+    Blank lines are kept (length 0): they end documents, and each file ends with one.
 
-    The cache file is named by a sha256 of the corpus file names and contents, the vocab contents
-    and the lowercase flag, so a change to any of them re-tokenises. Work is spread over `workers`
-    processes (default: all CPUs) in tasks of about `chunk_chars` characters, with a progress bar.
+    The files are cut into shards of about `shard_bytes` at line ends (support.shards), tokenised
+    by `workers` processes (default: all CPUs) with a progress bar, then joined into one folder
+    cache_dir/corpus-KEY: ids.npy and line_offsets.npy. KEY is a sha256 of the corpus's file names
+    and bytes, the vocab and the lowercase flag, so a change to any of them re-tokenises. A run
+    stopped while tokenising keeps its finished shards (in corpus-KEY.part) and the next one goes on
+    from there.
     """
-    named_texts = list(read_corpus(path))
+    plan = shards.plan_shards(corpus_files(path), shard_bytes)
     key = hashlib.sha256(f"{CACHE_FORMAT}\n{tok.hash()}\nlowercase={tok.lowercase}\n".encode())
-    for name, text in named_texts:
-        key.update(f"{Path(name).name}\n{len(text)}\n".encode())
-        key.update(text.encode("utf-8"))
-    cache_file = Path(cache_dir) / f"corpus-{key.hexdigest()[:24]}.npz"
-    if cache_file.is_file():
-        with np.load(cache_file) as cached:
-            return cached["ids"], cached["line_offsets"]
-
-    chunks = list(_corpus_chunks([text for _, text in named_texts], chunk_chars))
-    workers = min(workers or os.cpu_count() or 1, len(chunks))
-    _init_worker(tok)  # with one worker, this process is it
-    if workers > 1:
-        pool = multiprocessing.get_context().Pool(workers, _init_worker, (tok,))
-    else:
-        pool = nullcontext()
-    with pool:
-        results = pool.imap(_encode_lines, chunks) if workers > 1 else map(_encode_lines, chunks)
-        parts = list(tqdm(results, total=len(chunks), desc=f"tokenising {path}", unit="chunk",
-                          disable=not progress))
-    ids, lengths = (np.concatenate(arrays) for arrays in zip(*parts))
-    ids = ids.astype(np.uint16 if len(tok) <= np.iinfo(np.uint16).max + 1 else np.uint32)
-    line_offsets = np.concatenate([[0], np.cumsum(lengths)])  # int64
-
-    def write(tmp: Path) -> None:
-        with open(tmp, "wb") as f:  # a file object: np.savez would add ".npz" to a path
-            np.savez(f, ids=ids, line_offsets=line_offsets)
-
-    atomic_write(cache_file, write)
+    for h in shards.hash_shards(plan, workers, progress):
+        key.update(h.encode())
+    out = Path(cache_dir) / f"corpus-{key.hexdigest()[:24]}"
+    if not out.is_dir():
+        part = out.with_name(out.name + ".part")
+        dtype = np.uint16 if len(tok) <= np.iinfo(np.uint16).max + 1 else np.uint32
+        stems = shards.tokenise(plan, part, _encode_lines, _init_worker, (tok,), dtype,
+                                chunk_chars, workers, progress, desc=f"tokenising {path}")
+        shards.join(stems, dtype, part)
+        shards.finish(part, out)
+    ids, line_offsets = shards.load(out)
+    if len(ids) == 0:
+        raise ValueError(f"corpus {path} has no text: its {len(plan)} shard(s) hold no tokens")
     return ids, line_offsets
 
 
@@ -344,21 +335,68 @@ def build_examples(line_offsets: np.ndarray, max_len: int, seed: int, eval_fract
     held-out text is spread over the corpus and never shares a document with training text.
     Returns (train, held_out): int64 arrays [N, 4] of (a_start, a_len, b_start, b_len).
     """
-    docs = documents(line_offsets)
+    parts = list(example_windows(line_offsets, max_len, seed, eval_fraction))
+    return tuple(np.concatenate([p[k] for p in parts] or [np.zeros((0, 4), np.int64)])
+                 for k in range(2))
+
+
+WINDOW_LINES = 1 << 20  # ours: lines of the corpus turned into examples at a time (memory)
+
+
+def document_windows(line_offsets: np.ndarray, window_lines: int = WINDOW_LINES):
+    """Runs [lo, hi) of about window_lines lines that hold whole documents: each ends just after a
+    blank line (or at the corpus's end), so a document never straddles two.
+
+    >>> list(document_windows(np.array([0, 3, 5, 5, 9, 9, 12]), 2))  # lengths 3, 2, 0, 4, 0, 3
+    [(0, 3), (3, 5), (5, 6)]
+    """
+    n = len(line_offsets) - 1
+    lo = 0
+    while lo < n:
+        hi = n
+        start = lo + window_lines - 1  # look for a blank line from here on
+        while start < n:
+            end = min(start + window_lines, n)
+            blank = np.flatnonzero(np.diff(line_offsets[start:end + 1]) == 0)
+            if len(blank):
+                hi = start + int(blank[0]) + 1
+                break
+            start = end
+        yield lo, hi
+        lo = hi
+
+
+def example_windows(line_offsets: np.ndarray, max_len: int, seed: int, eval_fraction: float,
+                    split=None, window_lines: int = WINDOW_LINES, progress: bool = False):
+    """build_examples one window of whole documents at a time (document_windows), so a corpus of
+    any size needs the memory of one window: yields (train, held_out) per window. The two builders,
+    their random generator and the count of documents go on from one window to the next, so the
+    examples are those of the whole corpus in one go. split: a function of a window's line offsets
+    that gives new ones (split_long_lines), applied to each window before its documents are read.
+    """
     every = max(2, round(1 / eval_fraction)) if eval_fraction > 0 else 0
     rng = random.Random(seed)
     builders = [ExampleBuilder(max_len, rng), ExampleBuilder(max_len, rng)]  # training, held out
-    examples = [[], []]  # the same; None where a sentence completed no example
-    for d, (first, end) in enumerate(tqdm(docs, desc="examples", unit="doc", dynamic_ncols=True,
-                                          mininterval=1.0, disable=len(docs) < 10_000)):
-        k = int(every > 0 and d % every == 0)
-        for line in range(first, end):
-            start = int(line_offsets[line])
-            examples[k].append(builders[k].add_sentence(start, int(line_offsets[line + 1]) - start))
-        examples[k].append(builders[k].end_document())
-    train = np.array([e for e in examples[0] if e is not None], dtype=np.int64).reshape(-1, 4)
-    held_out = np.array([e for e in examples[1] if e is not None], dtype=np.int64).reshape(-1, 4)
-    return train, held_out
+    d = 0  # documents so far
+    bar = tqdm(total=len(line_offsets) - 1, desc="examples", unit="line", unit_scale=True,
+               dynamic_ncols=True, mininterval=1.0, disable=not progress)
+    for lo, hi in document_windows(line_offsets, window_lines):
+        offsets = np.array(line_offsets[lo:hi + 1])  # a copy in memory: the window's only
+        if split is not None:
+            offsets = split(offsets)
+        starts = offsets.tolist()  # Python ints: the loop below runs once per line
+        examples = [[], []]  # the same; None where a sentence completed no example
+        for first, end in documents(offsets):
+            k = int(every > 0 and d % every == 0)
+            for line in range(first, end):
+                start = starts[line]
+                examples[k].append(builders[k].add_sentence(start, starts[line + 1] - start))
+            examples[k].append(builders[k].end_document())
+            d += 1
+        yield tuple(np.array([e for e in ex if e is not None], dtype=np.int64).reshape(-1, 4)
+                    for ex in examples)
+        bar.update(hi - lo)
+    bar.close()
 
 
 def pretraining_batch(ids: np.ndarray, examples: np.ndarray, max_len: int, cls_id: int,
@@ -399,8 +437,8 @@ class Batches:
     rank r's micro-batch j is slice (j * world + r) of it.
     """
 
-    ids: np.ndarray  # the corpus' token ids
-    examples: np.ndarray  # [N, 4] training examples (a_start, a_len, b_start, b_len)
+    ids: np.ndarray  # the corpus' token ids (memory-mapped)
+    examples: np.ndarray  # [N, 4] training examples (a_start, a_len, b_start, b_len), mapped too
     batch_size: int  # sequences per update, all ranks and micro-batches together
     micro_batch: int  # sequences per forward: batch_size // (grad_accum * world)
     rank: int  # this process
@@ -412,7 +450,10 @@ class Batches:
 
     def _perm(self, epoch: int) -> np.ndarray:
         if epoch not in self._perms:
-            order = np.random.default_rng((self.seed, epoch)).permutation(len(self.examples))
+            # int32 (the same order as permutation(N)): the one array here the size of the corpus
+            n = len(self.examples)
+            order = np.random.default_rng((self.seed, epoch)).permutation(
+                np.arange(n, dtype=np.int32 if n < 2 ** 31 else np.int64))
             self._perms = {epoch: order}
         return self._perms[epoch]
 
@@ -495,6 +536,45 @@ def wikitext_documents(raw_path: Path, out_path: Path) -> Path:
     return out_path
 
 
+# OpenWebText (Gokaslan and Cohen 2019, CC0), the corpus of the official ELECTRA-Small-OWT, from
+# the hub's dataset repository, pinned to a revision that holds its original archives
+# (subsets/urlsf_subsetNN.tar, 21 of about 630 MB: .xz members, each a tar of one .txt per web
+# page); the repository is moving to parquet files, which the standard library cannot read. The
+# hub gives each archive's size and sha256, which download checks. $HF_ENDPOINT: a mirror or a
+# test's server.
+OPENWEBTEXT = ("Skylion007/openwebtext", "8cfd553694d06979cfec29248b200468786f0294")
+OPENWEBTEXT_SUBSETS = 21
+CORPUS_NAMES = (*KNOWN_CORPORA, "openwebtext")  # every name --data knows
+
+
+def openwebtext_corpus(cache_dir: Path, progress: bool = True) -> Path:
+    """cache_dir/openwebtext: one .txt file per archive of OpenWebText, each web page a document
+    (plumbing.tar_documents), in the archives' order (the official builder shuffles its files; our
+    batches shuffle the examples). Archive by archive: downloaded, extracted, then deleted, so a
+    stop loses at most the archive at hand and the disk holds one archive at a time beside the
+    text (about 40 GB in all). The folder appears, by one rename, only when every archive is in."""
+    out = cache_dir / "openwebtext"
+    if out.is_dir():
+        return out
+    part = cache_dir / "openwebtext.part"
+    part.mkdir(parents=True, exist_ok=True)
+    repo, revision = OPENWEBTEXT
+    for i in range(OPENWEBTEXT_SUBSETS):
+        name = f"urlsf_subset{i:02d}"
+        if (part / f"{name}.txt").is_file():
+            continue
+        archive = hub_dataset_file(repo, f"subsets/{name}.tar", revision,
+                                   cache_dir / "openwebtext-archives")
+        try:
+            tar_documents(archive, part / f"{name}.txt", progress)
+        except DownloadError:
+            archive.unlink(missing_ok=True)  # ours, in the cache: the next run downloads it afresh
+            raise
+        archive.unlink()
+    os.replace(part, out)
+    return out
+
+
 def resolve_corpus(data: str, cache_dir: Path, data_url: str = DATA_URL) -> Path:
     """The local .txt file or folder to train on: `data` itself, or a known corpus fetched once.
 
@@ -504,6 +584,8 @@ def resolve_corpus(data: str, cache_dir: Path, data_url: str = DATA_URL) -> Path
     """
     if data == "books":
         return books_corpus(cache_dir, data_url)
+    if data == "openwebtext":
+        return openwebtext_corpus(cache_dir)
     if data in KNOWN_CORPORA:
         archive, size, folder, split = KNOWN_CORPORA[data]
         url = f"{data_url.rstrip('/')}/{archive}"
@@ -520,7 +602,8 @@ def resolve_corpus(data: str, cache_dir: Path, data_url: str = DATA_URL) -> Path
     path = Path(data).expanduser()
     if not path.exists():
         raise SystemExit(f"--data {data}: no such file or folder. Pass a .txt file, a folder of "
-                         f".txt files, or one of the known corpora: {', '.join(KNOWN_CORPORA)}.")
+                         f".txt files, or one of the known corpora: "
+                         f"{', '.join(CORPUS_NAMES)}.")
     return path
 
 
@@ -582,9 +665,45 @@ def tokenised_corpus(cfg, progress: bool):
         raise SystemExit(str(e)) from e
     except KeyboardInterrupt:
         raise SystemExit("interrupted while preparing the data (download, vocabulary or "
-                         "tokenising), before any training: nothing partial was written; run the "
-                         "same command again to start over") from None
+                         "tokenising), before any training: nothing partial was written (but the "
+                         "shards already tokenised); run the same command again to go on") from None
     return corpus, tok, ids, line_offsets
+
+
+# part of the examples' cache key; bump when the examples would change
+EXAMPLES_FORMAT = "electra-examples-v1"
+
+
+def pretraining_examples(cfg, tok: Tokenizer, ids: np.ndarray, line_offsets: np.ndarray,
+                         progress: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(train, held_out) examples of a train.TrainConfig: long lines split (split_long_lines), then
+    build_examples window by window (example_windows), written beside the corpus's cached ids
+    (examples-KEY/train.bin and held_out.bin, KEY: the settings they depend on) and memory-mapped,
+    so a second run, or another rank, maps them at once."""
+    sentence_ends = [tok.vocab[t] for t in SENTENCE_END_TOKENS if t in tok.vocab]
+    settings = f"{EXAMPLES_FORMAT} {cfg.seq_len} {cfg.seed} {cfg.eval_fraction} {sentence_ends}"
+    folder = (Path(ids.filename).parent
+              / f"examples-{hashlib.sha256(settings.encode()).hexdigest()[:16]}")
+    paths = [folder / "train.bin", folder / "held_out.bin"]
+    if all(p.is_file() for p in paths):
+        return tuple(shards.read_rows(p, 4) for p in paths)
+    n_split = 0
+
+    def split(offsets):
+        nonlocal n_split
+        offsets, n = split_long_lines(ids, offsets, cfg.seq_len - 2, sentence_ends)
+        n_split += n
+        return offsets
+
+    folder.mkdir(exist_ok=True)
+    windows = example_windows(line_offsets, cfg.seq_len, cfg.seed, cfg.eval_fraction, split,
+                              WINDOW_LINES, progress and len(line_offsets) > WINDOW_LINES)
+    train_ex, eval_ex = shards.write_rows(paths, windows, 4)
+    if n_split and progress:
+        print(f"split {n_split:,} line(s) longer than {cfg.seq_len - 2} tokens (--seq-len "
+              f"{cfg.seq_len} less [CLS] and [SEP]) into pieces, at sentence ends where possible, "
+              f"so none of their text is dropped")
+    return train_ex, eval_ex
 
 
 @dataclass
@@ -593,9 +712,9 @@ class PretrainingData:
 
     corpus: Path  # the .txt file or folder trained on
     tok: Tokenizer  # the run's vocabulary
-    ids: np.ndarray  # the corpus' token ids, every line in order
+    ids: np.ndarray  # the corpus' token ids, every line in order (memory-mapped)
     batches: Batches  # the training batches, a pure function of the step
-    eval_ex: np.ndarray  # [N, 4] held-out examples (a_start, a_len, b_start, b_len)
+    eval_ex: np.ndarray  # [N, 4] held-out examples (a_start, a_len, b_start, b_len), mapped
 
 
 def pretraining_data(cfg, rank: int, world: int, vocab_hash: str | None = None) -> PretrainingData:
@@ -609,13 +728,8 @@ def pretraining_data(cfg, rank: int, world: int, vocab_hash: str | None = None) 
                          f"does not match the checkpoint's (sha256 {vocab_hash[:12]}): resume with "
                          f"the run's own {out_vocab} (drop --vocab), or start a new run with "
                          f"another --out")
-    sentence_ends = [tok.vocab[t] for t in SENTENCE_END_TOKENS if t in tok.vocab]
-    line_offsets, n_split = split_long_lines(ids, line_offsets, cfg.seq_len - 2, sentence_ends)
-    if n_split and rank == 0:
-        print(f"split {n_split:,} line(s) longer than {cfg.seq_len - 2} tokens (--seq-len "
-              f"{cfg.seq_len} less [CLS] and [SEP]) into pieces, at sentence ends where possible, "
-              f"so none of their text is dropped")
-    train_ex, eval_ex = build_examples(line_offsets, cfg.seq_len, cfg.seed, cfg.eval_fraction)
+    train_ex, eval_ex = rank0_first(
+        rank, world, lambda: pretraining_examples(cfg, tok, ids, line_offsets, rank == 0))
     if len(train_ex) == 0:
         raise SystemExit(f"--data {cfg.data}: no training examples could be built ({len(ids):,} "
                          f"tokens in {len(eval_ex)} held-out example(s)); give it more text")

@@ -78,12 +78,12 @@ class TrainConfig:
     objective: str = "electra"  # electra.OBJECTIVES (ELECTRA, BERT, Sec. 3.5's), or "electric"
     sharing: str = "embeddings"  # electra.SHARING: the weights G and D share (Sec. 3.2)
     algorithm: str = "joint"  # electra.ALGORITHMS: joint, two-stage or adversarial (Sec. 3.2)
-    data: str = "wikitext-103"  # a .txt file, a folder of them, or a name in data.KNOWN_CORPORA
+    data: str = "wikitext-103"  # a .txt file, a folder of them, or a name in data.CORPUS_NAMES
     # where the known corpora are downloaded from (a mirror, a test's server): data.DATA_URL
     data_url: str = field(default_factory=lambda: DATA_URL)
     cache_dir: str = "cache"  # downloads and tokenised corpora, shared between runs
     out_dir: str = "out"  # the run folder (--out): ckpt.pt, vocab.txt, metrics.jsonl, curves.png
-    vocab: str | None = None  # a BERT-format vocab.txt; None: train one on the corpus
+    vocab: str | None = None  # a BERT-format vocab.txt or a hub model's; None: train one
     vocab_size: int = 30522  # the vocab trained: Small's, BERT's uncased WordPiece (electra.SIZES)
     seq_len: int = RECIPES["small"].seq_len  # tokens per example (Table 6)
     batch_size: int = RECIPES["small"].batch_size  # sequences per update, all GPUs (Table 6)

@@ -17,7 +17,7 @@ from dataclasses import fields
 # torch (tests/test_finetune_cli.py checks they agree)
 GLUE_TASKS = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli")
 MODEL_SIZES = ("tiny", "small", "base", "large")
-KNOWN_CORPORA = ("wikitext-103", "wikitext-2", "books")  # data.KNOWN_CORPORA's names
+KNOWN_CORPORA = ("wikitext-103", "wikitext-2", "books", "openwebtext")  # data.CORPUS_NAMES
 SQUAD_TASKS = ("squad1", "squad2")
 NULL_SCORES = ("classifier", "span")  # squad.py --null-score
 RECIPE_NAMES = ("table7", "official")  # finetune.RECIPES's names

@@ -1,9 +1,10 @@
 """HuggingFace's ELECTRA layout, in one place: state dicts both ways (with the discriminator's sign
 flip), the config mapping, checkpoint folders on disk (read and written), what fine-tuning starts
-from (load_pretrained: one of those folders or a train.py run), Google's released pairs, and
-checkpoints by name from the hub. Nothing here is the paper's algorithm; electra.py holds that. Only
-torch and the standard library (safetensors to read and write model.safetensors); transformers is
-never imported.
+from (load_pretrained: one of those folders or a train.py run), Google's released pairs,
+checkpoints by name from the hub, and single hub files (a model's vocab.txt, a dataset's
+archives). Nothing here is the paper's algorithm; electra.py holds that. Only torch and the
+standard library (safetensors to read and write model.safetensors); transformers is never
+imported.
 """
 from __future__ import annotations
 
@@ -703,6 +704,45 @@ def hub_files(name: str, revision: str = "main", cache_dir=None, endpoint=None) 
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return folder
+
+
+def hub_vocab(name: str, revision: str = "main", cache_dir=None, endpoint=None) -> Path:
+    """The vocab.txt of the hub model `name` alone (no weights), for a from-scratch run with its
+    vocabulary: `--vocab google/electra-small-discriminator` is BERT's uncased WordPiece, the one
+    every released ELECTRA and the paper used. Taken from the model's cache entry when hub_files
+    fetched it whole, else fetched once to {cache}/{org}/{model}/{revision}.vocab/vocab.txt, size
+    (and sha256, when the hub gives one) checked and renamed into place only when whole; a failure
+    is a HubError (one line)."""
+    if not HUB_NAME.match(name):
+        raise HubError(f"{name!r} is not a hub name (org/model, e.g. "
+                       f"google/electra-small-discriminator)")
+    revision_dir = urllib.parse.quote(revision, safe="")
+    whole = hub_cache_dir(cache_dir) / name / revision_dir
+    if _complete(whole):
+        return whole / "vocab.txt"
+    folder = whole.with_name(revision_dir + ".vocab")
+    if (folder / "vocab.txt").is_file():
+        return folder / "vocab.txt"
+    endpoint = (endpoint or os.environ.get("HF_ENDPOINT") or HUB_ENDPOINT).rstrip("/")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise HubError(f"cannot write the hub cache {folder} ({e.strerror or e}); choose a folder "
+                       f"you can write to with --hub-cache-dir") from None
+    return _fetch(name, "vocab.txt", revision, endpoint, folder)
+
+
+def hub_dataset_file(repo: str, file: str, revision: str, folder: Path, endpoint=None) -> Path:
+    """One file of the hub's dataset repository `repo` (org/name) at `revision`, downloaded once
+    to folder/file through the hub's redirect, its size and sha256 checked (plumbing.download); a
+    failure is a HubError (one line) and leaves no partial file."""
+    endpoint = (endpoint or os.environ.get("HF_ENDPOINT") or HUB_ENDPOINT).rstrip("/")
+    if (Path(folder) / file).is_file():
+        return Path(folder) / file
+    got = _fetch(f"datasets/{repo}", file, revision, endpoint, Path(folder))
+    if got is None:
+        raise _hub_failed(f"datasets/{repo}", revision, file, "the repository has no such file")
+    return got
 
 
 def pretrained_folder(name_or_path, revision: str = "main", cache_dir=None, endpoint=None) -> Path:

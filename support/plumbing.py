@@ -1,9 +1,10 @@
 """Plumbing shared by train.py, finetune.py, squad.py, data.py and tokenizer.py: nothing in here is
-ELECTRA. Downloads (size-checked, renamed only when complete), text files decoded, atomic writes,
-checkpoint files (with the previous one kept as a fallback), RNG state, devices and precision, DDP,
-signals, the run folder (one run at a time), train.py's guards around its loop (LoopGuards,
-FirstCompile), and the command line's spelling (add_flag) and --set values (parse_overrides). Each
-lives here once.
+ELECTRA. Downloads (size-checked, renamed only when complete), archives checked and extracted (zip,
+OpenWebText's tars of xz), text files decoded, atomic writes, checkpoint files (with the previous
+one kept as a fallback), RNG state, devices and precision, DDP, signals, the run folder (one run at
+a time), train.py's guards around its loop (LoopGuards,
+FirstCompile), and the command line's spelling
+(add_flag) and --set values (parse_overrides). Each lives here once.
 """
 from __future__ import annotations
 
@@ -12,11 +13,13 @@ import dataclasses
 import errno
 import hashlib
 import http.client
+import lzma
 import os
 import re
 import shutil
 import signal
 import sys
+import tarfile
 import tempfile
 import time
 import urllib.error
@@ -160,6 +163,43 @@ def extract_zip(zip_path: Path, dest_dir: Path) -> Path:
         raise DownloadError(f"{zip_path} is not a valid zip archive or is corrupt "
                             f"({e}){corrupt}") from e
     return dest_dir
+
+
+def tar_documents(tar_path: Path, out_path: Path, progress: bool = True) -> Path:
+    """OpenWebText's layout as text: each .xz member of the tar `tar_path` is an xz-compressed tar
+    of .txt files, one web page each. Writes them to `out_path`, one document after the other, in
+    the archive's order: its non-blank lines, then a blank line (the official OpenWebText builder
+    reads each file as one document, blank lines skipped: blanks_separate_docs=False). Read as a
+    stream, one member at a time, and written atomically; a second call returns at once. A corrupt
+    or truncated archive raises DownloadError naming it and leaves no `out_path`."""
+    tar_path, out_path = Path(tar_path), Path(out_path)
+    if out_path.is_file():
+        return out_path
+
+    def write(tmp: Path) -> None:
+        with tarfile.open(tar_path, "r|") as outer, open(tmp, "w", encoding="utf-8") as out, \
+                tqdm(desc=f"extracting {tar_path.name}", unit="doc", unit_scale=True,
+                     dynamic_ncols=True, disable=not progress) as bar:
+            for member in outer:
+                if not (member.isfile() and member.name.endswith(".xz")):
+                    continue
+                xz = lzma.LZMAFile(outer.extractfile(member))  # read as a stream too
+                with tarfile.open(fileobj=xz, mode="r|") as inner:
+                    for doc in inner:
+                        if not (doc.isfile() and doc.name.endswith(".txt")):
+                            continue
+                        text = inner.extractfile(doc).read().decode("utf-8", errors="replace")
+                        lines = [line.strip() for line in text.splitlines()]
+                        out.write("".join(line + "\n" for line in lines if line) + "\n")
+                        bar.update()
+
+    try:
+        atomic_write(out_path, write)
+    except (tarfile.TarError, lzma.LZMAError, EOFError) as e:
+        raise DownloadError(f"{tar_path} is corrupt or truncated ({type(e).__name__}: {e}); delete "
+                            f"it and run again to download it afresh, or pass the extracted text "
+                            f"yourself with --data PATH") from e
+    return out_path
 
 
 # -----------------------------------------------------------------------------

@@ -53,7 +53,9 @@ def parse_args(argv, config: type, sizes) -> argparse.Namespace:
     p.add_argument("--out", dest="out_dir", metavar="OUT", default=c.out_dir,
                    help="run folder: ckpt.pt, vocab.txt, metrics.jsonl, curves.png "
                         "(default %(default)s)")
-    add_flag(p, "vocab", help="a BERT-format vocab.txt (default: train one on the corpus)")
+    add_flag(p, "vocab", help="a BERT-format vocab.txt, or a hub model whose vocab.txt to use "
+                              "(e.g. google/electra-small-discriminator: BERT's uncased) "
+                              "(default: train one on the corpus)")
     add_flag(p, "vocab_size", type=int, help="size of the trained vocab (preset)")
     add_flag(p, "seq_len", type=int, help="tokens per example (preset)")
     add_flag(p, "batch_size", type=int, help="sequences per update, all GPUs together (preset)")
@@ -92,7 +94,7 @@ def parse_args(argv, config: type, sizes) -> argparse.Namespace:
                   "name or a folder): its shape, vocab, generator and discriminator")
     add_flag(p, "generator", help="with --init-from: the generator's hub name or folder")
     add_flag(p, "revision", default=c.revision,
-             help="hub revision of --init-from (branch, tag or commit)")
+             help="hub revision of --init-from or --vocab (branch, tag or commit)")
     add_flag(p, "hub_cache_dir",
              help="hub checkpoints (default ~/.cache/electra-from-scratch/hub)")
     p.add_argument("--resume", action="store_true",

@@ -259,3 +259,23 @@ def test_reference_curves_are_drawn_from_the_measured_runs_and_the_table_is_thei
     assert shared[-1][1]["step"] == 5_000
     compared = ("mlm_loss", "disc_loss", "gen_acc", "disc_auc", "context_auc")
     assert max(abs(a[key] - b[key]) for a, b in shared for key in compared) < 0.005
+
+
+def test_data_memory_bench_makes_distinct_copies_and_reads_the_process_tree(tmp_path):
+    """bench/data_memory.py's corpora: each copy of the books renames every word by its own
+    permutation (no two copies the same text, the same words and lines); and the sampler sees this
+    process's anonymous memory."""
+    bench = load("data_memory")
+    books = tmp_path / "books"
+    books.mkdir()
+    (books / "a.txt").write_text("The cat sat on the mat .\n\nA dog ran far away today .\n")
+    corpus = bench.make_corpus(books, 1e-7, tmp_path)  # 100 bytes: two copies
+    copies = [p.read_text() for p in sorted(corpus.glob("*.txt"))]
+    assert len(copies) == 2 and copies[0] != copies[1]
+    # the same word types, each as often as some word of the other copy
+    assert set(copies[0].split()) == set(copies[1].split())
+    assert sorted(map(copies[0].split().count, set(copies[0].split()))) == \
+        sorted(map(copies[1].split().count, set(copies[1].split())))
+    assert [c.count("\n") for c in copies] == [copies[0].count("\n")] * 2
+    assert bench.make_corpus(books, 1e-7, tmp_path) == corpus  # made once
+    assert bench.tree_anon_kib(os.getpid()) > 10_000  # torch alone is more than 10 MB

@@ -1,6 +1,8 @@
 """data.py: corpus files and decoding, WikiText, encode_corpus and its cache, documents, the
 official example builder, batches."""
 import random
+from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -274,3 +276,149 @@ def test_batches_are_a_function_of_the_step_and_partition_the_global_batch():
     steps = len(train) // 8
     firsts = np.concatenate([one.get(k, 0)[0][:, 1] for k in range(steps)])
     assert len(set(firsts.tolist())) == steps * 8
+
+
+# --- the sharded, memory-mapped path against the whole-corpus-in-memory one -------------------
+
+
+def whole_corpus_ids(path, tok):
+    """The ids and line offsets as the corpus read whole into memory gives them: every file's
+    lines, a blank line added after a file whose end is not one, each line encoded."""
+    lines = []
+    for _, text in read_corpus(path):
+        file_lines = text.split("\n")
+        lines += file_lines + ([""] if file_lines[-1] != "" else [])
+    encoded = [tok.encode(line) for line in lines]
+    offsets = np.concatenate([[0], np.cumsum([len(e) for e in encoded])]).astype(np.int64)
+    return np.array([i for e in encoded for i in e], dtype=np.int64), offsets
+
+
+def write_sharded_corpus(folder):
+    """Files big and small, CRLF, Latin-1, no final newline, an empty file: cut into many shards
+    when shards are 40 bytes."""
+    folder.mkdir()
+    words = ["the", "cat", "sat", "cafe", "caesar", "."]
+    rng = random.Random(0)
+    big = "\n".join(" ".join(rng.choice(words) for _ in range(rng.randint(0, 9)))
+                    for _ in range(300))
+    (folder / "a.txt").write_text(big + "\n", encoding="utf-8")
+    (folder / "b.txt").write_bytes(("Caesar, café\r\n\r\nthe cat\r\n" * 20).encode("latin-1"))
+    (folder / "c.txt").write_text("", encoding="utf-8")
+    (folder / "d.txt").write_text("the cat sat .\n\n\nthe cat", encoding="utf-8")
+    return folder
+
+
+def test_shards_give_the_ids_of_the_whole_corpus(tmp_path):
+    corpus = write_sharded_corpus(tmp_path / "corpus")
+    tok = Tokenizer(TOKENS)
+    plan = data.shards.plan_shards(data.corpus_files(corpus), 40)
+    assert len(plan) > 20 and any(len(s) > 1 for s in plan)  # files cut, and files grouped
+    want_ids, want_offsets = whole_corpus_ids(corpus, tok)
+    for workers in (1, 2):
+        ids, offsets = encode_corpus(corpus, tok, tmp_path / f"cache{workers}", workers=workers,
+                                     progress=False, chunk_chars=30, shard_bytes=40)
+        assert isinstance(ids, np.memmap) and ids.dtype == np.uint16
+        assert np.array_equal(ids, want_ids) and np.array_equal(offsets, want_offsets)
+        assert [p.name for p in (tmp_path / f"cache{workers}").iterdir()] == \
+            [Path(ids.filename).parent.name]  # no .part left
+        assert sorted(p.name for p in Path(ids.filename).parent.iterdir()) == \
+            ["ids.npy", "line_offsets.npy"]  # nor a shard
+
+
+def test_a_stop_while_tokenising_keeps_the_finished_shards(tmp_path, monkeypatch):
+    corpus = write_sharded_corpus(tmp_path / "corpus")
+    tok = Tokenizer(TOKENS)
+    tokenise_shard = data.shards._tokenise_shard
+    done = []
+
+    def stop_after_five(task):
+        if len(done) == 5:
+            raise KeyboardInterrupt
+        done.append(task[0])
+        return tokenise_shard(task)
+
+    monkeypatch.setattr(data.shards, "_tokenise_shard", stop_after_five)
+    with pytest.raises(KeyboardInterrupt):
+        encode_corpus(corpus, tok, tmp_path / "cache", workers=1, progress=False, shard_bytes=40)
+    (part,) = (tmp_path / "cache").iterdir()
+    assert part.name.endswith(".part") and len(list(part.glob("*.lines"))) == 5
+    assert not list(part.glob("*.tmp"))  # the shard stopped half-way left nothing
+    first = list(done)
+    done.clear()
+    monkeypatch.setattr(data.shards, "_tokenise_shard",
+                        lambda task: done.append(task[0]) or tokenise_shard(task))
+    ids, offsets = encode_corpus(corpus, tok, tmp_path / "cache", workers=1, progress=False,
+                                 shard_bytes=40)
+    n = len(data.shards.plan_shards(data.corpus_files(corpus), 40))
+    assert first == [0, 1, 2, 3, 4] and done == list(range(5, n))  # none done twice
+    want_ids, want_offsets = whole_corpus_ids(corpus, tok)
+    assert np.array_equal(ids, want_ids) and np.array_equal(offsets, want_offsets)
+
+
+def test_examples_window_by_window_are_those_of_the_whole_corpus():
+    offsets, _ = _corpus(300, random.Random(4))
+    whole = list(data.example_windows(offsets, 48, seed=5, eval_fraction=0.1,
+                                      window_lines=len(offsets)))
+    assert len(whole) == 1
+    windows = list(data.example_windows(offsets, 48, seed=5, eval_fraction=0.1, window_lines=7))
+    assert len(windows) > 50
+    for k in range(2):
+        assert np.array_equal(np.concatenate([w[k] for w in windows]), whole[0][k])
+    assert all(np.array_equal(x, y) for x, y in
+               zip(build_examples(offsets, 48, seed=5, eval_fraction=0.1), whole[0]))
+
+
+def test_document_windows_end_after_a_blank_line():
+    offsets, _ = _corpus(50, random.Random(6))
+    lengths = np.diff(offsets)
+    windows = list(data.document_windows(offsets, 5))
+    assert windows[0][0] == 0 and windows[-1][1] == len(lengths)
+    assert all(a[1] == b[0] for a, b in zip(windows, windows[1:]))
+    assert all(lengths[hi - 1] == 0 for _, hi in windows[:-1])
+
+
+def test_memory_mapped_examples_and_batches_are_those_of_the_whole_corpus(tmp_path, monkeypatch):
+    """pretraining_examples (long lines split and examples built window by window, written to disk
+    and mapped back) gives the examples of split_long_lines and build_examples over the whole
+    corpus at once, hence the same batches for the same seed, on one process or split over two."""
+    corpus = write_sharded_corpus(tmp_path / "corpus")
+    (corpus / "e.txt").write_text(" ".join(["the cat sat ."] * 40) + "\n", encoding="utf-8")
+    tok = Tokenizer(TOKENS)
+    ids, offsets = encode_corpus(corpus, tok, tmp_path / "cache", workers=1, progress=False,
+                                 shard_bytes=40)
+    cfg = SimpleNamespace(seq_len=16, seed=1, eval_fraction=0.2)
+    split, n_split = data.split_long_lines(np.asarray(ids), np.asarray(offsets), 14, [9])
+    assert n_split > 0
+    want = build_examples(split, 16, seed=1, eval_fraction=0.2)
+    monkeypatch.setattr(data, "WINDOW_LINES", 8)
+    got = data.pretraining_examples(cfg, tok, ids, offsets, progress=False)
+    assert all(isinstance(g, np.memmap) for g in got)
+    assert all(np.array_equal(g, w) for g, w in zip(got, want))
+    monkeypatch.setattr(data, "example_windows", None)  # a second call maps the files
+    again = data.pretraining_examples(cfg, tok, ids, offsets, progress=False)
+    assert all(np.array_equal(g, w) for g, w in zip(again, want))
+    old = Batches(np.asarray(ids), want[0], 8, 8, 0, 1, 16, (CLS, SEP, PAD), 7)
+    new = Batches(ids, got[0], 8, 8, 0, 1, 16, (CLS, SEP, PAD), 7)
+    # the order of permutation(N), as a checkpoint of an earlier version resumes it
+    assert np.array_equal(new._perm(1), np.random.default_rng((7, 1)).permutation(len(want[0])))
+    steps = 3 * len(want[0]) // 8  # three epochs
+    for step in range(steps):
+        assert all(np.array_equal(a, b) for a, b in zip(old.get(step, 0), new.get(step, 0)))
+        halves = [Batches(ids, got[0], 8, 2, r, 2, 16, (CLS, SEP, PAD), 7).get(step, j)[0]
+                  for j in range(2) for r in range(2)]
+        assert np.array_equal(np.concatenate(halves), old.get(step, 0)[0])
+
+
+def test_each_piece_of_a_big_file_is_decoded_on_its_own(tmp_path, capsys):
+    """A file of two shards, UTF-8 in the first and a Latin-1 byte in the second: the first is read
+    as UTF-8 (cafe), the second as Latin-1, with one warning naming the file."""
+    (tmp_path / "c.txt").write_bytes("café\n".encode() * 10 + b"caf\xe9\n" * 10)
+    tok = Tokenizer(TOKENS)
+    ids, offsets = encode_corpus(tmp_path / "c.txt", tok, tmp_path / "cache", workers=1,
+                                 progress=False, shard_bytes=60)
+    assert len(data.shards.plan_shards([tmp_path / "c.txt"], 60)) == 2
+    cafe = tok.vocab["cafe"]
+    assert ids.tolist() == [cafe] * 20  # café either way: UTF-8's é, then Latin-1's
+    whole, _ = whole_corpus_ids(tmp_path / "c.txt", tok)  # all Latin-1: "cafÃ©" is not cafe
+    assert cafe not in whole[:10].tolist()
+    assert capsys.readouterr().err.count("read as Latin-1") == 2  # piece, then whole

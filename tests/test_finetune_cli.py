@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_the_names_written_out_are_glues_tasks_the_models_sizes_and_the_recipes():
     assert cli.GLUE_TASKS == tuple(glue.TASKS)
     assert cli.MODEL_SIZES == tuple(electra.SIZES)
-    assert cli.KNOWN_CORPORA == tuple(data.KNOWN_CORPORA)
+    assert cli.KNOWN_CORPORA == data.CORPUS_NAMES
     assert cli.RECIPE_NAMES == tuple(ft.RECIPES)
 
 

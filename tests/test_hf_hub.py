@@ -518,3 +518,48 @@ def test_unwritable_cache_is_one_line(hub, tmp_path):
     blocker.write_text("not a folder")
     with pytest.raises(hf.HubError, match="cannot write the hub cache .*--hub-cache-dir"):
         hf.hub_files("google/electra-tiny-discriminator", cache_dir=blocker)
+
+
+# --- train.py --vocab NAME: a hub model's vocab.txt alone ---------------------------------------
+
+
+def test_train_vocab_by_hub_name(hub, tmp_path):
+    """--vocab org/model fetches only its vocab.txt (no weights), once, and trains from scratch
+    with it; a second run is offline."""
+    import train
+
+    _, _, folders = save_pair(hub.root)
+    result = train.main(train_argv(tmp_path, "--vocab", "google/electra-tiny-discriminator"))
+    served = (folders["discriminator"] / "vocab.txt").read_text()
+    assert (tmp_path / "out" / "vocab.txt").read_text() == served
+    assert result["model_config"].vocab_size == TINY.vocab_size
+    fetched = [path for _, path in hub.requests]
+    assert fetched and all(path.endswith("/vocab.txt") for path in fetched)
+    hub.requests.clear()
+    vocab = hf.hub_vocab("google/electra-tiny-discriminator", cache_dir=tmp_path / "hubcache")
+    assert vocab.read_text() == served and hub.requests == []
+
+
+def test_hub_vocab_uses_a_whole_cache_entry(hub, tmp_path):
+    save_pair(hub.root)
+    folder = hf.hub_files("google/electra-tiny-discriminator", cache_dir=tmp_path / "c")
+    hub.requests.clear()
+    assert hf.hub_vocab("google/electra-tiny-discriminator", cache_dir=tmp_path / "c") == \
+        folder / "vocab.txt"
+    assert hub.requests == []
+
+
+def test_train_vocab_hub_errors_are_one_line(hub, tmp_path):
+    import train
+
+    save_pair(hub.root)
+    with pytest.raises(SystemExit) as e:
+        train.main(train_argv(tmp_path, "--vocab", "google/electra-missing"))
+    assert "HTTP 404" in str(e.value) and "\n" not in str(e.value)
+    hub.faults["truncate"] = True
+    with pytest.raises(SystemExit) as e:
+        train.main(train_argv(tmp_path, "--vocab", "google/electra-tiny-discriminator"))
+    assert "truncated" in str(e.value) and "\n" not in str(e.value)
+    assert cache_leftovers(tmp_path / "hubcache") == []
+    entry = tmp_path / "hubcache" / "google" / "electra-tiny-discriminator" / "main.vocab"
+    assert not (entry / "vocab.txt").exists()
