@@ -80,7 +80,9 @@ def tiny_hour(argv: list[str]) -> dict:
     over the first half (TemperatureSchedule); `argv` is any other train.py flags (--data, --out,
     --steps, --resume, ...), which win over TINY_HOUR's."""
     resume = "--resume" in argv
-    return train.main([*([] if resume else TINY_HOUR), *argv],
+    # eager: the hook changes the temperature every update, which a compiled step (train.py's
+    # default on a GPU) would recompile for each time
+    return train.main([*([] if resume else TINY_HOUR), "--no-compile", *argv],
                       before_update=TemperatureSchedule(t_end=1.0, share=0.5))
 
 
