@@ -15,7 +15,7 @@ the NCE optimum is self-normalised. One pre-training step, in the order Electric
 runs it, each line one function here or in electra.py:
 
     c        = candidates(x)                         real tokens, not [CLS], [SEP], [MASK]
-    q        = cloze(x)                              q(x_t | x_\\t) at every t: two one-sided towers
+    q        = TwoTowerCloze(x)                      q(x_t | x_\\t) at every t: two one-sided towers
     L_cloze  = -log q(x_t | x_\\t), t in c           cloze_loss()
     m        = mask_positions(x)                     the k ~ p * n positions that get noise
     x_hat    ~ q(. | x_\\t), t in m                   sample(), no gradient
@@ -103,7 +103,7 @@ class TwoTowerCloze(nn.Module):
     [MASK]. The shift is the official roll, which wraps around: the first position gets the left
     tower's last state and the last position the right tower's first, both of which have seen the
     whole row. Those positions are [CLS] and [SEP] or padding, which the cloze loss never counts
-    and noise never replaces.
+    and noise never replaces: L_NCE reads log q there too, but always labels them data.
     """
 
     def __init__(self, config: ElectraConfig, embeddings: Embeddings):
@@ -121,7 +121,8 @@ class TwoTowerCloze(nn.Module):
                                        keep=one_sided_keep(attention_mask, left=True))
         h_rtl = self.rtl.hidden_states(input_ids, segment_ids, attention_mask,
                                        keep=one_sided_keep(attention_mask, left=False))
-        # official roll(ltr, -1) and roll(rtl, 1): position t reads ltr at t-1 and rtl at t+1
+        # torch's roll(1) moves every state one place right: position t reads ltr at t-1 and rtl
+        # at t+1, the shift the official code makes with its own roll helper
         return torch.cat([h_ltr.roll(1, dims=1), h_rtl.roll(-1, dims=1)], dim=-1)
 
     def forward(self, input_ids, segment_ids, attention_mask):
@@ -171,7 +172,7 @@ def noise_log_prob(logits_q, x_noised, temperature: float = 1.0):
 
 
 def energy(model: "Electric", x, segment_ids, attention_mask):
-    """E(x)_t = w^T GELU(W h(x)_t) + b: [B, T] one scalar per token, low = likely       (paper)
+    """E(x)_t = w^T GELU(W h(x)_t + b_W) + b: [B, T] one scalar per token, low = likely  (paper)
 
     The paper writes E(x)_t = w^T h(x)_t over the Transformer's states h; the extra dense layer
     and GELU are ELECTRA's discriminator head, which the official code reuses (electra.py's
@@ -186,8 +187,8 @@ def nce_logits(energies, log_q, noise_rate: float):
 
     The logit that token t is data rather than noise, when a share p of the positions hold noise
     drawn from q and the rest data from p_theta = exp(-E): P(data | x_t) = sigmoid(s_t). The paper
-    writes the ratio as (n - k) / k for k noised of n; the official code uses the constant
-    log(mask_prob / (1 - mask_prob)), which is what this is, with p = config.mask_prob.
+    writes the prior ratio (1 - p) / p as (n - k) / k for k noised of n; the official code uses
+    the constant log(mask_prob / (1 - mask_prob)), which is what this is, p = config.mask_prob.
     energies, log_q: [B, T] -> [B, T].
 
     Example: E = 1, q = 1/2, p = 1/2: s = -(1 + log 1/2 + 0) = -0.3069.
@@ -268,7 +269,11 @@ class Electric(nn.Module):
                 rng: torch.Generator | None = None,
                 temperature: float | None = None) -> ElectricOutput:
         """One pre-training step, the module docstring's lines in order. temperature: q's
-        sampling temperature (None: config.temperature), as Electra.forward's."""
+        sampling temperature (None: config.temperature), as Electra.forward's.
+
+        E and log q are read on x_noised at every position in one pass, as the official code
+        does: the context x_\\t of a position then holds the other positions' noise too, which
+        the exact NCE loss would avoid with a pass per noised position."""
         cfg = self.config
         tau = cfg.temperature if temperature is None else temperature
         x = input_ids

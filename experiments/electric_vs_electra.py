@@ -9,7 +9,8 @@ LMs' pseudo-log-likelihood, accuracy and seconds per pair.
 Per pre-training seed s, figure1.py's ELECTRA and BERT runs (the same commands and folders: with
 the same --out, runs figure1.py made are reused, not redone) and Electric's:
 
-    Electric --size tiny --objective electric --steps 6408 --warmup 59 --eval-interval 300 --seed s
+    python train.py --size tiny --objective electric --steps 6408 --warmup 59 --eval-interval 300 \
+        --seed s
 
 Electric's update costs 1.69x ELECTRA's (support.report.flops_per_step: both towers of the noise
 model and its softmax at all 128 positions), so 6,408 updates cost ELECTRA's 10,800, and its
@@ -22,6 +23,15 @@ the run started from) are scored on BLiMP, 200 pairs per paradigm:
 
 which gives ELECTRA's D sum and its generator's PLL, BERT's PLL and Electric's energy sum, each
 with its seconds per pair.
+
+`--reference RESULTS` takes ELECTRA's and BERT's cells from a comparison already made at the same
+FLOPs and protocol instead of running them again (an electra_vs_bert.py results.json pooled over
+its seeds, such as experiments/results/figure1-stsb/seeds012/results.json, the 15-minute budget
+of `--steps 1800`): only Electric is trained and fine-tuned, and the seconds per pair of
+ELECTRA's and BERT's BLiMP scores, which that file does not hold, are measured on fresh weights
+of their configs (a forward pass costs the same whatever the weights):
+
+    python -m support.evaluate blimp --random --size tiny --objective O --vocab OUT/vocab.txt
 
 Everything stays under --out (default runs/figure1, figure1.py's); a second invocation runs only
 what is missing. It writes electric.md (the STS-B table at each quarter's FLOPs and the BLiMP
@@ -78,6 +88,20 @@ def blimp_command(run: Run, out: Path, blimp_dir: str | None, random: bool) -> l
     return command + (["--random", "--seed", str(run.seed)] if random else [])
 
 
+def timing_command(objective: str, out: Path, blimp_dir: str | None) -> list[str]:
+    """support.evaluate's command line: BLiMP on fresh weights of `objective`'s tiny model, for
+    the seconds per pair of a score whose accuracy comes from --reference."""
+    command = [sys.executable, "-m", "support.evaluate", "blimp", "--random", "--size", "tiny",
+               "--objective", objective, "--vocab", str(out / "vocab.txt"),
+               "--out", str(out / "blimp" / f"timing-{objective}")]
+    return command + (["--data-dir", blimp_dir] if blimp_dir else [])
+
+
+def timing_file(out: Path, objective: str) -> Path:
+    """Where support.evaluate writes the results of timing_command."""
+    return out / "blimp" / f"timing-{objective}" / "blimp-random-seed0.json"
+
+
 def blimp_file(out: Path, run: Run, random: bool) -> Path:
     """Where support.evaluate writes the results of blimp_command."""
     name = f"blimp-random-seed{run.seed}.json" if random else "blimp.json"
@@ -100,7 +124,8 @@ def orchestrate(args: argparse.Namespace) -> None:
     if not args.dry_run:
         out.mkdir(parents=True, exist_ok=True)
     shared = out / "vocab.txt"
-    for i, run in enumerate(runs(args.seeds, args.steps)):
+    reference = args.reference is not None
+    for i, run in enumerate(trained(args.seeds, args.steps, reference)):
         # the first run trains the vocab; every other run, and the first after its start, share it
         vocab = shared if shared.is_file() or i > 0 else None
         figure1.pretrain(run, out, args.data, vocab, args.dry_run)
@@ -109,35 +134,74 @@ def orchestrate(args: argparse.Namespace) -> None:
             shutil.copyfile(own, shared)
         if run.objective != ELECTRIC:
             continue
-        trio = runs([run.seed], args.steps)  # the seed's three runs are done
-        inits = [snapshot(out, r, stop) for r in trio for stop in r.stops()]
+        mine = trained([run.seed], args.steps, reference)  # the seed's runs are done
+        inits = [snapshot(out, r, stop) for r in mine for stop in r.stops()]
         if not figure1.fine_tuned(out, inits, args.finetune_seeds):
             execute(figure1.stsb_command(inits, out, args.finetune_seeds, args.stsb_dir),
                     args.dry_run)
-        for r in trio:
+        for r in mine:
             for random in (False, True):
                 if not blimp_file(out, r, random).is_file():
                     execute(blimp_command(r, out, args.blimp_dir, random), args.dry_run)
+    for objective in (ELECTRA, BERT) if reference else ():
+        if not timing_file(out, objective).is_file():
+            execute(timing_command(objective, out, args.blimp_dir), args.dry_run)
+
+
+def trained(seeds, steps: int, reference: bool) -> list[Run]:
+    """The runs this invocation trains: all three objectives', or Electric's alone when
+    --reference holds ELECTRA's and BERT's."""
+    return [r for r in runs(seeds, steps) if not reference or r.objective == ELECTRIC]
+
+
+def read_reference(path: Path, steps: int) -> tuple[dict, list[dict]]:
+    """ELECTRA's and BERT's STS-B lines (stsb_points' form) and BLiMP accuracies (blimp_points'
+    form, seconds still None) from an electra_vs_bert.py results.json whose ELECTRA ran `steps`
+    updates; its BLiMP accuracies are the pooled means, one value per cell."""
+    try:
+        found = json.loads(path.read_text())
+        rows, their = found["rows"], {r["objective"]: r["steps"] for r in found["runs"]}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise SystemExit(f"--reference {path}: not an electra_vs_bert.py results.json "
+                         f"({type(e).__name__}: {e})") from None
+    if their.get(ELECTRA) != steps:
+        raise SystemExit(f"--reference {path}: its ELECTRA ran {their.get(ELECTRA)} updates, "
+                         f"this comparison --steps {steps}; give the same budget")
+    lines, blimp = {}, []
+    for objective in (ELECTRA, BERT):
+        mine = sorted((r for r in rows if r["objective"] == objective),
+                      key=lambda r: (not r["random"], r["step"]))
+        if len(mine) != figure1.QUARTERS + 1 or not mine[0]["random"]:
+            raise SystemExit(f"--reference {path}: {LABELS[objective]} needs its random "
+                             f"weights and {figure1.QUARTERS} snapshots, it has {len(mine)} rows")
+        lines[objective] = [{"flops": r["flops"], "scores": r["tasks"]["stsb"]["seeds"]}
+                            for r in mine]
+        for score in BLIMP_SCORES[objective]:
+            blimp.append({"objective": objective, "score": score,
+                          "acc": [mine[-1]["blimp"][score]], "random": [mine[0]["blimp"][score]],
+                          "seconds": None})
+    return lines, blimp
 
 
 # -----------------------------------------------------------------------------
 # The tables and the figure, read back from stsb_check.json and the BLiMP results
 
 
-def stsb_points(out: Path, seeds, steps: int) -> dict:
+def stsb_points(out: Path, seeds, steps: int, objectives=tuple(LABELS)) -> dict:
     """Per objective, [{"flops", "scores"}] from update 0 (the random twins) to the last quarter,
     every pre-training seed's fine-tuning jobs pooled (figure1.points, for three objectives)."""
     table = out / "stsb" / "stsb_check.json"
     if not table.is_file():
         raise SystemExit(f"{table} is not there yet: run this without --draw-only first")
     rows = {row["init"]: row for row in json.loads(table.read_text())["rows"]}
-    every = [snapshot(out, r, stop) for r in runs(seeds, steps) for stop in r.stops()]
+    every = [snapshot(out, r, stop) for r in runs(seeds, steps) for stop in r.stops()
+             if r.objective in objectives]
     missing = [str(i) for i in every if str(i) not in rows]
     if missing:
         raise SystemExit(f"{table} has no row for {', '.join(missing)}: run this again without "
                          f"--draw-only to fine-tune them")
     result = {}
-    for objective in LABELS:
+    for objective in objectives:
         mine = [r for r in runs(seeds, steps) if r.objective == objective]
         firsts = [rows[str(snapshot(out, r, r.stops()[0]))] for r in mine]
         line = [{"flops": 0.0, "scores": [s for row in firsts for s in row["random"]["scores"]]}]
@@ -150,11 +214,12 @@ def stsb_points(out: Path, seeds, steps: int) -> dict:
     return result
 
 
-def blimp_points(out: Path, seeds, steps: int) -> list[dict]:
+def blimp_points(out: Path, seeds, steps: int, objectives=tuple(LABELS)) -> list[dict]:
     """Per objective and score: the accuracies and seconds per pair of every seed's last
     snapshot, and its random twins' accuracies."""
     found = []
-    for objective, scores in BLIMP_SCORES.items():
+    for objective in objectives:
+        scores = BLIMP_SCORES[objective]
         mine = [r for r in runs(seeds, steps) if r.objective == objective]
         files = [blimp_file(out, r, random) for r in mine for random in (False, True)]
         if not all(f.is_file() for f in files):
@@ -180,12 +245,17 @@ def spread(values: list[float], scale: float = 1.0, digits: int = 2) -> str:
     return f"{mean:.{digits}f} [{low:.{digits}f}-{high:.{digits}f}]"
 
 
-def markdown(lines: dict, blimp: list[dict], seeds) -> str:
+def markdown(lines: dict, blimp: list[dict], seeds, reference: str | None = None) -> str:
     """The STS-B table (each quarter's FLOPs, 0: random weights) and the BLiMP table."""
-    jobs = len(lines[ELECTRA][0]["scores"])
+    jobs = len(lines[ELECTRIC][0]["scores"])
     head = (f"STS-B dev Spearman (x100): mean [min-max] of {jobs} jobs, pre-training seeds "
-            f"{' '.join(map(str, seeds))} x their fine-tuning seeds\n\n"
-            "| ELECTRA's FLOPs | ELECTRA | BERT | Electric |\n|---:|---|---|---|\n")
+            f"{' '.join(map(str, seeds))} x their fine-tuning seeds\n\n")
+    if reference:
+        head += (f"ELECTRA and BERT: {reference} ({len(lines[ELECTRA][0]['scores'])} jobs per "
+                 f"cell); their BLiMP accuracies are its pooled means, their seconds per pair "
+                 f"measured on fresh weights of their configs\n\n")
+    head += (
+             "| ELECTRA's FLOPs | ELECTRA | BERT | Electric |\n|---:|---|---|---|\n")
     rows = []
     for points in zip(*(lines[o] for o in LABELS)):
         flops = f"{points[0]['flops']:.2e}" if points[0]["flops"] else "0 (random weights)"
@@ -239,12 +309,23 @@ def figure(lines: dict, blimp: list[dict], seeds):
     return fig
 
 
-def draw(out: Path, seeds, steps: int) -> str:
+def draw(out: Path, seeds, steps: int, reference: str | None = None) -> str:
     """out/electric.png and out/electric.md; returns the tables."""
     from support.plumbing import atomic_write
 
-    lines, blimp = stsb_points(out, seeds, steps), blimp_points(out, seeds, steps)
-    table = markdown(lines, blimp, seeds)
+    if reference is None:
+        lines, blimp = stsb_points(out, seeds, steps), blimp_points(out, seeds, steps)
+    else:
+        lines, blimp = read_reference(Path(reference), steps)
+        for b in blimp:
+            if not timing_file(out, b["objective"]).is_file():
+                raise SystemExit(f"{timing_file(out, b['objective'])} is not there yet: run "
+                                 f"this without --draw-only first")
+            timed = json.loads(timing_file(out, b["objective"]).read_text())
+            b["seconds"] = [timed["seconds_per_pair"][b["score"]]]
+        lines |= stsb_points(out, seeds, steps, (ELECTRIC,))
+        blimp += blimp_points(out, seeds, steps, (ELECTRIC,))
+    table = markdown(lines, blimp, seeds, reference)
     fig = figure(lines, blimp, seeds)
     atomic_write(out / "electric.png", lambda path: fig.savefig(path, dpi=120, format="png"))
     atomic_write(out / "electric.md", table)
@@ -271,6 +352,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--steps", type=int, default=figure1.ELECTRA_STEPS,
                    help="ELECTRA's updates; BERT's and Electric's at the same FLOPs "
                         "(default %(default)s)")
+    p.add_argument("--reference", default=None,
+                   help="an electra_vs_bert.py results.json at the same FLOPs whose ELECTRA and "
+                        "BERT cells are used instead of running them (default: run them)")
     p.add_argument("--dry-run", action="store_true", help="print the commands, run none")
     p.add_argument("--draw-only", action="store_true",
                    help="only draw the figure and tables from the jobs done")
@@ -282,11 +366,13 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> str | None:
     args = parse_args(argv)
+    if args.reference is not None:
+        read_reference(Path(args.reference), args.steps)  # a wrong file fails before any work
     if not args.draw_only:
         orchestrate(args)
     if args.dry_run:
         return None
-    table = draw(Path(args.out), args.seeds, args.steps)
+    table = draw(Path(args.out), args.seeds, args.steps, args.reference)
     print(table, end="")
     print(f"wrote {Path(args.out) / 'electric.png'} and electric.md")
     return table

@@ -307,6 +307,9 @@ def evaluate_args(argv=None, description: str = "") -> argparse.Namespace:
     b.add_argument("--seed", type=int, default=0, help="torch seed of --random's weights")
     b.add_argument("--size", default="tiny", choices=MODEL_SIZES,
                    help="--random without --init: the config preset (with --vocab)")
+    b.add_argument("--objective", default="electra",
+                   help="--random without --init: the pre-training objective whose model is drawn "
+                        "(electra.OBJECTIVES or electric; default electra)")
     b.add_argument("--vocab", help="vocab.txt (default: the one beside --init)")
     b.add_argument("--generator", help="the generator of an HF discriminator (hub name or folder)")
     b.add_argument("--revision", default="main", help="hub revision of --init")
@@ -330,6 +333,9 @@ def evaluate_args(argv=None, description: str = "") -> argparse.Namespace:
         raise SystemExit(f"--threads {args.threads}: must be >= 1")
     if args.batch_size is not None and args.batch_size < 1:
         raise SystemExit(f"--batch-size {args.batch_size}: must be >= 1")
+    if args.init is not None and args.objective != "electra":
+        raise SystemExit(f"blimp: --objective {args.objective} draws fresh weights without "
+                         f"--init; an --init's objective is its own")
     if args.init is None and not (args.random and args.vocab):
         raise SystemExit("blimp: pass --init RUN_FOLDER_OR_HUB_NAME, or --random --vocab "
                          "VOCAB.txt (and --size) for fresh weights")

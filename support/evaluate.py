@@ -434,9 +434,14 @@ def load_scored(args: argparse.Namespace) -> Scored:
     """What --init (or --random with --vocab and --size) names; fresh weights under --random."""
     if args.init is None:
         tok = Tokenizer.load(args.vocab)
-        config = get_config(args.size, vocab_size=len(tok), pad_id=tok.pad_id, cls_id=tok.cls_id,
-                            sep_id=tok.sep_id, mask_id=tok.mask_id)
-        scored = Scored(Electra(config), tok, f"--size {args.size} with {args.vocab}", None)
+        try:
+            config = get_config(args.size, vocab_size=len(tok), pad_id=tok.pad_id,
+                                cls_id=tok.cls_id, sep_id=tok.sep_id, mask_id=tok.mask_id,
+                                objective=args.objective)
+        except ValueError as e:
+            raise SystemExit(f"--objective {args.objective}: {e}") from None
+        source = f"--size {args.size} --objective {args.objective} with {args.vocab}"
+        scored = Scored(pretraining_model(config), tok, source, None)
     elif is_hf(args.init):
         scored = load_hf(args.init, args.generator, args.revision, args.hub_cache_dir, args.vocab)
     else:

@@ -25,15 +25,18 @@ class WithBlimp(Fakes):
         a = evaluate.parse_args(command[3:])  # the real parser
         import torch
 
-        saved = torch.load(Path(a.init) / "ckpt.pt", weights_only=True)
-        objective = saved["model_config"]["objective"]
-        acc = 0.5 if a.random else 0.5 + saved["step"] / 100
+        if a.init is None:  # fresh weights of --objective's config: the timing of --reference
+            objective, acc, seconds = a.objective, 0.5, 0.002
+        else:
+            saved = torch.load(Path(a.init) / "ckpt.pt", weights_only=True)
+            objective = saved["model_config"]["objective"]
+            acc, seconds = (0.5 if a.random else 0.5 + saved["step"] / 100), 0.001
         scores = exp.BLIMP_SCORES[objective]
         name = f"blimp-random-seed{a.seed}.json" if a.random else "blimp.json"
         Path(a.out).mkdir(parents=True, exist_ok=True)
         (Path(a.out) / name).write_text(json.dumps({
             "overall": {"pairs": 10, **dict.fromkeys(scores, acc)},
-            "seconds_per_pair": dict.fromkeys(scores, 0.001)}))
+            "seconds_per_pair": dict.fromkeys(scores, seconds)}))
         return subprocess.CompletedProcess(command, 0)
 
 
@@ -95,3 +98,54 @@ def test_a_whole_run_reuses_figure1s_runs_and_reads_back_its_tables(tmp_path, mo
     assert (out / "electric.md").read_text() == table
     fakes.calls.clear()
     assert exp.main(common) == table and fakes.calls == []  # everything done: nothing runs
+
+
+def reference(path: Path, steps: int) -> Path:
+    """An electra_vs_bert.py results.json, pooled: ELECTRA's cells score 30 + the quarter, BERT's
+    20 + the quarter, both twins 16; BLiMP 0.6 / 0.55 trained, 0.5 random."""
+    rows = []
+    for objective, base, acc in (("electra", 30, 0.6), ("bert", 20, 0.55)):
+        for q in range(5):
+            blimp = dict.fromkeys(exp.BLIMP_SCORES[objective], 0.5 if q == 0 else acc)
+            rows.append({"objective": objective, "label": objective.upper(), "random": q == 0,
+                         "step": q * steps // 4, "flops": q * 1e12,
+                         "tasks": {"stsb": {"seeds": [16.0] * 9 if q == 0 else
+                                            [base + q - 1.0, base + q, base + q + 1.0]}},
+                         "blimp": blimp})
+    runs = [{"objective": "electra", "steps": steps}, {"objective": "bert", "steps": steps + 1}]
+    path.write_text(json.dumps({"rows": rows, "runs": runs}))
+    return path
+
+
+def test_reference_trains_electric_alone_and_times_the_others_on_fresh_weights(tmp_path,
+                                                                               monkeypatch):
+    fakes = WithBlimp()
+    monkeypatch.setattr(subprocess, "run", fakes)
+    out = tmp_path / "fig"
+    ref = reference(tmp_path / "results.json", 8)
+    common = ["--seeds", "0", "--finetune-seeds", "0", "1", "--out", str(out), "--steps", "8",
+              "--data", "books", "--reference", str(ref)]
+    table = exp.main(common)
+    scripts = [script for script, _ in fakes.calls]
+    assert scripts == ["train.py"] * 4 + ["sst2_check.py"] + ["evaluate"] * 4
+    assert all("electric-s0" in " ".join(a) for s, a in fakes.calls if s == "train.py")
+    assert [a[a.index("--objective") + 1] for s, a in fakes.calls[-2:]] == ["electra", "bert"]
+    lines = table.splitlines()
+    assert lines[2].startswith(f"ELECTRA and BERT: {ref} (9 jobs per cell)")
+    assert lines[6] == ("| 0 (random weights) | 16.00 [16.00-16.00] | 16.00 [16.00-16.00] | "
+                        "1.50 [1.00-2.00] |")
+    assert lines[-4:] == [
+        "| ELECTRA | D sum, one pass | 60.0 [60.0-60.0] | 50.0 [50.0-50.0] | 2.0 |",
+        "| ELECTRA | PLL, a pass per token | 60.0 [60.0-60.0] | 50.0 [50.0-50.0] | 2.0 |",
+        "| BERT | PLL, a pass per token | 55.0 [55.0-55.0] | 50.0 [50.0-50.0] | 2.0 |",
+        "| Electric | sum of -E, one pass | 55.0 [55.0-55.0] | 50.0 [50.0-50.0] | 1.0 |"]
+    fakes.calls.clear()
+    assert exp.main(common) == table and fakes.calls == []  # everything done: nothing runs
+
+
+def test_a_reference_at_other_flops_is_refused_in_one_line(tmp_path):
+    ref = reference(tmp_path / "results.json", 1800)
+    with pytest.raises(SystemExit, match="ran 1800 updates, this comparison --steps 8") as e:
+        exp.main(["--out", str(tmp_path / "fig"), "--steps", "8", "--reference", str(ref),
+                  "--dry-run"])
+    assert "\n" not in str(e.value)

@@ -313,8 +313,30 @@ def test_cli_random_from_a_vocab_downloads_the_data(http_server, tmp_path):
     assert (tmp_path / "out" / "blimp-random-seed0.json").is_file()
 
 
+@pytest.mark.parametrize("objective, scores", [
+    ("bert", {"mlm_pll"}), ("electric", {"electric"}), ("electra", {"d_sum", "d_mean", "mlm_pll"})])
+def test_cli_random_draws_the_objectives_model(objective, scores, tmp_path):
+    tok = tiny_tokenizer()
+    tok.save(tmp_path / "vocab.txt")
+    data = write_blimp(tmp_path / "blimp", PARADIGMS)
+    got = evaluate.main(["blimp", "--random", "--vocab", str(tmp_path / "vocab.txt"),
+                         "--objective", objective, "--data-dir", str(data),
+                         "--out", str(tmp_path / "out")])
+    assert set(got["overall"]) == {"pairs"} | scores
+    assert set(got["seconds_per_pair"]) == scores and objective in got["init"]
+
+
+def test_cli_unknown_objective_is_one_line(tmp_path):
+    tiny_tokenizer().save(tmp_path / "vocab.txt")
+    with pytest.raises(SystemExit, match="--objective gan: .*objective") as e:
+        evaluate.main(["blimp", "--random", "--vocab", str(tmp_path / "vocab.txt"),
+                       "--objective", "gan"])
+    assert "\n" not in str(e.value)
+
+
 @pytest.mark.parametrize("argv, message", [
     (["blimp"], "pass --init"),
+    (["blimp", "--init", "x", "--objective", "bert"], "an --init's objective is its own"),
     (["blimp", "--init", "no/such/folder/x"], "does not exist"),
     (["blimp", "--init", "."], "no ckpt.pt there"),
     (["blimp", "--random", "--vocab", "v.txt", "--per-paradigm", "-1"], "--per-paradigm -1"),
