@@ -63,6 +63,7 @@ class ElectraConfig:
     mask_token_prob: float = 0.85  # masked positions made [MASK], the rest kept (mask_tokens)
     temperature: float = 1.0  # sampling temperature of p_G (official `temperature`, 1.0)
     lam: float = 50.0  # lambda in L = L_MLM + lambda * L_Disc (Sec. 2; official disc_weight)
+    # Electric reads mask_prob as its NCE noise rate p, temperature as q's, lam as L_NCE's weight
     # --- objective ---
     objective: str = "electra"  # one of OBJECTIVES: ELECTRA, BERT (Table 1) or a Sec. 3.5 ablation
     # what G and D share (Sec. 3.2 "Weight Sharing"; official untied_generator and
@@ -306,6 +307,8 @@ class Discriminator(Encoder):
 
     Head as the official code: dense -> GELU -> dense to one logit (the paper writes only w; the
     extra dense layer is the official code's). forward() returns the logit of *original*.
+    Electric (electric.py) reuses this module as its energy network, whose output is the energy
+    E(x)_t instead (its module docstring gives that sign convention).
     """
 
     def __init__(self, config: ElectraConfig, embeddings: Embeddings | None = None):
