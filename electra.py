@@ -104,7 +104,7 @@ WITH_DISCRIMINATOR = ("electra", "electra_15", "electric")
 SHARING = ("none", "embeddings", "all")
 # Section 3.2's training algorithms: "joint" trains G and D together (L = L_MLM + lam L_Disc),
 # "two-stage" trains G alone, then D alone initialised from G (two_stage_loss), "adversarial"
-# trains G to fool D by policy gradient (Appendix F; adversarial_losses).
+# trains G to fool D by policy gradient (Appendix F; adversarial_loss).
 ALGORITHMS = ("joint", "two-stage", "adversarial")
 
 # Model presets: each lists what differs from ElectraConfig's defaults, which are ELECTRA-Small's.
@@ -174,7 +174,8 @@ def same_shape(config: ElectraConfig) -> list[str]:
 
 
 class Embeddings(nn.Module):
-    """Token + position + segment embeddings, LayerNorm, dropout (BERT). Shared by G and D."""
+    """Token + position + segment embeddings, LayerNorm, dropout (BERT). Shared by G and D
+    (config.sharing: unless "none")."""
 
     def __init__(self, config: ElectraConfig):
         super().__init__()
@@ -254,7 +255,8 @@ class Encoder(nn.Module):
         super().__init__()
         self.config = config
         self.embeddings = embeddings if embeddings is not None else Embeddings(config)
-        # G and D have different hidden sizes but one embedding table: each projects it (Sec. 3.2)
+        # G and D have different hidden sizes but one embedding table (unless sharing "none"):
+        # each projects it (Sec. 3.2)
         self.embeddings_project = (nn.Linear(config.embedding_size, config.hidden_size)
                                    if config.embedding_size != config.hidden_size else None)
         self.layers = nn.ModuleList(Block(config) for _ in range(config.num_layers))
@@ -278,7 +280,8 @@ class Generator(Encoder):
 
     p_G(x_t | x) = exp(e(x_t)^T h_G(x)_t) / sum_x' exp(e(x')^T h_G(x)_t)        (paper, Sec. 2)
 
-    Head as the official code: dense -> GELU -> LayerNorm -> the shared token embedding e (tied)
+    Head as the official code: dense -> GELU -> LayerNorm -> G's token embedding e (tied; D's too,
+    unless sharing "none")
     + an output bias. Logits are computed only at the masked positions: a V-way softmax at every
     position would waste most of the step.
     """
@@ -519,7 +522,7 @@ class Electra(nn.Module):
         self.mlm = Generator(config, self.embeddings) if not has_d else None  # D's size, G's head
         self.copy_head = nn.Linear(config.hidden_size, 1) if obj == "all_tokens_mlm" else None
         # Appendix F's learned baseline b = -log sigmoid(w^T h_G): w alone, no bias, as written
-        self.baseline = (nn.Linear(g_config.hidden_size, 1, bias=False)
+        self.baseline_w = (nn.Linear(g_config.hidden_size, 1, bias=False)
                          if config.algorithm == "adversarial" else None)
         init_weights(self, config.init_std)
 
@@ -542,7 +545,8 @@ class Electra(nn.Module):
         x_masked = mask_tokens(x, m, m_valid, cfg, rng)  # [B, T]
         h_G = self.generator.hidden_states(x_masked, segment_ids, attention_mask)  # [B, T, Hg]
         logits_G = self.generator.logits(h_G, m)  # [B, K, V]
-        x_hat = sample(logits_G, cfg.temperature if temperature is None else temperature, rng)
+        temperature = cfg.temperature if temperature is None else temperature
+        x_hat = sample(logits_G, temperature, rng)
         x_m = x.gather(1, m)  # [B, K] the original tokens at the masked positions
         x_corrupt = replace(x, m, torch.where(m_valid, x_hat, x_m))  # [B, T]
         logits_D = self.discriminator(x_corrupt, segment_ids, attention_mask)  # [B, T]
@@ -552,7 +556,7 @@ class Electra(nn.Module):
         loss = electra_loss(l_mlm, l_disc, cfg.lam)
         if cfg.algorithm == "adversarial":  # G's L_MLM replaced by Appendix F's objective
             loss = adversarial_loss(self, h_G, m, m_valid, logits_G, x_hat, x_m, logits_D,
-                                    cfg.temperature) + cfg.lam * l_disc
+                                    temperature) + cfg.lam * l_disc
         return ElectraOutput(loss=loss, mlm_loss=l_mlm,
                              disc_loss=l_disc, m=m, m_valid=m_valid, x_masked=x_masked,
                              logits_G=logits_G, x_corrupt=x_corrupt, logits_D=logits_D)
@@ -672,7 +676,11 @@ def two_stage_loss(out: ElectraOutput, stage: int) -> torch.Tensor:
            train the discriminator with L_Disc for n steps, keeping the generator's weights
            frozen."                                                          L = L_Disc
     Each stage's loss reaches only its own model: L_Disc has no path to G (the samples carry no
-    gradient) and, with nothing shared (check_config), G stays frozen; L_MLM none to D.
+    gradient) and, with nothing shared (check_config), G stays frozen; L_MLM none to D. Frozen
+    also under weight decay: train.py clears gradients to None, and AdamW skips a parameter
+    without one (a zero gradient would still decay and move it). Stage 2's L_Disc has no lam:
+    lam weighs L_Disc against L_MLM, and D trains alone. G samples as in joint training, with its
+    dropout on (the paper does not say).
     """
     return out.mlm_loss if stage == 1 else out.disc_loss
 
@@ -694,9 +702,11 @@ def reward(logits_D, is_original):
     """R(x_hat_t, x) = -log D(x_hat_t | x_masked)        if x_hat_t = x_t
                      = -log(1 - D(x_hat_t | x_masked))  otherwise                  (Appendix F)
 
-    D's loss at a masked position: adversarial G is rewarded for what D gets wrong. D is the
-    probability of *original*, as in the paper and in our logits_D (the official code and HF
-    score *replaced*, which would swap the two cases). No gradient: to G a reward is a number.
+    D's loss at a masked position: adversarial G is rewarded for what D gets wrong.
+    D(x_hat_t | x_masked) is the appendix's shorthand for D(x_corrupt, t), D reading the corrupted
+    input. D is the probability of *original*, as in the paper and in our logits_D (the official
+    code and HF score *replaced*, which would swap the two cases). No gradient: to G a reward is
+    a number.
     logits_D, is_original: [B, K] at the masked positions -> [B, K].
     Example: D = 0.8 -> R = -log 0.8 = 0.223 for a sample equal to the original, -log 0.2 = 1.609
     for a replacement.
@@ -708,7 +718,7 @@ def reward(logits_D, is_original):
 def baseline(s):
     """b(x_masked, t) = -log sigmoid(w^T h_G(x_masked)_t)                           (Appendix F)
 
-    s = w^T h_G(x_masked)_t: [B, K], the baseline head's score from G's hidden state at each
+    s = w^T h_G(x_masked)_t: [B, K], the score of Electra.baseline_w from G's hidden state at each
     masked position. -log sigmoid(s) = softplus(-s) > 0, as a reward (a loss) is.
     Example: s = 0 -> b = log 2 = 0.693.
     """
@@ -734,8 +744,10 @@ def policy_gradient_loss(logits_G, x_hat, R, b, m_valid, temperature: float = 1.
 
     REINFORCE with one sample per position: the loss whose gradient *descent* is that ascent is
         L_PG = -mean_{t in m} log p_G(x_hat_t | x_masked) * (R_t - b_t),
-    the advantage R - b held constant. p_G is the distribution x_hat was sampled from, G's softmax
-    at `temperature` (1 in the paper), so that the gradient is that of the policy actually run.
+    the advantage R - b held constant, averaged over the batch's masked positions as L_MLM is (the
+    appendix sums over t in m; the official code averages L_MLM). p_G is the distribution x_hat
+    was sampled from, G's softmax at `temperature` (1 in the paper), so that the gradient is that
+    of the policy actually run.
     logits_G: [B, K, V]; x_hat, R, b, m_valid: [B, K].
     """
     log_p = (logits_G.float() / temperature).log_softmax(-1)  # [B, K, V]
@@ -755,11 +767,13 @@ def adversarial_loss(model: Electra, h_G, m, m_valid, logits_G, x_hat, x_m, logi
     G's hidden states without sending gradient into them: its loss trains w only, and G's encoder
     learns from the policy gradient alone (the paper does not say). L_PG and L_b enter the loss
     with weight 1, as L_MLM does in the joint loss (the paper gives none). Appendix F describes no
-    warm start, so G starts from its random initialisation, as in joint training.
+    warm start, so G starts from its random initialisation, as in joint training. The embeddings G
+    and D share (sharing "embeddings", the default) take both G's gradient, which raises L_Disc,
+    and D's, which lowers it; the paper does not say what its adversarial runs shared.
     h_G: [B, T, Hg].
     """
     h_m = h_G.gather(1, m[..., None].expand(-1, -1, h_G.shape[-1]))  # [B, K, Hg]
-    s = model.baseline(h_m.detach()).squeeze(-1)  # [B, K]
+    s = model.baseline_w(h_m.detach()).squeeze(-1)  # [B, K]
     R = reward(logits_D.gather(1, m), x_hat == x_m)  # [B, K]
     return (policy_gradient_loss(logits_G, x_hat, R, baseline(s), m_valid, temperature)
             + baseline_loss(s, R, m_valid))

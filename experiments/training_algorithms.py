@@ -191,7 +191,9 @@ def markdown(result: dict, seeds) -> str:
     jobs = len(result[figure1.ELECTRA]["points"][0]["scores"])
     joint_end = figure1.cell(result[figure1.ELECTRA]["points"][-1]["scores"])
     lines = [f"STS-B dev Spearman (x100): mean [min-max] of {jobs} jobs, pre-training seeds "
-             f"{' '.join(map(str, seeds))} x their fine-tuning seeds\n",
+             f"{' '.join(map(str, seeds))} x their fine-tuning seeds. Two-stage's G is as large "
+             f"as D with nothing tied (D starts from G's weights); the others' G is a quarter of "
+             f"D with the embeddings tied (ELECTRA's)\n",
              "| algorithm | update | pre-training FLOPs | STS-B | at the end, against joint "
              "| G's held-out MLM accuracy at the end, per seed |",
              "|---|---:|---:|---|---|---|"]

@@ -222,13 +222,13 @@ def test_adversarial_loss_reads_d_at_the_masked_positions_and_trains_the_baselin
     logits_D = torch.zeros(1, 5).scatter(1, m, LOGITS_D)
     logits = HALF.clone().requires_grad_()
     loss = adversarial_loss(model, h, m, VALID, logits, X_HAT, X_M, logits_D, 1.0)
-    s = model.baseline(h.gather(1, m[..., None].expand(-1, -1, 16))).squeeze(-1)
+    s = model.baseline_w(h.gather(1, m[..., None].expand(-1, -1, 16))).squeeze(-1)
     R = reward(LOGITS_D, X_HAT == X_M)
     expected = (policy_gradient_loss(HALF, X_HAT, R, baseline(s), VALID)
                 + baseline_loss(s, R, VALID))
     torch.testing.assert_close(loss, expected)
     loss.backward()
-    assert model.baseline.weight.grad.abs().sum() > 0
+    assert model.baseline_w.weight.grad.abs().sum() > 0
 
 
 def test_the_adversarial_generator_is_not_trained_by_maximum_likelihood():
