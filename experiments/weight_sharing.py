@@ -82,14 +82,16 @@ def parameters(mode: str) -> int:
 
 
 def curves(out: Path, seeds, steps: int) -> dict:
-    """Per mode: random weights' and the final snapshot's scores, every seed's jobs pooled."""
+    """Per mode: random weights' and the final snapshot's scores, every seed's jobs pooled; G's
+    held-out MLM accuracy at the end, per seed."""
     every = [r for seed in seeds for r in plan(seed, steps)]
     rows = ta.stsb_rows(out, [figure1.snapshot(out, r, r.steps) for r in every])
     result = {}
     for mode in MODES:
-        mine = [rows[str(figure1.snapshot(out, r, r.steps))] for r in every
-                if r.flags[1] == mode]
+        folders = [figure1.snapshot(out, r, r.steps) for r in every if r.flags[1] == mode]
+        mine = [rows[str(f)] for f in folders]
         result[mode] = {"random": [s for row in mine for s in row["random"]["scores"]],
+                        "g_acc": [ta.g_accuracy(f) for f in folders],
                         "trained": [s for row in mine for s in row["pretrained"]["scores"]],
                         "steps": every[0].steps,
                         "flops": every[0].steps * figure1.flops_per_update(
@@ -98,21 +100,25 @@ def curves(out: Path, seeds, steps: int) -> dict:
 
 
 def markdown(result: dict, seeds) -> str:
-    """One row per mode: parameters, STS-B mean [min-max] pre-trained and of random weights, the
-    pre-trained read against ELECTRA's choice (figure1.verdict), the paper's GLUE."""
+    """One row per mode: parameters, STS-B mean [min-max] pre-trained and of random weights, G's
+    MLM accuracy per seed, the pre-trained read against ELECTRA's choice (figure1.verdict), the
+    paper's GLUE."""
     base = figure1.cell(result["embeddings"]["trained"])
     jobs = len(result["embeddings"]["trained"])
     any_mode = result["embeddings"]
     lines = [f"STS-B dev Spearman (x100): mean [min-max] of {jobs} jobs, pre-training seeds "
              f"{' '.join(map(str, seeds))} x their fine-tuning seeds; {any_mode['steps']:,} "
              f"updates, {any_mode['flops']:.2e} pre-training FLOPs\n",
-             "| sharing | parameters | STS-B | random weights | against embeddings | paper, GLUE |",
-             "|---|---:|---|---|---|---:|"]
+             "| sharing | parameters | STS-B | random weights "
+             "| G's held-out MLM accuracy, per seed | against embeddings | paper, GLUE |",
+             "|---|---:|---|---|---|---|---:|"]
     for mode, data in result.items():
         t, r = figure1.cell(data["trained"]), figure1.cell(data["random"])
         versus = "" if mode == "embeddings" else figure1.verdict(t, base)
+        acc = " / ".join("-" if a is None else f"{a:.3f}" for a in data["g_acc"])
         lines.append(f"| {mode} | {parameters(mode):,} | {t[0]:.2f} [{t[1]:.2f}-{t[2]:.2f}] "
-                     f"| {r[0]:.2f} [{r[1]:.2f}-{r[2]:.2f}] | {versus} | {PAPER_GLUE[mode]} |")
+                     f"| {r[0]:.2f} [{r[1]:.2f}-{r[2]:.2f}] | {acc} | {versus} "
+                     f"| {PAPER_GLUE[mode]} |")
     return "\n".join(lines) + "\n"
 
 
