@@ -523,7 +523,7 @@ class Electra(nn.Module):
         self.copy_head = nn.Linear(config.hidden_size, 1) if obj == "all_tokens_mlm" else None
         # Appendix F's learned baseline b = -log sigmoid(w^T h_G): w alone, no bias, as written
         self.baseline_w = (nn.Linear(g_config.hidden_size, 1, bias=False)
-                         if config.algorithm == "adversarial" else None)
+                           if config.algorithm == "adversarial" else None)
         init_weights(self, config.init_std)
 
     def forward(self, input_ids, segment_ids, attention_mask,

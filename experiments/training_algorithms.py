@@ -164,6 +164,15 @@ def g_accuracy(folder: Path) -> float | None:
     return accs[-1] if accs else None
 
 
+def per_seed(accs: list) -> str:
+    """G's accuracies, one per seed, for a table cell ("-" where a run has none).
+
+    >>> per_seed([0.2141, None])
+    '0.214 / -'
+    """
+    return " / ".join("-" if a is None else f"{a:.3f}" for a in accs)
+
+
 def curves(out: Path, seeds, steps: int) -> dict:
     """Per algorithm: "points", from update 0 (the random twins) to its last stop, each
     {"flops", "scores"} with every seed's fine-tuning jobs pooled; "g_acc", G's held-out MLM
@@ -202,8 +211,7 @@ def markdown(result: dict, seeds) -> str:
             c = figure1.cell(p["scores"])
             end = i == len(data["points"]) - 1
             versus = (figure1.verdict(c, joint_end) if end and name != figure1.ELECTRA else "")
-            acc = (" / ".join("-" if a is None else f"{a:.3f}" for a in data["g_acc"])
-                   if end and name != figure1.BERT else "")
+            acc = per_seed(data["g_acc"]) if end and name != figure1.BERT else ""
             update = f"{p['step']:,}" if i else "0 (random weights)"
             lines.append(f"| {LABELS[name]} | {update} | {p['flops']:.2e} "
                          f"| {c[0]:.2f} [{c[1]:.2f}-{c[2]:.2f}] | {versus} | {acc} |")

@@ -115,7 +115,7 @@ def markdown(result: dict, seeds) -> str:
     for mode, data in result.items():
         t, r = figure1.cell(data["trained"]), figure1.cell(data["random"])
         versus = "" if mode == "embeddings" else figure1.verdict(t, base)
-        acc = " / ".join("-" if a is None else f"{a:.3f}" for a in data["g_acc"])
+        acc = ta.per_seed(data["g_acc"])
         lines.append(f"| {mode} | {parameters(mode):,} | {t[0]:.2f} [{t[1]:.2f}-{t[2]:.2f}] "
                      f"| {r[0]:.2f} [{r[1]:.2f}-{r[2]:.2f}] | {acc} | {versus} "
                      f"| {PAPER_GLUE[mode]} |")
