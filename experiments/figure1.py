@@ -266,7 +266,14 @@ def verdict(electra: tuple, bert: tuple) -> str:
     'inside the spread'
     >>> verdict((20.0, 19.0, 21.0), (23.0, 22.0, 24.0))
     'behind beyond the spread'
+
+    A cell whose jobs all agree (one job, say) has no spread to compare against:
+
+    >>> verdict((26.48, 26.48, 26.48), (23.66, 23.66, 23.66))
+    'no spread to compare'
     """
+    if electra[1] == electra[2] or bert[1] == bert[2]:
+        return "no spread to compare"
     if electra[1] > bert[2]:
         return "ahead beyond the spread"
     if electra[2] < bert[1]:
