@@ -571,10 +571,16 @@ class Electra(nn.Module):
         (ELECTRA, ELECTRA 15%) or the full-size masked LM's (BERT, Replace MLM, All-Tokens MLM).
         """
         trained = self.discriminator if self.discriminator is not None else self.mlm
-        encoder = Encoder(self.config)
-        wanted = encoder.state_dict()
-        encoder.load_state_dict({k: v for k, v in trained.state_dict().items() if k in wanted})
-        return encoder
+        return encoder_of(trained, self.config)
+
+
+def encoder_of(trained: nn.Module, config: ElectraConfig) -> Encoder:
+    """A fresh Encoder holding a trained tower's encoder weights, its pre-training head left out:
+    the state-dict entries whose names an Encoder has."""
+    encoder = Encoder(config)
+    wanted = encoder.state_dict()
+    encoder.load_state_dict({k: v for k, v in trained.state_dict().items() if k in wanted})
+    return encoder
 
 
 # -----------------------------------------------------------------------------

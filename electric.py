@@ -23,7 +23,8 @@ runs it, each line one function here or in electra.py:
     E        = energy(x_noised)                      the energy network, electra.Discriminator
     log q_t  = log q(x_noised_t | x_\\t)              noise_log_prob(), no gradient
     s_t      = -(E + log q_t + log(p / (1 - p)))     nce_logits(): logit that t is data
-    L_NCE    = BCE(s, t not in m)                    nce_loss(), every real token
+    is_data  = 1(t not in m)                         is_data(): a sample is noise, even if equal
+    L_NCE    = BCE(s, is_data)                       nce_loss(), every real token
     L        = L_cloze + lam * L_NCE                 electra.electra_loss()
 
 and, after training, a sentence's score in one forward pass: sentence_score() = sum_t -E(x)_t.
@@ -56,6 +57,7 @@ from electra import (
     check_config,
     disc_loss,
     electra_loss,
+    encoder_of,
     generator_config,
     init_weights,
     mask_positions,
@@ -196,15 +198,15 @@ def nce_logits(energies, log_q, noise_rate: float):
     return -(energies.float() + log_q.float() + math.log(noise_rate / (1 - noise_rate)))
 
 
-def noise_labels(x, m, m_valid):
+def is_data(x, m, m_valid):
     """is_data_t = 1(t not in m): [B, T] bool, False at every position that got a sample.
 
     Unlike ELECTRA's labels (x_corrupt_t == x_t), a sample equal to the original is noise all the
     same: NCE labels a token by where it was drawn from, not by what it is (official
     _get_fake_data: labels = masked under electric_objective).
 
-    >>> noise_labels(torch.zeros(1, 4, dtype=torch.long), torch.tensor([[2, 0]]),
-    ...              torch.tensor([[True, False]]))
+    >>> is_data(torch.zeros(1, 4, dtype=torch.long), torch.tensor([[2, 0]]),
+    ...         torch.tensor([[True, False]]))
     tensor([[ True,  True, False,  True]])
     """
     noised = torch.zeros_like(x, dtype=torch.bool).scatter(1, m, m_valid)  # [B, T]
@@ -287,24 +289,21 @@ class Electric(nn.Module):
         energies = energy(self, x_noised, segment_ids, attention_mask)  # [B, T]
         log_q = noise_log_prob(logits_q, x_noised, tau)  # [B, T], no gradient
         logits = nce_logits(energies, log_q, cfg.mask_prob)  # [B, T]
-        l_nce = nce_loss(logits, noise_labels(x, m, m_valid), attention_mask)
+        l_nce = nce_loss(logits, is_data(x, m, m_valid), attention_mask)
         return ElectricOutput(loss=electra_loss(l_cloze, l_nce, cfg.lam), mlm_loss=l_cloze,
                               disc_loss=l_nce, m=m, m_valid=m_valid, x_masked=x,
                               logits_G=logits_q_m, x_corrupt=x_noised, logits_D=logits,
                               energies=energies)
 
     @torch.no_grad()
-    def energies(self, input_ids, segment_ids, attention_mask):
-        """E(x)_t of every token of clean text: [B, T] (float32)."""
+    def clean_energies(self, input_ids, segment_ids, attention_mask):
+        """E(x)_t of every token of clean text, nothing noised: [B, T] (float32). What
+        sentence_score reads; ElectricOutput.energies are those of x_noised, during training."""
         return energy(self, input_ids, segment_ids, attention_mask).float()
 
     def fine_tuning_encoder(self) -> Encoder:
         """The energy network's encoder, without its head: what fine-tuning starts from."""
-        encoder = Encoder(self.config)
-        wanted = encoder.state_dict()
-        encoder.load_state_dict({k: v for k, v in self.discriminator.state_dict().items()
-                                 if k in wanted})
-        return encoder
+        return encoder_of(self.discriminator, self.config)
 
 
 def pretraining_model(config: ElectraConfig) -> nn.Module:

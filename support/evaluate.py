@@ -336,7 +336,7 @@ def blimp_credits(model: Electra, tok: Tokenizer, pairs: list[MinimalPair], batc
             if is_electric:  # one pass: sum_t -E(x)_t over the sentence's tokens
                 t0 = time.perf_counter()
                 x, segment_ids, attention_mask = pad_batch(rows, zeros, tok.pad_id, device)
-                energies = model.energies(x, segment_ids, attention_mask)  # [2P, T]
+                energies = model.clean_energies(x, segment_ids, attention_mask)  # [2P, T]
                 scores["electric"] = sentence_score(energies, sentence_tokens(attention_mask))
                 scores["electric"] = scores["electric"].tolist()
                 clock["electric"] += time.perf_counter() - t0

@@ -175,14 +175,14 @@ def test_electra_refuses_the_electric_objective_and_pretraining_model_dispatches
 def test_sentence_score_is_the_explicit_sum_and_blimp_scores_it_in_one_pass():
     model = micro_electric()
     x, seg, am = batch(B=3, T=10, n=[10, 7, 5])
-    energies = model.energies(x, seg, am)
+    energies = model.clean_energies(x, seg, am)
     tokens = evaluate.sentence_tokens(am)
     got = electric.sentence_score(energies, tokens)
     for b, n in enumerate([10, 7, 5]):
         by_hand = sum(-energies[b, t].item() for t in range(1, n - 1))  # not [CLS], [SEP]
         assert got[b].item() == pytest.approx(by_hand, rel=1e-6)
         # one sentence alone, unpadded, scores the same
-        alone = electric.sentence_score(model.energies(x[b:b + 1, :n], seg[b:b + 1, :n],
+        alone = electric.sentence_score(model.clean_energies(x[b:b + 1, :n], seg[b:b + 1, :n],
                                                        am[b:b + 1, :n]), tokens[b:b + 1, :n])
         assert alone.item() == pytest.approx(got[b].item(), abs=1e-4)
 
