@@ -18,10 +18,11 @@ at the quarters of their schedule and each stop is fine-tuned on STS-B by sst2_c
 figure1.py does (its machinery runs this one), beside the run's random-weights twin; two-stage's
 snapshots start at its switch, where D has just been given G's weights (before it, D is still its
 random initialisation). The table also gives G's held-out MLM accuracy at the end, joint against
-adversarial (the paper: 65% against 58%).
+adversarial (the paper, at BERT-Base's size: 65% against 58%).
 
-Time: four pre-training runs and 17 snapshots and twins to fine-tune per seed, against
-figure1.py's two runs and 10; its recorded STS-B jobs took 3 to 3.5 minutes each, 3 per snapshot.
+Time per seed on 2 cores: four pre-training runs (about 32 minutes) and 19 snapshots and twins to
+fine-tune on STS-B (15 snapshots, 4 twins), about 1.5 minutes each per fine-tuning seed: about 75
+minutes with --finetune-seeds 0, about 2 hours with the default three.
 
 Everything stays under --out (default runs/training_algorithms); run it again to continue:
 
@@ -79,11 +80,13 @@ def tiny_config(**fields):
 
 def two_stage_flops(config, steps: int, step: int) -> float:
     """Pre-training FLOPs of the first `step` updates of a two-stage run of `steps` (G and D of
-    one shape), as the paper's procedure spends them, in support.report.flops_per_step's counting:
+    one shape), as the paper's procedure spends them, in support.report.flops_per_step's counting
+    (a backward pass costs twice its forward, so a forward is a third of forward and backward):
 
-        stage 1, per update: G forward and backward  = flops_per_step of a masked LM of G's shape
+        stage 1, per update: G forward and backward  = flops_per_step of a masked LM of D's
+                                                       config (G's shape: the two are one shape)
         stage 2, per update: G forward (the samples) and D forward and backward
-                           = stage 1 / 3 + (a joint step of these shapes - stage 1)
+                           = (stage 1) / 3 + (a joint step of these shapes - stage 1)
 
     Our loop also runs D forward in stage 1 (for its metrics) and keeps G's graph in stage 2;
     neither is part of the procedure, so neither is counted."""

@@ -43,8 +43,8 @@ class FinalRun(figure1.Run):
 
     def stops(self) -> list[int]:
         """
-        >>> FinalRun("electra", 0, 1090, 100).stops()
-        [1090]
+        >>> FinalRun("electra", 0, 1091, 100).stops()
+        [1091]
         """
         return [self.steps]
 
