@@ -477,7 +477,8 @@ class ElectraOutput:
     such step). What a run reports from them (G's and D's accuracy, D's AUC) is computed where it
     is reported, in support/report.py."""
     # L_MLM + lam * L_Disc (ELECTRA; adversarial: adversarial_loss + lam * L_Disc), L_MLM (BERT),
-    # L_MLM + main_mlm_loss (Sec. 3.5)
+    # L_MLM + main_mlm_loss (Sec. 3.5); two-stage training ignores it: the loop takes one stage's
+    # loss from the other fields (two_stage_loss)
     loss: torch.Tensor
     mlm_loss: torch.Tensor  # G's L_MLM (BERT: the full-size masked LM's)
     m: torch.Tensor  # [B, K] masked positions
@@ -554,6 +555,7 @@ class Electra(nn.Module):
         # a sample equal to the original counts as original
         l_disc = disc_loss(logits_D, x_corrupt == x, attention_mask)
         loss = electra_loss(l_mlm, l_disc, cfg.lam)
+        # two-stage: computed as joint; train.py's loop keeps one stage's part (two_stage_loss)
         if cfg.algorithm == "adversarial":  # G's L_MLM replaced by Appendix F's objective
             loss = adversarial_loss(self, h_G, m, m_valid, logits_G, x_hat, x_m, logits_D,
                                     temperature) + cfg.lam * l_disc
