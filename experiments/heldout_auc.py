@@ -10,7 +10,9 @@ run on --data is evaluated on at every --eval-interval.
     python experiments/heldout_auc.py --init runs/tapt1-1800 --data runs/tapt
 
 The context AUC is D's held-out AUC against G's samples at the paper's temperature 1
-(report.evaluate_heldout), whatever temperature the run trained at.
+(report.evaluate_heldout), whatever temperature the run trained at. G's accuracy, entropy and
+most likely token's probability at the masked positions come with it (a low entropy is the
+adversarial G's failure in the paper's Section 3.2).
 
 The context AUC scores D against the run's own G, so it does not compare runs whose generators
 differ: a smaller G samples worse replacements, which are easier to catch. --generator scores D
@@ -85,7 +87,8 @@ def load_model(saved: dict) -> Electra:
 
 def heldout_auc(init: str, corpus: str, cache_dir: str, generator: str | None = None,
                 eval_fraction: float | None = None, eval_batches: int | None = None) -> dict:
-    """D's context AUC and G's accuracy on the held-out split of `corpus`, as a run of the
+    """D's context AUC and G's accuracy, entropy and most likely token's probability
+    (report.generator_spread) on the held-out split of `corpus`, as a run of the
     checkpoint's train config on that corpus would be evaluated. `init`: a run folder or the
     ckpt.pt inside one (its vocab.txt beside it). `generator`: another run whose G samples the
     replacements, and whose train config (seed, sequence length, batch) lays out the held-out
@@ -115,7 +118,8 @@ def heldout_auc(init: str, corpus: str, cache_dir: str, generator: str | None = 
     return {"init": init, "generator": generator or init, "data": corpus,
             "step": saved["step"], "examples": len(heldout.eval_ex),
             "tokens": sum(int(mask.sum()) for _, _, mask in inputs),
-            "context_auc": stats["disc_auc"], "gen_acc": stats["gen_acc"]}
+            "context_auc": stats["disc_auc"], "gen_acc": stats["gen_acc"],
+            "gen_entropy": stats["gen_entropy"], "gen_p_max": stats["gen_p_max"]}
 
 
 def main(argv=None) -> dict:
@@ -126,7 +130,8 @@ def main(argv=None) -> dict:
     print(f"{result['init']} (update {result['step']:,}) on the held-out split of "
           f"{result['data']} ({result['examples']:,} examples, {result['tokens']:,} tokens "
           f"scored{against}): context AUC {result['context_auc']:.3f}, G's accuracy "
-          f"{result['gen_acc']:.3f}")
+          f"{result['gen_acc']:.3f}, G's entropy {result['gen_entropy']:.2f} nats (its most "
+          f"likely token {result['gen_p_max']:.3f})")
     return result
 
 

@@ -85,6 +85,26 @@ def step_stats(out, x: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tens
     return torch.stack([values.get(n, zero).detach().float() for n in METRICS])
 
 
+def entropy(logits: torch.Tensor) -> torch.Tensor:
+    """H(p) = -sum_v p(v) log p(v), p = softmax(logits), per row, in nats: [..., V] -> [...].
+    0 for a distribution on one token, log V for a uniform one.
+
+    >>> entropy(torch.tensor([[0.0, 0.0, 0.0, 0.0], [50.0, 0.0, 0.0, 0.0]])).round(decimals=4)
+    tensor([1.3863, 0.0000])
+    """
+    log_p = torch.log_softmax(logits.float(), dim=-1)
+    return -(log_p.exp() * log_p).sum(-1)
+
+
+def generator_spread(out) -> tuple[torch.Tensor, torch.Tensor]:
+    """G's output distribution p_G(. | x_masked, t) at the masked positions, averaged over them:
+    its entropy (nats) and the probability of its most likely token. Sec. 3.2 finds the
+    adversarially trained G low in entropy, "most of the probability mass ... on a single token".
+    Read at temperature 1, whatever temperature G samples at: the distribution G learnt."""
+    p_max = torch.softmax(out.logits_G.float(), dim=-1).amax(-1)  # [B, K]
+    return mean_where(entropy(out.logits_G), out.m_valid), mean_where(p_max, out.m_valid)
+
+
 def stats_dict(t: torch.Tensor) -> dict:
     """step_stats' tensor (or a mean of them) as {metric: value}, with D's all-original baseline."""
     d = dict(zip(METRICS, t.tolist()))
@@ -190,11 +210,13 @@ def heldout_batches(examples: np.ndarray, batches, n: int) -> list[tuple]:
 def heldout_pass(model: torch.nn.Module, inputs: list[tuple], autocast, seed: int,
                  temperature: float, discriminator: torch.nn.Module | None = None) -> dict:
     """One pass over the held-out micro-batches `inputs`, the torch RNG seeded with `seed`, G
-    sampling at `temperature`: the batch means of METRICS, and disc_auc pooled over every held-out
-    token (objectives with a discriminator). `discriminator`: another Electra whose D scores
-    `model`'s corrupted text in disc_auc (experiments/heldout_auc.py --generator); None: model's."""
+    sampling at `temperature`: the batch means of METRICS and of generator_spread (gen_entropy,
+    gen_p_max), and disc_auc pooled over every held-out token (objectives with a discriminator).
+    `discriminator`: another Electra whose D scores `model`'s corrupted text in disc_auc
+    (experiments/heldout_auc.py --generator); None: model's."""
     torch.manual_seed(seed)
     per_batch = []  # step_stats of each micro-batch, [len(METRICS)] each
+    spread = []  # generator_spread of each micro-batch
     # D's scores and labels of every held-out token
     p_original = []
     is_original = []
@@ -203,6 +225,7 @@ def heldout_pass(model: torch.nn.Module, inputs: list[tuple], autocast, seed: in
         with autocast:
             out = model(x, segment_ids, attention_mask, temperature=temperature)
         per_batch.append(step_stats(out, x, attention_mask))
+        spread.append(torch.stack(generator_spread(out)))
         p = out.p_original  # [B, T], None without a discriminator
         if discriminator is not None:
             with autocast:
@@ -213,6 +236,8 @@ def heldout_pass(model: torch.nn.Module, inputs: list[tuple], autocast, seed: in
             real.append(attention_mask.flatten())
     means = torch.stack(per_batch).mean(0) if per_batch else torch.zeros(len(METRICS))
     stats = stats_dict(means)
+    if spread:
+        stats["gen_entropy"], stats["gen_p_max"] = torch.stack(spread).mean(0).tolist()
     if p_original:
         auc = disc_auc(torch.cat(p_original), torch.cat(is_original), torch.cat(real))
         stats["disc_auc"] = auc.item()

@@ -27,6 +27,8 @@ def test_own_corpus_gives_the_logged_context_auc_and_another_corpus_its_own(corp
     assert own["step"] == 4
     assert own["context_auc"] == pytest.approx(last["context_auc"], abs=1e-6)
     assert own["context_auc"] != pytest.approx(last["disc_auc"], abs=1e-6)
+    assert own["gen_entropy"] == pytest.approx(last["gen_entropy"], abs=1e-5)  # G's, as logged
+    assert own["gen_p_max"] == pytest.approx(last["gen_p_max"], abs=1e-5)
     other = write_corpus(tmp_path / "other", paragraphs=300, seed=1)
     scored = heldout_auc.main(["--init", str(out / "ckpt.pt"), "--data", str(other),
                                "--cache-dir", str(cache)])
@@ -34,6 +36,7 @@ def test_own_corpus_gives_the_logged_context_auc_and_another_corpus_its_own(corp
     assert scored["context_auc"] != own["context_auc"]
     printed = capsys.readouterr().out
     assert f"context AUC {own['context_auc']:.3f}" in printed
+    assert f"G's entropy {own['gen_entropy']:.2f} nats" in printed
 
 
 def test_a_folder_without_a_run_is_one_line(tmp_path):

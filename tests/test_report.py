@@ -105,6 +105,41 @@ def test_a_scheduled_temperature_is_the_training_auc_pass():
     assert got["context_auc"] == got["disc_auc"] == pytest.approx(at_1, abs=1e-6)
 
 
+def test_generator_spread_by_hand():
+    """G's entropy and most likely token's probability at the masked positions: a uniform row over
+    4 tokens (log 4, 1/4) and a row of probabilities 1/2, 1/4, 1/4 ((3/2) log 2, 1/2); the third
+    position is padding of the masks and is not counted."""
+    half = torch.log(torch.tensor([2.0, 1.0, 1.0, 0.0]).clamp_min(1e-30))
+    logits_G = torch.stack([torch.zeros(4), half, torch.tensor([9.0, 0, 0, 0])])[None]  # [1, 3, 4]
+    out = SimpleNamespace(logits_G=logits_G, m_valid=torch.tensor([[True, True, False]]))
+    h, p_max = report.generator_spread(out)
+    assert h.item() == pytest.approx((np.log(4) + 1.5 * np.log(2)) / 2, abs=1e-6)
+    assert p_max.item() == pytest.approx((1 / 4 + 1 / 2) / 2, abs=1e-6)
+
+
+def test_held_out_rows_give_gs_entropy_over_the_same_masks():
+    """evaluate_heldout's gen_entropy and gen_p_max: generator_spread averaged over the held-out
+    micro-batches, at temperature 1 whatever G samples at (the same value at 2 and at 1)."""
+    examples, layout = held_out()
+    cfg = train.TrainConfig(eval_batches=3, seed=5)
+    model = tiny_model(temperature=2.0)
+    got = report.evaluate_heldout(model, examples, layout, cfg, contextlib.nullcontext())
+    model.eval()
+    torch.manual_seed(cfg.seed)
+    spreads = []
+    for i in range(0, len(examples), layout.micro_batch):
+        arrays = data.pretraining_batch(layout.ids, examples[i:i + layout.micro_batch],
+                                        layout.max_len, *layout.special)
+        with torch.no_grad():
+            out = model(*(torch.from_numpy(a) for a in arrays))
+        spreads.append(torch.stack(report.generator_spread(out)))
+    h, p_max = torch.stack(spreads).mean(0).tolist()
+    assert got["gen_entropy"] == pytest.approx(h, abs=1e-6)
+    assert got["gen_p_max"] == pytest.approx(p_max, abs=1e-6)
+    # the output bias's preferences: below the uniform log V, above 1 / V
+    assert 0 < got["gen_entropy"] < np.log(len(VOCAB)) and got["gen_p_max"] > 1 / len(VOCAB)
+
+
 def test_bert_objective_has_no_context_auc():
     examples, layout = held_out()
     model = Electra(get_config("tiny", vocab_size=len(VOCAB), hidden_size=32, embedding_size=32,
