@@ -21,8 +21,8 @@ random initialisation). The table also gives G's held-out MLM accuracy at the en
 adversarial (the paper, at BERT-Base's size: 65% against 58%).
 
 Time per seed on 2 cores: four pre-training runs (about 32 minutes) and 19 snapshots and twins to
-fine-tune on STS-B (15 snapshots, 4 twins), about 1.5 minutes each per fine-tuning seed: about 75
-minutes with --finetune-seeds 0, about 2 hours with the default three.
+fine-tune on STS-B (15 snapshots, 4 twins), about 1.5 minutes each per fine-tuning seed: about an
+hour with --finetune-seeds 0, about 2 hours with the default three.
 
 Everything stays under --out (default runs/training_algorithms); run it again to continue:
 
