@@ -101,8 +101,9 @@ def generator_spread(out) -> tuple[torch.Tensor, torch.Tensor]:
     its entropy (nats) and the probability of its most likely token. Sec. 3.2 finds the
     adversarially trained G low in entropy, "most of the probability mass ... on a single token".
     Read at temperature 1, whatever temperature G samples at: the distribution G learnt."""
-    p_max = torch.softmax(out.logits_G.float(), dim=-1).amax(-1)  # [B, K]
-    return mean_where(entropy(out.logits_G), out.m_valid), mean_where(p_max, out.m_valid)
+    logits = out.logits_G.float()  # [B, K, V]
+    p_max = torch.exp(logits.amax(-1) - logits.logsumexp(-1))  # [B, K], no second [B, K, V]
+    return mean_where(entropy(logits), out.m_valid), mean_where(p_max, out.m_valid)
 
 
 def stats_dict(t: torch.Tensor) -> dict:
