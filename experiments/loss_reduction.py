@@ -1,5 +1,5 @@
-"""The batch's loss as its mean (this project's finetune.py by default) or its sum (the official
-fine-tuning code), each followed by clipping the gradient's global norm at 1.0:
+"""The batch's loss as its sum (the official fine-tuning code, and finetune.py by default) or its
+mean, each followed by clipping the gradient's global norm at 1.0:
 
     mean:  g = (1/B) sum_i grad l_i          sum:  g = sum_i grad l_i = B * g_mean
     clip:  g <- g * min(1, 1 / ||g||)
@@ -16,7 +16,9 @@ by experiments/sst2_check.py (its protocols: every MRPC and STS-B training pair,
 
 Each (task, reduction) is one sst2_check.py --out folder under --out; a second invocation reuses
 every job done. The table (--report) gives per task and init the mean [min-max] over seeds under
-each reduction, sum minus mean, and the pre-trained run's gain over its twin under each.
+each reduction, sum minus mean, on how many seeds the sum is the lower (a seed starts both
+reductions from the same head and the same order of examples, so the pair shares its luck), and
+the pre-trained run's gain over its twin under each.
 """
 from __future__ import annotations
 
@@ -61,6 +63,16 @@ def cell(s: dict) -> str:
     return f"{s['mean']:.2f} [{s['min']:.2f}-{s['max']:.2f}]"
 
 
+def lower(total: dict, mean: dict) -> str:
+    """On how many seeds the sum's job scored below the mean's (the same seed, the same order).
+
+    >>> lower({"scores": [24.0, 29.0, 26.0]}, {"scores": [26.0, 28.0, 30.0]})
+    '2 of 3'
+    """
+    pairs = list(zip(total["scores"], mean["scores"], strict=True))
+    return f"{sum(s < m for s, m in pairs)} of {len(pairs)}"
+
+
 def table(rows: dict, args: argparse.Namespace) -> str:
     """One line per task: each init under mean and sum, their difference, and the gains."""
     lines = [f"Dev score (`sst2_check.py` protocol per task: MRPC accuracy, STS-B Spearman, SST-2 "
@@ -68,15 +80,17 @@ def table(rows: dict, args: argparse.Namespace) -> str:
              f"{' '.join(map(str, args.seeds))}: mean [min-max]; the batch's loss reduced by its "
              f"mean or its sum before clipping at 1.0.",
              "",
-             "| task | pre-trained, mean | pre-trained, sum | sum - mean | twin, mean | twin, sum "
-             "| sum - mean | gain over twin: mean / sum |",
-             "|---|---|---|---:|---|---|---:|---|"]
+             "| task | pre-trained, mean | pre-trained, sum | sum - mean | sum lower on "
+             "| twin, mean | twin, sum | sum - mean | sum lower on | gain over twin: mean / sum |",
+             "|---|---|---|---:|---|---|---|---:|---|---|"]
     for task in args.tasks:
         mean, total = rows[task]["mean"], rows[task]["sum"]
         diffs = [total[k]["mean"] - mean[k]["mean"] for k in ("pretrained", "random")]
         lines.append(f"| {TASKS[task]} | {cell(mean['pretrained'])} | {cell(total['pretrained'])} "
-                     f"| {diffs[0]:+.2f} | {cell(mean['random'])} | {cell(total['random'])} "
-                     f"| {diffs[1]:+.2f} | {mean['gain']:+.2f} / {total['gain']:+.2f} |")
+                     f"| {diffs[0]:+.2f} | {lower(total['pretrained'], mean['pretrained'])} "
+                     f"| {cell(mean['random'])} | {cell(total['random'])} | {diffs[1]:+.2f} "
+                     f"| {lower(total['random'], mean['random'])} "
+                     f"| {mean['gain']:+.2f} / {total['gain']:+.2f} |")
     return "\n".join(lines)
 
 

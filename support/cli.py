@@ -95,8 +95,9 @@ def add_recipe_flags(p: argparse.ArgumentParser) -> None:
     add_flag(p, "layer_decay", type=float,
              help="layer-wise lr decay (default: the recipe's, 0.8, or 0.9 for large)")
     add_flag(p, "loss_reduction", choices=LOSS_REDUCTIONS,
-             help="the batch's loss: mean of the examples' losses (default), or their sum as the "
-                  "official code (a batch-size times larger gradient before clipping at 1.0)")
+             help="the batch's loss: the sum of the examples' losses as the official code "
+                  "(default), or their mean (a batch-size times smaller gradient before clipping "
+                  "at 1.0)")
     add_flag(p, "batch_size", type=int, help="examples per update (default: Table 7's 32)")
 
 

@@ -263,22 +263,30 @@ def read_results(out: Path) -> dict | None:
 
 def with_recipe_defaults(recipe: dict, defaults: dict) -> dict:
     """A recipe read back from results.json (or squad.py's checkpoint), comparable with this run's:
-    a field it lacks gets its default (`defaults`: the recipe's dataclass's), and a field the
-    recipe no longer has is dropped when it holds the value that behaves as today's recipe (it
-    stays, and refuses the resume, when it held another).
+    a field it lacks gets its default (`defaults`: the recipe's dataclass's), or BEFORE's value
+    where the default has changed since; a field the recipe no longer has is dropped when it holds
+    the value that behaves as today's recipe (it stays, and refuses the resume, when it held
+    another).
 
     >>> with_recipe_defaults({"lr": 1e-3, "pool": "cls"}, {"lr": None, "head_first_epochs": 0})
     {'lr': 0.001, 'head_first_epochs': 0}
     >>> with_recipe_defaults({"lr": 1e-3, "pool": "mean"}, {"lr": None})
     {'lr': 0.001, 'pool': 'mean'}
+    >>> with_recipe_defaults({"lr": 1e-3}, {"lr": None, "loss_reduction": "sum"})
+    {'lr': 0.001, 'loss_reduction': 'mean'}
     """
     saved = {k: v for k, v in recipe.items() if not (k in RETIRED and RETIRED[k] == v)}
-    return {**as_json(defaults), **saved}
+    before = {k: v for k, v in BEFORE.items() if k in defaults}
+    return {**as_json(defaults), **before, **saved}
 
 
 # Fields an older results.json may record that the recipe no longer has, at the value with which
 # the run was today's recipe: the [CLS] head, the official layer-wise decay and optimizer
 RETIRED = {"pool": "cls", "layer_decay_fixed": False, "adam_bias_correction": False}
+
+# Fields whose default changed after results.json began to record them: a record without one ran
+# with this value, not with today's default (the batch's loss was its mean until the sum)
+BEFORE = {"loss_reduction": "mean"}
 
 
 def resumed_results(fresh: dict, out: Path, restart: bool, defaults: dict) -> dict:

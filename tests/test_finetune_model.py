@@ -158,11 +158,11 @@ def test_recipe_official_on_the_command_line_is_the_config_that_runs(tmp_path, m
     monkeypatch.setattr(ft.runs, "run_glue", lambda args, pre, recipe, *a: ran.update(ft=recipe))
     ft.main(["--task", "sst2", "--init", str(run), "--recipe", "official"])
     assert (ran["ft"].lr, ran["ft"].layer_decay, ran["ft"].weight_decay) == OFFICIAL["small"]
-    assert ran["ft"].recipe_name == "official" and ran["ft"].loss_reduction == "mean"
+    assert ran["ft"].recipe_name == "official" and ran["ft"].loss_reduction == "sum"
     ft.main(["--task", "sst2", "--init", str(run), "--recipe", "official", "--lr", "3e-4",
-             "--weight-decay", "0", "--loss-reduction", "sum"])
+             "--weight-decay", "0", "--loss-reduction", "mean"])
     assert (ran["ft"].lr, ran["ft"].layer_decay, ran["ft"].weight_decay) == (3e-4, 0.8, 0.0)
-    assert ran["ft"].loss_reduction == "sum"
+    assert ran["ft"].loss_reduction == "mean"
     ft.main(["--task", "sst2", "--init", str(run)])
     assert (ran["ft"].lr, ran["ft"].layer_decay, ran["ft"].weight_decay) == TABLE7["small"]
     assert ran["ft"].recipe_name == "table7"

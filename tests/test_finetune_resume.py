@@ -165,29 +165,31 @@ def test_other_recipe_init_or_data_is_refused_in_one_line(setup):
 
 def test_a_record_from_before_a_recipe_field_existed_resumes_with_its_default(setup, capsys):
     """results.json written before --head-first-epochs, --recipe and --loss-reduction existed
-    lacks their fields: it ran with their defaults (0, table7, mean), so the same command resumes
-    it; another value is still refused."""
+    lacks their fields: it ran with 0, table7 and the mean, the first two still the defaults, so
+    the command resumes it with --loss-reduction mean; without it, or with another value of any,
+    it is refused."""
     tmp_path, argv = setup
     out = tmp_path / "out"
-    ft.main(argv(out, "--task", "rte", "--epochs", "1"))
+    ft.main(argv(out, "--task", "rte", "--epochs", "1", "--loss-reduction", "mean"))
     path = out / "results.json"
     record = json.loads(path.read_text())
     for name in ("head_first_epochs", "recipe_name", "loss_reduction"):
         del record["recipe"][name]
     path.write_text(json.dumps(record))
     capsys.readouterr()
-    results = ft.main(argv(out, "--task", "rte", "--epochs", "1", "--seeds", "2"))
+    mean = ("--loss-reduction", "mean")
+    results = ft.main(argv(out, "--task", "rte", "--epochs", "1", "--seeds", "2", *mean))
     assert "skipping 1 finished run(s) (rte seed 0)" in capsys.readouterr().out
     assert seeds_of(results, "rte") == [0, 1]
     assert results["recipe"]["head_first_epochs"] == 0
     assert (results["recipe"]["recipe_name"], results["recipe"]["loss_reduction"]) == (
         "table7", "mean")
-    with pytest.raises(SystemExit, match="recipe.head_first_epochs 1 here, 0 before"):
-        ft.main(argv(out, "--task", "rte", "--epochs", "1", "--head-first-epochs", "1"))
     with pytest.raises(SystemExit, match="recipe.loss_reduction sum here, mean before"):
-        ft.main(argv(out, "--task", "rte", "--epochs", "1", "--loss-reduction", "sum"))
+        ft.main(argv(out, "--task", "rte", "--epochs", "1"))
+    with pytest.raises(SystemExit, match="recipe.head_first_epochs 1 here, 0 before"):
+        ft.main(argv(out, "--task", "rte", "--epochs", "1", "--head-first-epochs", "1", *mean))
     with pytest.raises(SystemExit, match="recipe.recipe_name official here, table7 before"):
-        ft.main(argv(out, "--task", "rte", "--epochs", "1", "--recipe", "official"))
+        ft.main(argv(out, "--task", "rte", "--epochs", "1", "--recipe", "official", *mean))
 
 
 def test_more_seeds_add_to_results_json(setup, capsys):

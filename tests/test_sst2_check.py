@@ -106,13 +106,14 @@ def test_task_stsb_runs_its_protocol_reads_spearman_and_the_users_flags_win(tmp_
     recipe = results["recipe"]
     assert recipe["lr"] == 3e-4 and recipe["epochs"] == 1  # the user's flags win
     assert recipe["head_first_epochs"] == 1  # the protocol's, not finetune.py's default 0
+    assert recipe["loss_reduction"] == "mean"  # the protocol's, not finetune.py's default sum
     assert recipe["max_train_examples"] is None  # every pair: the protocol's train_rows
     spearman = results["tasks"]["stsb"]["seeds"][0]["dev"]["spearman"]
     assert row["pretrained"]["scores"] == [spearman]
     table = (out / "stsb_check.md").read_text()
     assert table.startswith("STS-B dev Spearman, all training rows, 1 epoch(s), seeds 0, "
-                            "finetune.py flags `--lr 1e-3 --head-first-epochs 1 --device cpu "
-                            "--lr 3e-4`:")  # the protocol's, then the user's, which win
+                            "finetune.py flags `--head-first-epochs 1 --loss-reduction mean "
+                            "--device cpu --lr 3e-4`:")  # the protocol's less --lr, the user's
     assert json.loads((out / "stsb_check.json").read_text())["task"] == "stsb"
     assert not (out / "sst2_check.md").exists()
     # without the overrides, the protocol's epochs and rows, and runs/stsb_check by default
