@@ -635,17 +635,17 @@ class SpanModel(nn.Module):
                           start_top)
 
 
-def span_loss(start_logits, end_logits, starts, ends, reduction: str = "mean"):
+def span_loss(start_logits, end_logits, starts, ends, reduction: str = "sum"):
     """Mean of the start and end cross-entropies (official and BERT: (start_loss + end_loss) /
-    2), averaged over the batch, or summed with reduction "sum" as the official code does
+    2), summed over the batch as the official code does, or averaged with reduction "mean"
     (FinetuneConfig.loss_reduction)."""
     return (F.cross_entropy(start_logits, starts, reduction=reduction)
             + F.cross_entropy(end_logits, ends, reduction=reduction)) / 2
 
 
-def answerable_loss(answerable_logit, impossible, weight: float, reduction: str = "mean"):
+def answerable_loss(answerable_logit, impossible, weight: float, reduction: str = "sum"):
     """weight x sigmoid cross-entropy of the answerability logit against "has no answer"
-    (official), averaged or summed over the batch as span_loss."""
+    (official), summed or averaged over the batch as span_loss."""
     return weight * F.binary_cross_entropy_with_logits(answerable_logit, impossible,
                                                        reduction=reduction)
 

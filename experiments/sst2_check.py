@@ -10,8 +10,9 @@ subprocess with its own command line, on the first --max-train-examples rows of 
 for --epochs, once per seed; per init the table gives the mean dev accuracy, its spread over the
 seeds (min-max and the standard deviation), the twin's, and the gain. The SST-2 protocol is the
 default: 20,000 rows, 1 epoch, seeds 0 1 2 (about a minute a job on 2 CPU cores for the tiny
-preset). Any other flag goes to finetune.py unchanged, for both: the fine-tuning recipe for tiny
-models (--lr, --layer-decay, --dropout, --batch-size, --device, ...).
+preset). Every protocol takes the batch's loss as its mean (MEAN_LOSS), not finetune.py's default
+sum. Any other flag goes to finetune.py unchanged, for both, and wins over the protocol's: the
+fine-tuning recipe for tiny models (--lr, --layer-decay, --dropout, --batch-size, --device, ...).
 
 --task stsb checks STS-B instead (PROTOCOLS): dev Spearman after all 5,749 training pairs (both
 orders), 3 epochs, lr 1e-3, the head first, about 3 minutes a job; --task mrpc, MRPC's dev accuracy
@@ -80,8 +81,9 @@ class Protocol:
     flags: tuple[str, ...]  # finetune.py flags of the protocol, in pairs; the user's win
 
 
-# Every number of experiments/README.md was made with the batch's loss as its mean, finetune.py's
-# default until it took the official sum; the protocols keep the mean so that they still reproduce
+# The report's numbers (all but its mean-against-sum comparison) were made with the batch's loss as
+# its mean, finetune.py's default until it took the official sum; the protocols keep the mean so
+# that they still reproduce
 MEAN_LOSS = ("--loss-reduction", "mean")
 PROTOCOLS = {
     # 20,000 rows, enough that seeds agree to about a point; one epoch, about a minute a job on 2
@@ -192,13 +194,17 @@ def write_twin(run: Path, twin: Path, draw: int = 0) -> None:
 
 
 def job_flags(protocol: Protocol, flags: list[str]) -> list[str]:
-    """The protocol's finetune.py flags, less those the user's `flags` set again, then the user's.
+    """The protocol's finetune.py flags, less those the user's `flags` set again (in any spelling
+    argparse takes), then the user's.
 
     >>> job_flags(PROTOCOLS["stsb"], ["--loss-reduction", "sum"])
     ['--lr', '1e-3', '--head-first-epochs', '1', '--loss-reduction', 'sum']
+    >>> job_flags(PROTOCOLS["stsb"], ["--loss_reduction=sum", "--lr", "3e-4"])
+    ['--head-first-epochs', '1', '--loss_reduction=sum', '--lr', '3e-4']
     """
+    given = {f.split("=")[0].replace("_", "-") for f in flags if f.startswith("--")}
     pairs = zip(protocol.flags[::2], protocol.flags[1::2], strict=True)
-    return [x for name, value in pairs if name not in flags for x in (name, value)] + list(flags)
+    return [x for name, value in pairs if name not in given for x in (name, value)] + list(flags)
 
 
 def finetune_job(init: Path, seed: int, out_dir: Path, args: argparse.Namespace,

@@ -284,8 +284,9 @@ def with_recipe_defaults(recipe: dict, defaults: dict) -> dict:
 # the run was today's recipe: the [CLS] head, the official layer-wise decay and optimizer
 RETIRED = {"pool": "cls", "layer_decay_fixed": False, "adam_bias_correction": False}
 
-# Fields whose default changed after results.json began to record them: a record without one ran
-# with this value, not with today's default (the batch's loss was its mean until the sum)
+# Fields that a results.json written before they existed lacks, and whose default has changed
+# since: such a record ran with this value, not with today's default (before finetune.py had
+# --loss-reduction, the batch's loss was always its mean)
 BEFORE = {"loss_reduction": "mean"}
 
 
