@@ -508,7 +508,7 @@ def fine_tune(ctx: Context, run: Run, step: int, task: str, seed: int) -> dict:
     metrics."""
     a = ctx.args
     out = run.dir / "finetune" / _slug(f"step{step}-{task}-seed{seed}-{ft_signature(a, task)}")
-    # the batch's loss as its mean, with which every number of experiments/README.md was made
+    # the batch's loss as its mean, with which the snapshots of experiments/README.md were scored
     argv = ["--task", task, "--init", str(run.snapshot(step)), "--vocab", str(ctx.vocab),
             "--out-dir", str(out), "--seeds", "1", "--seed", str(seed), "--loss-reduction", "mean"]
     if a.glue_dir is not None:
