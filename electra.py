@@ -9,7 +9,7 @@ One pre-training step (Section 2, Figure 2), the official code's named steps:
     x_masked = REPLACE(x, m, [MASK])                 mask_tokens()
     p_G      = generator(x_masked)                   only at the masked positions
     x_hat    ~ p_G                                   sample(), no gradient
-    x_corrupt= REPLACE(x, m, x_hat)                  replace()
+    x_corrupt= REPLACE(x, m, x_hat)                  corrupt(), with D's labels 1(x_corrupt_t = x_t)
     D        = discriminator(x_corrupt)              D(x, t) = P(token t is original)
     L        = L_MLM + lam * L_Disc                  mlm_loss(), disc_loss(), electra_loss()
 
@@ -431,6 +431,21 @@ def sample(logits, temperature: float = 1.0, rng: torch.Generator | None = None)
     return g.argmax(dim=-1)
 
 
+def corrupt(x, m, m_valid, x_hat):
+    """x_corrupt = REPLACE(x, m, x_hat);  is_original_t = 1(x_corrupt_t = x_t)       (paper, Sec. 2)
+
+    D's input and its labels. A sample equal to the original counts as original: "if the
+    generator happens to generate the correct token, that token is considered 'real' instead of
+    'fake'" (Sec. 2). Only the used slots (m_valid) are replaced.
+    x: [B, T]; m, m_valid, x_hat: [B, K] -> x_corrupt: [B, T], is_original: [B, T] bool.
+    Example: x [[5, 6, 7]], m [[2, 1]], m_valid [[True, True]], x_hat [[9, 6]]: x_corrupt
+    [[5, 6, 9]], is_original [[True, True, False]] (position 1 was sampled as its own token).
+    """
+    x_m = x.gather(1, m)  # [B, K] the original tokens at the masked positions
+    x_corrupt = replace(x, m, torch.where(m_valid, x_hat, x_m))  # [B, T]
+    return x_corrupt, x_corrupt == x
+
+
 def _mean(values, where):
     """The mean of `values` over the positions where `where` is nonzero (0 if there are none)."""
     w = where.float()
@@ -549,11 +564,10 @@ class Electra(nn.Module):
         temperature = cfg.temperature if temperature is None else temperature
         x_hat = sample(logits_G, temperature, rng)
         x_m = x.gather(1, m)  # [B, K] the original tokens at the masked positions
-        x_corrupt = replace(x, m, torch.where(m_valid, x_hat, x_m))  # [B, T]
+        x_corrupt, is_original = corrupt(x, m, m_valid, x_hat)  # [B, T] each
         logits_D = self.discriminator(x_corrupt, segment_ids, attention_mask)  # [B, T]
         l_mlm = mlm_loss(logits_G, x_m, m_valid)
-        # a sample equal to the original counts as original
-        l_disc = disc_loss(logits_D, x_corrupt == x, attention_mask)
+        l_disc = disc_loss(logits_D, is_original, attention_mask)
         loss = electra_loss(l_mlm, l_disc, cfg.lam)
         # two-stage: computed as joint; train.py's loop keeps one stage's part (two_stage_loss)
         if cfg.algorithm == "adversarial":  # G's L_MLM replaced by Appendix F's objective
@@ -617,7 +631,7 @@ def other_objective(model: Electra, x, segment_ids, attention_mask, rng, tempera
     x_masked = mask_tokens(x, m, m_valid, cfg, rng)  # [B, T]
     logits_G = model.generator(x_masked, segment_ids, attention_mask, m)  # [B, K, V]
     x_hat = sample(logits_G, cfg.temperature if temperature is None else temperature, rng)
-    x_corrupt = replace(x, m, torch.where(m_valid, x_hat, x_m))  # [B, T]
+    x_corrupt, is_original = corrupt(x, m, m_valid, x_hat)  # [B, T] each
     l_mlm = mlm_loss(logits_G, x_m, m_valid)
     steps = dict(mlm_loss=l_mlm, m=m, m_valid=m_valid, x_masked=x_masked, logits_G=logits_G,
                  x_corrupt=x_corrupt)
@@ -625,7 +639,7 @@ def other_objective(model: Electra, x, segment_ids, attention_mask, rng, tempera
         logits_D = model.discriminator(x_corrupt, segment_ids, attention_mask)  # [B, T]
         # L_Disc over the masked positions only: weight 1 there, 0 elsewhere
         weights = torch.zeros_like(attention_mask).scatter(1, m, m_valid.to(attention_mask.dtype))
-        l_disc = disc_loss(logits_D, x_corrupt == x, weights)
+        l_disc = disc_loss(logits_D, is_original, weights)
         return ElectraOutput(loss=electra_loss(l_mlm, l_disc, cfg.lam), disc_loss=l_disc,
                              logits_D=logits_D, **steps)
     h = model.mlm.hidden_states(x_corrupt, segment_ids, attention_mask)  # [B, T, H]

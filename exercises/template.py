@@ -1,19 +1,48 @@
-"""ELECTRA exercises: write the four functions below, then let the project's checks grade them.
+"""ELECTRA from blanks: the problem set. Write each body below, then let the project's checks
+grade your file:
 
-    cp exercises/template.py exercises/my_solution.py          # work in your copy
-    ELECTRA_STUDENT=exercises/my_solution.py python -m pytest -q tests/test_exercises.py -k student
+    cp exercises/template.py exercises/my_solution.py
+    python exercises/grade.py exercises/my_solution.py --part encoder   # one part's checks
+    python exercises/grade.py exercises/my_solution.py                  # the grade sheet
 
-Each function says what to read first (in the paper, Clark et al. 2020, arXiv 2003.10555, and in
-this repository) and what its check proves; EXERCISES.md has the full text. Until you write a body,
-it stops with "exercise N: ..." and its check fails with that message. Do not import the project's
-own version (electra.mask_positions, ...): the checks compare against it.
+Twenty exercises in five parts, in the paper's order (Clark et al. 2020, arXiv 2003.10555) and
+the code's; EXERCISES.md is the handout. Each docstring opens with the exercise's equation, says
+what to read and gives a worked example. Until you write a body it raises
+NotImplementedError("exercise N: write ..."), and its check fails with that line.
+
+Where an exercise is a method of a class, the class derives from the project's, which builds the
+parameters (their names and shapes are fixed, so the checks can load the answer key's weights):
+you write the method. Call your own functions from your methods (SelfAttention.forward calls
+your attention_reference, Electra.forward your mask_positions, ...), never the project's version
+of an exercise: the checks grade this file.
 """
-import torch
+import math  # noqa: F401 (until the exercises are in)
 
+import torch
+import torch.nn as nn  # noqa: F401 (until the exercises are in)
+import torch.nn.functional as F  # noqa: F401 (until the exercises are in)
+
+import electra  # noqa: F401 (until the exercises are in)
+import electric  # noqa: F401 (until the exercises are in)
+import finetune  # noqa: F401 (until the exercises are in)
+import tokenizer  # noqa: F401 (until the exercises are in)
+
+# ================================================================================================
+# Part 1. The encoder: exercises 1-5
+# ================================================================================================
+
+# (exercises 1-5 go here)
+
+
+# ================================================================================================
+# Part 2. Section 2, masking to the loss: exercises 6-13
+# ================================================================================================
+
+# ---- exercises 6-9: from x to x_hat ----
 
 def mask_positions(x: torch.Tensor, attention_mask: torch.Tensor, config,
                    rng: torch.Generator | None = None):
-    """Exercise 1. Choose the positions to mask: m_i ~ unif{1, n} for i = 1..k       (paper, Sec. 2)
+    """Exercise 6. Choose the positions to mask: m_i ~ unif{1, n} for i = 1..k       (paper, Sec. 2)
 
     Read: the paper's Section 2 (the masking step of Figure 2), and the official
     pretrain_helpers.mask that electra.py's docstring describes.
@@ -34,12 +63,14 @@ def mask_positions(x: torch.Tensor, attention_mask: torch.Tensor, config,
     Example: one row [CLS] a b c d e f g h [SEP] (n = 10) with mask_prob 0.15, max_predictions 3:
     k = 2, m = e.g. [[4, 7, 1]], m_valid = [[True, True, False]].
     """
-    raise SystemExit("exercise 1: write mask_positions in your copy of exercises/template.py")
+    raise NotImplementedError("exercise 6: write mask_positions")
 
+
+# ---- exercises 10-13: from x_hat to the loss ----
 
 def disc_loss(logits: torch.Tensor, is_original: torch.Tensor,
-              attention_mask: torch.Tensor) -> torch.Tensor:
-    """Exercise 2. The discriminator's loss                                           (paper, eq. 2)
+              weights: torch.Tensor) -> torch.Tensor:
+    """Exercise 12. The discriminator's loss                                          (paper, eq. 2)
 
         L_Disc = E[ sum_t -1(x_corrupt_t = x_t) log D(x_corrupt, t)
                           - 1(x_corrupt_t != x_t) log(1 - D(x_corrupt, t)) ]
@@ -57,11 +88,18 @@ def disc_loss(logits: torch.Tensor, is_original: torch.Tensor,
     Example: logits [[0, ln 3, ln 3, 9]], is_original [[True, True, False, True]],
     attention_mask [[1, 1, 1, 0]]: D = 0.5, 0.75, 0.75 -> (ln 2 + ln(4/3) + ln 4) / 3 = 0.7890.
     """
-    raise SystemExit("exercise 2: write disc_loss in your copy of exercises/template.py")
+    raise NotImplementedError("exercise 12: write disc_loss")
+
+
+# ================================================================================================
+# Part 3. The tokenizer: exercises 14-15
+# ================================================================================================
+
+# (exercise 14 goes here)
 
 
 def wordpiece(word: str, vocab: set[str] | dict[str, int]) -> list[str]:
-    """Exercise 3. BERT's greedy longest-match-first WordPiece on one word.
+    """Exercise 15. BERT's greedy longest-match-first WordPiece on one word.
 
     Read: the paper's Section 3.1 (ELECTRA uses BERT's WordPiece vocabulary), BERT (Devlin et al.
     2019) Section 3, and the module docstring of tokenizer.py (stage 2).
@@ -75,11 +113,15 @@ def wordpiece(word: str, vocab: set[str] | dict[str, int]) -> list[str]:
     Example: vocab {"un", "##aff", "##able", "a", "##b"}: "unaffable" -> ["un", "##aff", "##able"],
     "ab" -> ["a", "##b"], "abc" -> ["[UNK]"].
     """
-    raise SystemExit("exercise 3: write wordpiece in your copy of exercises/template.py")
+    raise NotImplementedError("exercise 15: write wordpiece")
 
+
+# ================================================================================================
+# Part 4. Fine-tuning: exercises 16-18
+# ================================================================================================
 
 def layer_lr_scales(num_layers: int, decay: float, official: bool = True) -> list[float]:
-    """Exercise 4. Layer-wise learning-rate decay for fine-tuning: the multiplier of the peak lr
+    """Exercise 16. Layer-wise learning-rate decay for fine-tuning: the multiplier of the peak lr
     at each depth, embeddings (depth 0), the encoder layers (depths 1..num_layers), the task head.
 
     Read: the paper's Appendix A (fine-tuning details, "layer-wise learning-rate decay", Table 7's
@@ -95,4 +137,14 @@ def layer_lr_scales(num_layers: int, decay: float, official: bool = True) -> lis
     Example: layer_lr_scales(2, 0.5) = [0.0625, 0.125, 0.25, 1.0];
              layer_lr_scales(2, 0.5, official=False) = [0.125, 0.25, 0.5, 1.0].
     """
-    raise SystemExit("exercise 4: write layer_lr_scales in your copy of exercises/template.py")
+    raise NotImplementedError("exercise 16: write layer_lr_scales")
+
+
+# (exercises 17-18 go here)
+
+
+# ================================================================================================
+# Part 5. Beyond the paper's main method: exercises 19-20
+# ================================================================================================
+
+# (exercises 19-20 go here)
