@@ -10,9 +10,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import tempfile  # noqa: E402
+
 import torch  # noqa: E402
 
-from exercises import grade  # noqa: E402
+from exercises import capstone, grade  # noqa: E402
 from exercises.harness import REFERENCE  # noqa: E402
 
 if __name__ == "__main__":
@@ -21,3 +23,6 @@ if __name__ == "__main__":
         torch.manual_seed(0)
         torch.save(module.answer_key(), REFERENCE / f"{part}.pt")
         print(f"wrote {REFERENCE / f'{part}.pt'}")
+    with tempfile.TemporaryDirectory() as tmp:  # the reference run's draws and losses
+        torch.save(capstone.record(Path(tmp)), capstone.TRACE)
+    print(f"wrote {capstone.TRACE}")
