@@ -19,10 +19,10 @@ of an exercise: the checks grade this file.
 import math  # noqa: F401 (until the exercises are in)
 
 import torch
-import torch.nn as nn  # noqa: F401 (until the exercises are in)
+import torch.nn as nn
 import torch.nn.functional as F  # noqa: F401 (until the exercises are in)
 
-import electra  # noqa: F401 (until the exercises are in)
+import electra
 import electric  # noqa: F401 (until the exercises are in)
 import finetune  # noqa: F401 (until the exercises are in)
 import tokenizer  # noqa: F401 (until the exercises are in)
@@ -31,7 +31,119 @@ import tokenizer  # noqa: F401 (until the exercises are in)
 # Part 1. The encoder: exercises 1-5
 # ================================================================================================
 
-# (exercises 1-5 go here)
+def attention_reference(q, k, v, keep, dropout: nn.Module):
+    """Exercise 1. Attention with a padding mask: softmax(Q K^T / sqrt(d)) V.
+
+    Scaled dot-product attention written out (Vaswani et al. 2017, eq. 1): the reference that
+    the fast path (F.scaled_dot_product_attention) is tested against.
+
+    Read: the paper's Section 2, first paragraph (G and D are both Transformer encoders, BERT's);
+    Vaswani et al. 2017, Section 3.2.1 and eq. 1; electra.py's section "The Transformer encoder".
+
+    q, k, v: [B, heads, T, d]; keep: [B, 1, 1, T] bool, True where the KEY is a real token and
+    False on padding (it broadcasts over heads and queries); dropout: a module to apply to the
+    attention weights. Return [B, heads, T, d]:
+
+        scores = q k^T / sqrt(d)                 [B, heads, T, T], one row per query
+        scores = the dtype's minimum where keep is False (torch.finfo(scores.dtype).min, not
+                 -inf: a query whose keys are all padding would get softmax 0/0 = nan)
+        output = dropout(softmax(scores over the keys)) @ v
+
+    Example: d = 4, one query q = [2 ln 3, 0, 0, 0], keys k0 = [1, 0, 0, 0], k1 = 0, values
+    v0 = [4, 0, 0, 0], v1 = [0, 4, 0, 0]: scores [ln 3, 0], weights [3/4, 1/4], output
+    [3, 1, 0, 0]. With keep [True, False] (key 1 padding): weights [1, 0], output [4, 0, 0, 0].
+    """
+    raise NotImplementedError("exercise 1: write attention_reference")
+
+
+class SelfAttention(electra.SelfAttention):
+    def forward(self, h, keep):
+        """Exercise 2. Multi-head self-attention, softmax(Q K^T / sqrt(d)) V, with a padding mask.
+
+        Read: Vaswani et al. 2017, Section 3.2.2 (multi-head attention); electra.py's
+        SelfAttention.__init__ (the parameters you use: self.qkv, self.out, self.attn_drop,
+        self.n_head).
+
+        h: [B, T, H]; keep: [B, 1, 1, T] bool (True on real keys). Return [B, T, H]:
+        1. self.qkv(h) is [B, T, 3H]: Q, K, V in that order, each [B, T, H].
+        2. Split each into heads: [B, T, H] -> [B, T, heads, d] -> [B, heads, T, d],
+           d = H / heads (head j owns the features j*d .. (j+1)*d - 1).
+        3. Your attention_reference(q, k, v, keep, self.attn_drop): [B, heads, T, d].
+        4. Merge the heads back: [B, heads, T, d] -> [B, T, heads, d] -> [B, T, H].
+        5. The output projection self.out.
+        (config.fast_attention does not matter here: always call your attention_reference.)
+
+        Example: with one token (T = 1) it attends to itself alone, and the output is
+        self.out(V) with V = the last third of self.qkv(h).
+        """
+        raise NotImplementedError("exercise 2: write SelfAttention.forward")
+
+
+class Block(electra.Block):
+    def forward(self, h, keep):
+        """Exercise 3. A post-LayerNorm Transformer block (BERT): h = LN(h + Attn(h));
+        h = LN(h + FFN(h)), FFN(h) = fc2(GELU(fc1(h))) with GELU in its exact erf form.
+
+        Read: Vaswani et al. 2017, Sections 3.1 (the residual, then LayerNorm) and 3.3 (the
+        FFN); BERT (Devlin et al. 2019), Appendix A.2 (GELU); electra.py's Block.__init__
+        (self.attn, self.ln1, self.fc1, self.fc2, self.ln2, self.drop).
+
+        h: [B, T, H]; keep: [B, 1, 1, T] (pass it on to self.attn). Return [B, T, H]:
+            h = self.ln1(h + self.drop(self.attn(h, keep)))
+            h = self.ln2(h + self.drop(FFN(h)))
+        with the LayerNorm AFTER each residual sum (post-LN; GPT-2 and many later models put it
+        before) and GELU(x) = x Phi(x) = x (1 + erf(x / sqrt 2)) / 2, F.gelu's default, not its
+        tanh approximation.
+
+        Example: H = 4, FFN = 0 and Attn(h) = [2, 1, 1, 1] for h = [0, 0, 0, 2]:
+        LN([2, 1, 1, 3]) = [0.3015, -0.9045, -0.9045, 1.5076], and that is the output.
+        """
+        raise NotImplementedError("exercise 3: write Block.forward")
+
+
+class Embeddings(electra.Embeddings):
+    def forward(self, input_ids, segment_ids):
+        """Exercise 4. Token + position + segment embeddings, LayerNorm, dropout (BERT). Shared
+        by G and D.
+
+        Read: BERT (Devlin et al. 2019), Section 3 ("Input/Output Representations", Figure 2);
+        the paper's Section 3.2 (G and D share these embeddings); electra.py's
+        Embeddings.__init__ (self.word, self.position, self.segment, self.ln, self.drop).
+
+        input_ids, segment_ids: [B, T] long. Return [B, T, E], E = config.embedding_size:
+        self.drop(self.ln(word(input_ids) + position(t) + segment(segment_ids))), where the
+        positions are t = 0, 1, ..., T - 1 (learned, one row each, the same for every row of
+        the batch).
+
+        Example: E = 4, LayerNorm the identity, word[3] = [0, 0, 0, 1], position[0] =
+        [0, 0, 0, 3], segment[0] = 0: token 3 at position 0 in segment 0 is
+        LN([0, 0, 0, 4]) = [-0.5774, -0.5774, -0.5774, 1.7321].
+        """
+        raise NotImplementedError("exercise 4: write Embeddings.forward")
+
+
+class Encoder(electra.Encoder):
+    def hidden_states(self, input_ids, segment_ids, attention_mask, keep=None):
+        """Exercise 5. The encoder: embeddings, projection, blocks.
+
+        input_ids, segment_ids, attention_mask: [B, T] -> the last layer's states [B, T, H].
+
+        Read: the paper's Section 3.2 ("Weight Sharing": G and D share one embedding table but
+        have different widths, so each projects it to its own hidden size); electra.py's
+        Encoder.__init__ (self.embeddings, self.embeddings_project, self.layers).
+
+        attention_mask: 1 on real tokens, 0 on padding. keep: which keys each query may attend
+        to ([B, 1, T, T] bool, electric.py's one-sided towers); when it is None, build it from
+        attention_mask as [B, 1, 1, T] bool, True on real tokens (it broadcasts over heads and
+        queries). Then:
+            h = self.embeddings(input_ids, segment_ids)          [B, T, E]
+            h = self.embeddings_project(h) if it is not None     [B, T, H] (None when E == H)
+            h = block(h, keep) for each block of self.layers, in order
+        and return h.
+
+        Example: attention_mask [[1, 1, 0]] -> keep of shape [1, 1, 1, 3], [True, True, False].
+        """
+        raise NotImplementedError("exercise 5: write Encoder.hidden_states")
 
 
 # ================================================================================================
