@@ -24,8 +24,8 @@ The file reads: the two stages as plain functions (the reference); `Tokenizer`, 
 same steps through a per-character table and a per-word cache (tested against the reference and
 HuggingFace); `train`, WordPiece's likelihood merges; vocab.txt. Whole corpora are data.py's job.
 """
-from __future__ import annotations
-
+# Annotations stay objects here (no `from __future__ import annotations`): the course's template
+# (exercises/template.py) must carry the very signatures of basic_tokenize and wordpiece.
 import hashlib
 import heapq
 import math
@@ -175,8 +175,10 @@ def split_on_punctuation(word: str) -> list[str]:
 
 
 def basic_tokenize(text: str, lowercase: bool = True) -> list[str]:
-    """BERT's BasicTokenizer: the steps above in order, returning the words WordPiece splits. Like
-    BERT it lowercases whole whitespace-separated words, so a word-final "Σ" becomes "ς".
+    """Stage 1, BERT's BasicTokenizer (tokenization.py) on a text: the words WordPiece splits.
+
+    The steps above in order. Like BERT it lowercases whole whitespace-separated words, so a
+    word-final "Σ" becomes "ς".
 
     >>> basic_tokenize("Héllo, WORLD!! 中文")
     ['hello', ',', 'world', '!', '!', '中', '文']
@@ -299,7 +301,7 @@ class Tokenizer:
         self.word_ids: dict[str, tuple[int, ...]] = {}  # encode_word's cache
 
     @classmethod
-    def load(cls, path: str | os.PathLike, lowercase: bool = True) -> Tokenizer:
+    def load(cls, path: str | os.PathLike, lowercase: bool = True) -> "Tokenizer":
         """The tokenizer of a vocab.txt file (see read_vocab)."""
         return cls(read_vocab(path), lowercase=lowercase)
 

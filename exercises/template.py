@@ -25,7 +25,7 @@ import torch.nn.functional as F  # noqa: F401 (until the exercises are in)
 import electra
 import electric  # noqa: F401 (until the exercises are in)
 import finetune  # noqa: F401 (until the exercises are in)
-import tokenizer  # noqa: F401 (until the exercises are in)
+import tokenizer
 
 # ================================================================================================
 # Part 1. The encoder: exercises 1-5
@@ -207,20 +207,55 @@ def disc_loss(logits: torch.Tensor, is_original: torch.Tensor,
 # Part 3. The tokenizer: exercises 14-15
 # ================================================================================================
 
-# (exercise 14 goes here)
+def basic_tokenize(text: str, lowercase: bool = True) -> list[str]:
+    """Exercise 14. BERT's basic tokenization: a text -> its normalised words.
+
+    Stage 1, BERT's BasicTokenizer (tokenization.py) on a text: the words WordPiece splits.
+
+    Read: the paper's Section 3.1 (ELECTRA uses BERT's uncased WordPiece vocabulary), BERT (Devlin
+    et al. 2019) Section 3, and the module docstring of tokenizer.py (stage 1).
+
+    Do these steps in this order, as BERT's BasicTokenizer does (import unicodedata:
+    unicodedata.category(ch) is a character's Unicode category, such as "Lu", "Mn", "Po", "Cc"):
+    1. Clean: drop U+FFFD (the replacement character) and every control character, i.e. category
+       C* (Cc, Cf, Co, Cs, Cn) except tab, newline and CR; then write " " for every whitespace
+       character: " ", "\\t", "\\n", "\\r" or category Zs.
+    2. Put a space on both sides of every CJK ideograph, so that each is a word of its own.
+       Call tokenizer.is_cjk(ch) for the test (given: a table of Unicode blocks); kana and Hangul
+       are not CJK ideographs.
+    3. Split on whitespace (str.split()).
+    4. Only if lowercase: lowercase each word (str.lower), then strip its accents: decompose it,
+       unicodedata.normalize("NFD", word), and drop the characters of category Mn.
+       lowercase=False (a cased vocab) leaves case and accents alone.
+    5. Split each word so that every punctuation character stands alone. Punctuation is Unicode
+       category P*, or any ASCII character in 33-47, 58-64, 91-96, 123-126 (all of ASCII that is
+       neither a letter, a digit, a space nor a control), so "$", "+", "^", "`" count although
+       Unicode calls them symbols; "€" does not.
+    6. Return the pieces, none of them empty (a word that was only accents is gone).
+
+    Example: "Héllo, WORLD!! 中文" -> ['hello', ',', 'world', '!', '!', '中', '文'];
+             "Héllo, WORLD!!" with lowercase=False -> ['Héllo', ',', 'WORLD', '!', '!'];
+             "a\\tb\\x07c $5€" -> ['a', 'bc', '$', '5€'].
+    """
+    raise NotImplementedError("exercise 14: write basic_tokenize")
 
 
-def wordpiece(word: str, vocab: set[str] | dict[str, int]) -> list[str]:
+def wordpiece(word: str, vocab: dict[str, int] | set[str],
+              config: tokenizer.WordPieceConfig = tokenizer.CONFIG) -> list[str]:
     """Exercise 15. BERT's greedy longest-match-first WordPiece on one word.
+
+    Stage 2, greedy longest-match-first WordPiece (BERT's WordpieceTokenizer.tokenize) on a word.
 
     Read: the paper's Section 3.1 (ELECTRA uses BERT's WordPiece vocabulary), BERT (Devlin et al.
     2019) Section 3, and the module docstring of tokenizer.py (stage 2).
 
     From the start of the word take the longest prefix that is in the vocab; continue from where it
-    ended, now looking for pieces written with the "##" prefix ("##able" continues a word, "able"
-    starts one). If at some point no piece matches, the whole word is ["[UNK]"] (no partial
-    output), and a word longer than 200 characters is ["[UNK]"] at once. There is no backtracking:
-    greedy is what BERT does even where another split would exist.
+    ended, now looking for pieces with config.prefix ("##") in front ("##able" continues a word,
+    "able" starts one). If at some point no piece matches, the whole word is [config.unk]
+    (["[UNK]"]): no partial output. A word longer than config.max_input_chars_per_word (200)
+    characters is [config.unk] at once. There is no backtracking: greedy is what BERT does even
+    where another split would exist. Read the three constants from config; the check passes
+    another config too.
 
     Example: vocab {"un", "##aff", "##able", "a", "##b"}: "unaffable" -> ["un", "##aff", "##able"],
     "ab" -> ["a", "##b"], "abc" -> ["[UNK]"].
