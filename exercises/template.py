@@ -268,8 +268,11 @@ def wordpiece(word: str, vocab: dict[str, int] | set[str],
 # ================================================================================================
 
 def layer_lr_scales(num_layers: int, decay: float, official: bool = True) -> list[float]:
-    """Exercise 16. Layer-wise learning-rate decay for fine-tuning: the multiplier of the peak lr
-    at each depth, embeddings (depth 0), the encoder layers (depths 1..num_layers), the task head.
+    """Exercise 16. Layer-wise learning-rate decay for fine-tuning.
+
+    Multiplier of the peak lr at each depth 0..num_layers+1 (embeddings .. task head).
+
+    The embeddings are depth 0, the encoder layers depths 1..num_layers, the task head the top.
 
     Read: the paper's Appendix A (fine-tuning details, "layer-wise learning-rate decay", Table 7's
     0.8 for Small and Base, 0.9 for Large) and finetune.py's layer_depth and param_groups.
@@ -287,7 +290,60 @@ def layer_lr_scales(num_layers: int, decay: float, official: bool = True) -> lis
     raise NotImplementedError("exercise 16: write layer_lr_scales")
 
 
-# (exercises 17-18 go here)
+class AdamWeightDecay(finetune.AdamWeightDecay):
+    @torch.no_grad()  # an update of the parameters in place, not a step of the graph
+    def step(self, closure=None):
+        """Exercise 17. The official fine-tuning optimizer's update.
+
+        The official fine-tuning optimizer (model/optimization.py AdamWeightDecayOptimizer,
+        BERT's):
+
+            m = beta1 m + (1 - beta1) g;   v = beta2 v + (1 - beta2) g^2
+            p = p - lr (m / (sqrt(v) + eps) + weight_decay p)
+
+        Read: the paper's Appendix A (Table 7: Adam's betas and eps, weight decay), and the
+        docstring of finetune.AdamWeightDecay, which compares this update with torch's AdamW.
+
+        For each group of self.param_groups (its own group["lr"], group["betas"], group["eps"],
+        group["weight_decay"]: finetune.param_groups gives each depth its lr) and each parameter p
+        of group["params"] whose p.grad is not None (skip the others: no update, no state), keep m
+        and v in self.state[p]["m"] and self.state[p]["v"] (zeros like p at the first update) and
+        update p in place. Two differences from torch.optim.AdamW: no bias correction (m and v
+        are used as they are, never divided by 1 - beta^t), and eps is added to sqrt(v). The
+        weight decay is decoupled: weight_decay * p joins the update; it is not added to g.
+        closure is unused (torch's interface); return nothing.
+
+        Example: p = 1, g = 2, lr 0.1, betas (0.9, 0.999), eps 1e-6, weight_decay 0:
+        m = 0.2, v = 0.004, update = 0.2 / (0.0632456 + 1e-6) = 3.16223, p -> 0.6837772
+        (AdamW would move p by 0.1, a third as far). With weight_decay 0.5: update 3.66223,
+        p -> 0.6337772.
+        """
+        raise NotImplementedError("exercise 17: write AdamWeightDecay.step")
+
+
+class Classifier(finetune.Classifier):
+    def forward(self, input_ids, segment_ids, attention_mask):
+        """Exercise 18. The classification head on the [CLS] state.
+
+        The pre-trained encoder plus a task head on the [CLS] state:
+        logits = W dropout(h_[CLS]) + b.
+
+        Read: the paper's Appendix A (fine-tuning on GLUE) and BERT (Devlin et al. 2019) Section
+        4.1, and finetune.Classifier's docstring (the official head, and HuggingFace's).
+
+        input_ids, segment_ids, attention_mask: [B, T]. self.encoder.hidden_states(input_ids,
+        segment_ids, attention_mask) gives the last layer's states h, [B, T, H]; h_[CLS] is the
+        state at position 0, [B, H]. Apply self.dropout to it, then self.classifier (W, b):
+        return the logits [B, C]. No pooler: ELECTRA's head has no dense + tanh layer before the
+        classifier (BERT's next-sentence pooler), and nothing is averaged over the tokens.
+        self.dropout acts only in train mode (model.train()); model.eval() turns it off.
+
+        Example: h_[CLS] = [1, 2, 3, 4], W = [[1, 0, 0, 0], [0, 0, 0, 1]], b = [0.5, -1], eval
+        mode -> logits [1.5, 3]. In train mode with dropout 0.5 each unit of h_[CLS] is either
+        dropped (0) or doubled, so the logits are [2.5, 7], [0.5, 7], [2.5, -1] or [0.5, -1],
+        from call to call.
+        """
+        raise NotImplementedError("exercise 18: write Classifier.forward")
 
 
 # ================================================================================================
