@@ -350,4 +350,50 @@ class Classifier(finetune.Classifier):
 # Part 5. Beyond the paper's main method: exercises 19-20
 # ================================================================================================
 
-# (exercises 19-20 go here)
+def nce_logits(energies, log_q, noise_rate: float):
+    """Exercise 19. Electric's NCE logit: is token t data, or noise drawn from q?
+
+        s_t = log[(1 - p) exp(-E(x)_t)] - log[p q(x_t | x_\\t)]
+            = -(E(x)_t + log q(x_t | x_\\t) + log(p / (1 - p)))           (paper, NCE posterior)
+
+    Read: Clark, Luong, Le, Manning (EMNLP 2020), "Pre-Training Transformers as Energy-Based
+    Cloze Models" (Electric: ELECTRA's sibling by the same authors), its method: the NCE loss
+    and the training algorithm; and electric.py's module docstring, is_data and nce_loss.
+
+    Electric's energy network gives each token an energy E(x)_t (low = likely under
+    p_theta(x_t | x_\\t) = exp(-E) / Z); a share p (noise_rate, config.mask_prob) of the
+    positions hold noise sampled from q instead. sigmoid(s_t) is then the posterior probability
+    that token t is data: (1 - p) exp(-E) / ((1 - p) exp(-E) + p q). Work with E and log q
+    directly, never exp(-E): E = -100 must give a finite s.
+
+    energies: [B, T], the energy network's output, float32 or, under mixed precision, bfloat16
+    or float16; log_q: [B, T] log q(x_t | x_\\t) of the token each position holds;
+    noise_rate: p, a float. Return s: [B, T] float32 (compute in float32 whatever the inputs'
+    dtype: the loss reads s), with gradient flowing to the energies.
+
+    Example: E = 1, q = 1/2, p = 1/2: s = -(1 + log 1/2 + 0) = -0.3069;
+             E = 2, q = 1/4, p = 0.15: s = -(2 - 1.3863 - 1.7346) = 1.1209.
+    """
+    raise NotImplementedError("exercise 19: write nce_logits")
+
+
+def init_discriminator_from_generator(model: electra.Electra) -> None:
+    """Exercise 20. Two-stage training's switch: D's encoder := G's (embeddings, projection,
+    blocks). D's head keeps its initialisation: G's is an MLM head, not a binary classifier.
+
+    Read: the paper's Section 3.2 ("Training Algorithms": two-stage training, and why D starts
+    from G's weights), and electra.py's two_stage_loss; train.py calls this function once, at the
+    end of stage 1, with the optimizer already built.
+
+    model: an electra.Electra with config.algorithm "two-stage" and sharing "none", so G
+    (model.generator) and D (model.discriminator) have the same shape and share nothing. For every
+    tensor of D's state_dict except its head (head.*, head_out.*), copy the values of G's tensor
+    of the same name into it. Return None. Rules: copy values into D's own Parameters in place
+    (the optimizer holds them; a new Parameter would never be trained), never share G's tensors
+    (stage 2 trains D with G frozen), leave G unchanged, and record no gradient (copying into a
+    Parameter that requires grad must happen under torch.no_grad()).
+
+    Example: G's layers.0.fc1.weight and embeddings.word.weight become D's; D's head.weight
+    keeps its own values although G also has a head.weight of the same shape.
+    """
+    raise NotImplementedError("exercise 20: write init_discriminator_from_generator")
