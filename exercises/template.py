@@ -152,7 +152,7 @@ class Encoder(electra.Encoder):
 
 # ---- exercises 6-9: from x to x_hat ----
 
-def mask_positions(x: torch.Tensor, attention_mask: torch.Tensor, config,
+def mask_positions(x, attention_mask, config: electra.ElectraConfig,
                    rng: torch.Generator | None = None):
     """Exercise 6. Choose the positions to mask: m_i ~ unif{1, n} for i = 1..k       (paper, Sec. 2)
 
@@ -176,6 +176,83 @@ def mask_positions(x: torch.Tensor, attention_mask: torch.Tensor, config,
     k = 2, m = e.g. [[4, 7, 1]], m_valid = [[True, True, False]].
     """
     raise NotImplementedError("exercise 6: write mask_positions")
+
+
+def mask_tokens(x, m, m_valid, config: electra.ElectraConfig,
+                rng: torch.Generator | None = None):
+    """Exercise 7. Mask the chosen tokens: x_masked = REPLACE(x, m, [MASK])          (paper, Sec. 2)
+
+    Read: the paper's Section 2 (the second step of Figure 2), and the docstring of
+    electra.mask_tokens: the official pretrain_helpers.mask makes 85% of the chosen tokens [MASK]
+    and keeps 15% unchanged, without BERT's random tokens (Devlin et al. 2019, Sec. 3.1: 80%
+    [MASK], 10% random, 10% kept).
+
+    x: [B, T] token ids; m: [B, K] positions (distinct within a row), m_valid: [B, K] bool, as
+    your mask_positions returns them; config.mask_token_prob (0.85) and config.mask_id; rng: draw
+    every random number from it.
+
+    Each used slot (m_valid True) becomes [MASK] with probability mask_token_prob, on its own,
+    and keeps its original token otherwise; the unused slots and every other position keep their
+    tokens. Never a random token (that is BERT's 80/10/10). Return a new [B, T] tensor: x itself
+    must not change (the losses need the original tokens).
+
+    Example: x = [[CLS, 7, 8, 9, SEP]], m = [[3, 1, 2]], m_valid = [[True, True, False]]: with
+    mask_token_prob 1 -> [[CLS, MASK, 8, MASK, SEP]] (slot 2 is unused, 8 stays); with 0.85 the
+    two used slots are each [MASK] with probability 0.85, so e.g. [[CLS, 7, 8, MASK, SEP]] 13% of
+    the time (0.15 x 0.85).
+    """
+    raise NotImplementedError("exercise 7: write mask_tokens")
+
+
+class Generator(electra.Generator):
+    """G, the project's module: its parameters, built by the inherited __init__, are head (a
+    Linear Hg -> E), head_ln (LayerNorm over E), output_bias [V], and embeddings.word, the token
+    embedding e that G shares with D ([V, E])."""
+
+    def logits(self, h, m):
+        """Exercise 8. The generator's output: p_G at the masked positions, through the tied
+        embedding.
+
+            p_G(x_t | x) = exp(e(x_t)^T h_G(x)_t) / sum_x' exp(e(x')^T h_G(x)_t)   (paper, Sec. 2)
+
+        h: [B, T, Hg] states; m: [B, K] positions -> logits [B, K, V] of p_G there.
+
+        Read: the paper's Section 2 (the equation above: the output layer is the token embedding
+        e itself) and Section 3.2 ("Weight Sharing": G and D share e), and the docstring of
+        electra.Generator (the official code's head before e).
+
+        Take h at the positions m only (a V-way output at every position would waste most of the
+        step): h_m [B, K, Hg]. Then as the official code: z = LayerNorm(GELU(head(h_m))) [B, K, E]
+        with F.gelu's exact form, and logits = z e^T + output_bias [B, K, V], with e =
+        self.embeddings.word.weight (tied: no matrix of your own). softmax(logits) is p_G.
+
+        Example: V = 3, E = Hg = 2, head the identity, e = [[1, 0], [0, 1], [2, -1]], output_bias
+        [0, 0.5, -1], h = [[[-3, -0.5], [5, 0], [1, 2]]], m = [[2, 0]]: position 2:
+        GELU -> [0.84, 1.95], LayerNorm of two numbers -> [-1, 1], z e^T = [-1, 1, -3], + bias
+        -> [-1, 1.5, -4]; position 0: GELU -> [-0.004, -0.154] -> [1, -1] -> [1, -0.5, 2].
+        logits = [[[-1, 1.5, -4], [1, -0.5, 2]]].
+        """
+        raise NotImplementedError("exercise 8: write Generator.logits")
+
+
+def sample(logits, temperature: float = 1.0, rng: torch.Generator | None = None):
+    """Exercise 9. Sample G's tokens: x_hat_i ~ p_G(x_i | x_masked) for i in m       (paper, Sec. 2)
+
+    Read: the paper's Section 2 (the sampling step of Figure 2, and "we do not back-propagate
+    the discriminator loss through the generator"), and the docstring of electra.sample (the
+    official sample_from_softmax).
+
+    logits: [..., V] -> token ids [...] long, one draw from softmax(logits / temperature) per
+    row of the last axis. Use the Gumbel-max trick: argmax(logits / temperature + g) with
+    g = -log(-log(u)), u ~ U(0, 1) drawn from rng (keep both logs finite: clamp u and -log(u)
+    away from 0). Divide by the temperature before adding the noise. No gradient: decorate the
+    function with @torch.no_grad() or work on logits.detach().
+
+    Example: logits [0, -inf, 0, -inf] -> 0 or 2, each half the time, never 1 or 3; logits
+    ln[1, 2, 3, 4] at temperature 1 -> token 3 in 40% of the draws, at temperature 2 in
+    2 / (1 + 1.414 + 1.732 + 2) = 32.5%; temperature 0.001 -> the argmax, always.
+    """
+    raise NotImplementedError("exercise 9: write sample")
 
 
 # ---- exercises 10-13: from x_hat to the loss ----
