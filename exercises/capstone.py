@@ -28,9 +28,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "notebooks"))
 
+import _helpers  # noqa: E402  (notebooks/_helpers.py: the notebooks' short CPU runs of train.py)
 import torch  # noqa: E402
 
-import _helpers  # noqa: E402  (notebooks/_helpers.py: the notebooks' short CPU runs of train.py)
 from exercises import adapter, grade, harness  # noqa: E402
 
 PARTS = ("encoder", "section2", "tokenizer")  # what the capstone runs of yours
@@ -74,16 +74,13 @@ def yours(student) -> list[tuple]:
 def replays(trace: dict, own) -> dict:
     """Functions that return the trace's draws in call order, then fall back to `own`'s (the
     held-out evaluation after the last update draws afresh)."""
-    out = {}
-    for name in adapter.REPLAYED:
-        draws = iter(trace[name])
+    def replay(draws, own_step):
+        def step(*args, **kwargs):
+            drawn = next(draws, None)
+            return drawn if drawn is not None else own_step(*args, **kwargs)
+        return step
 
-        def replay(*args, _draws=draws, _own=getattr(own, name), **kwargs):
-            drawn = next(_draws, None)
-            return drawn if drawn is not None else _own(*args, **kwargs)
-
-        out[name] = replay
-    return out
+    return {name: replay(iter(trace[name]), getattr(own, name)) for name in adapter.REPLAYED}
 
 
 def train_rows(out_dir: Path, split: str) -> list[dict]:
@@ -102,15 +99,17 @@ def record(out_dir: Path) -> dict:
     import electra
 
     draws = {name: [] for name in adapter.REPLAYED}
-    recorders = []
-    for name in adapter.REPLAYED:
-        def recorder(*args, _name=name, _f=getattr(electra, name), **kwargs):
-            result = _f(*args, **kwargs)
-            if len(draws[_name]) < SAME_NOISE_STEPS:
-                draws[_name].append(result)
-            return result
 
-        recorders.append((electra, name, recorder))
+    def recorder(kept, step):
+        def recorded(*args, **kwargs):
+            result = step(*args, **kwargs)
+            if len(kept) < SAME_NOISE_STEPS:
+                kept.append(result)
+            return result
+        return recorded
+
+    recorders = [(electra, name, recorder(draws[name], getattr(electra, name)))
+                 for name in adapter.REPLAYED]
     with plugged(recorders):
         short_run(out_dir, SAME_NOISE_STEPS)
     rows = train_rows(out_dir, "train")

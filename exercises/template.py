@@ -257,27 +257,113 @@ def sample(logits, temperature: float = 1.0, rng: torch.Generator | None = None)
 
 # ---- exercises 10-13: from x_hat to the loss ----
 
-def disc_loss(logits: torch.Tensor, is_original: torch.Tensor,
-              weights: torch.Tensor) -> torch.Tensor:
-    """Exercise 12. The discriminator's loss                                          (paper, eq. 2)
+def corrupt(x, m, m_valid, x_hat):
+    """Exercise 10. D's input and its labels.
 
-        L_Disc = E[ sum_t -1(x_corrupt_t = x_t) log D(x_corrupt, t)
-                          - 1(x_corrupt_t != x_t) log(1 - D(x_corrupt, t)) ]
+    x_corrupt = REPLACE(x, m, x_hat);  is_original_t = 1(x_corrupt_t = x_t)       (paper, Sec. 2)
+
+    Read: the paper's Section 2 (the paragraph after eq. 2: "if the generator happens to generate
+    the correct token, that token is considered 'real' instead of 'fake'"), and electra.replace.
+
+    x: [B, T] the original token ids; m: [B, K] the masked positions (distinct within a row);
+    m_valid: [B, K] bool, True on the slots that were masked (the others point at positions that
+    were not, and must not change); x_hat: [B, K] G's samples, one per slot.
+    Return x_corrupt: [B, T], x with x_hat written at the used slots' positions (a new tensor: x
+    must not change), and is_original: [B, T] bool, True where x_corrupt equals x. A sample equal
+    to the original token counts as original.
+
+    Example: x [[5, 6, 7, 8]], m [[2, 1, 3]], m_valid [[True, True, False]], x_hat [[9, 6, 4]]:
+    x_corrupt [[5, 6, 9, 8]] (slot 2 is unused: position 3 keeps its 8), is_original
+    [[True, True, False, True]] (position 1 was sampled as its own token 6).
+    """
+    raise NotImplementedError("exercise 10: write corrupt")
+
+
+def mlm_loss(logits, targets, m_valid):
+    """Exercise 11. The generator's masked-language-modeling loss.
+
+    L_MLM(x, theta_G) = E[ sum_{i in m} -log p_G(x_i | x_masked) ]               (paper, Sec. 2)
+
+    Read: the paper's Section 2 (eq. 1 and L_MLM), and notebooks/02_losses_by_hand.ipynb.
+
+    logits: [B, K, V] G's logits at the masked positions, p_G = softmax(logits); targets: [B, K]
+    the original tokens x_i there; m_valid: [B, K] bool, the used slots. Return, as a scalar tensor
+    that gradients flow through, the mean of -log p_G(x_i) over the used slots of the whole batch
+    (as the official code averages: not a sum, not a mean of per-row means); the unused slots
+    count for nothing. Stay finite for confident logits: take log p_G from log_softmax (or
+    F.cross_entropy), never as the log of a softmax that has rounded to 0.
+
+    Example: logits [[[0, 0, 0], [ln 3, 0, 0]], [[0, ln 2, 0], [100, 0, 0]]], targets
+    [[1, 0], [1, 2]], m_valid [[True, True], [True, False]]: -log p = ln 3, ln 5/3, ln 2 on the
+    used slots -> (ln 3 + ln 5/3 + ln 2) / 3 = ln 10 / 3 = 0.7675.
+    """
+    raise NotImplementedError("exercise 11: write mlm_loss")
+
+
+def disc_loss(logits, is_original, weights):
+    """Exercise 12. The discriminator's loss.
+
+    L_Disc(x, theta_D) = E[ sum_{t=1}^n -1(x_corrupt_t = x_t) log D(x_corrupt, t)
+                                 -1(x_corrupt_t != x_t) log(1 - D(x_corrupt, t)) ]  (paper, Sec. 2)
 
     Read: the paper's Section 2 (eq. 2 and the sentence after it), and
     notebooks/02_losses_by_hand.ipynb.
 
     logits: [B, T] with D = sigmoid(logits) the probability that the token is *original* (the
     paper's D; the official code and HuggingFace score "replaced" instead); is_original: [B, T]
-    bool; attention_mask: [B, T]. Return the mean over every real token of the batch ([CLS] and
-    [SEP] included, padding excluded) as a scalar tensor that gradients flow through. It must stay
-    finite for confident logits such as +-200: compute log D and log(1 - D) from the logits directly
-    (log(1 - sigmoid(z)) = log sigmoid(-z)), never as the log of a sigmoid that has rounded to 0.
+    bool; weights: [B, T] 0/1 (int or float), which tokens count: for ELECTRA the attention mask,
+    every real token ([CLS] and [SEP] included, padding excluded). Return the mean over the
+    weighted tokens of the whole batch (not per row) as a scalar tensor that gradients flow
+    through. It must stay finite for confident logits such as +-200: compute log D and
+    log(1 - D) from the logits directly (log(1 - sigmoid(z)) = log sigmoid(-z)), never as the log
+    of a sigmoid that has rounded to 0.
 
     Example: logits [[0, ln 3, ln 3, 9]], is_original [[True, True, False, True]],
-    attention_mask [[1, 1, 1, 0]]: D = 0.5, 0.75, 0.75 -> (ln 2 + ln(4/3) + ln 4) / 3 = 0.7890.
+    weights [[1, 1, 1, 0]]: D = 0.5, 0.75, 0.75 -> (ln 2 + ln(4/3) + ln 4) / 3 = 0.7890.
     """
     raise NotImplementedError("exercise 12: write disc_loss")
+
+
+class Electra(electra.Electra):
+    """Generator and discriminator trained jointly: electra.Electra's parameters (self.generator,
+    self.discriminator sharing one embedding table), with the forward you write."""
+
+    def forward(self, input_ids, segment_ids, attention_mask,
+                rng: torch.Generator | None = None,
+                temperature: float | None = None) -> electra.ElectraOutput:
+        """Exercise 13. One pre-training step: Section 2's steps in the module docstring's order,
+        then the loss.
+
+        min_{theta_G, theta_D} sum_x L_MLM(x, theta_G) + lambda L_Disc(x, theta_D)  (paper, Sec. 2)
+
+        Read: the paper's Section 2 and Figure 2, electra.py's module docstring (the table of the
+        steps: "the module docstring" above), and electra.ElectraOutput's fields.
+
+        For the "electra" objective with joint training (the only one you write). input_ids,
+        segment_ids, attention_mask: [B, T]; rng: hand it to your mask_positions, mask_tokens and
+        sample; temperature: G's sampling temperature, config.temperature when None. With x the
+        input_ids and cfg = self.config:
+          1. m, m_valid = mask_positions(x, attention_mask, cfg, rng)               [B, K]
+          2. x_masked = mask_tokens(x, m, m_valid, cfg, rng)                        [B, T]
+          3. G's logits at m on x_masked: self.generator.hidden_states(x_masked, segment_ids,
+             attention_mask) then self.generator.logits(h, m), or in one call
+             self.generator(x_masked, segment_ids, attention_mask, m)             [B, K, V]
+          4. x_hat = sample(logits_G, temperature, rng)                             [B, K]
+          5. x_corrupt, is_original = corrupt(x, m, m_valid, x_hat)                 [B, T]
+          6. logits_D = self.discriminator(x_corrupt, segment_ids, attention_mask)  [B, T]
+          7. L_MLM = mlm_loss(logits_G, the original tokens of x at m, m_valid);
+             L_Disc = disc_loss(logits_D, is_original, attention_mask);
+             loss = L_MLM + cfg.lam * L_Disc.
+        Call YOUR functions (this file's mask_positions, ..., disc_loss), never electra's. No
+        gradient of L_Disc may reach G: x_hat is a sample (Sec. 2).
+        Return electra.ElectraOutput(loss=..., mlm_loss=L_MLM, disc_loss=L_Disc, m=m,
+        m_valid=m_valid, x_masked=x_masked, logits_G=logits_G, x_corrupt=x_corrupt,
+        logits_D=logits_D).
+
+        Example: lambda = 50, L_MLM = 5.0, L_Disc = 0.5 -> loss = 5.0 + 50 x 0.5 = 30.0: most of
+        the loss is D's, though D's loss per token is ten times smaller than G's.
+        """
+        raise NotImplementedError("exercise 13: write Electra.forward")
 
 
 # ================================================================================================
