@@ -49,7 +49,7 @@ SOLUTIONS = {
 # code, the notebooks' short runs and their text), and the course itself. Not the tests, the
 # benchmarks or the experiments (beyond the hooks the notebooks' helper imports).
 COPIED = ["electra.py", "electric.py", "tokenizer.py", "data.py", "train.py", "finetune.py",
-          "squad.py", "support", "notebooks", "experiments/__init__.py", "experiments/hooks.py",
+          "squad.py", "support", "notebooks", "experiments/hooks.py",
           "exercises", "EXERCISES.md", "README.md", "requirements.txt", "ruff.toml"]
 LEFT_OUT = {"exercises/kit.py", "exercises/answer_key.py"}  # they read the solutions
 

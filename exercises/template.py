@@ -16,15 +16,15 @@ you write the method. Call your own functions from your methods (SelfAttention.f
 your attention_reference, Electra.forward your mask_positions, ...), never the project's version
 of an exercise: the checks grade this file.
 """
-import math  # noqa: F401 (until the exercises are in)
+import math  # noqa: F401 (for your solutions)
+import unicodedata  # noqa: F401 (for your basic_tokenize)
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F  # noqa: F401 (until the exercises are in)
+import torch.nn.functional as F  # noqa: F401 (for your solutions)
 
 import electra
-import electric  # noqa: F401 (until the exercises are in)
-import finetune  # noqa: F401 (until the exercises are in)
+import finetune
 import tokenizer
 
 # ================================================================================================
@@ -378,7 +378,7 @@ def basic_tokenize(text: str, lowercase: bool = True) -> list[str]:
     Read: the paper's Section 3.1 (ELECTRA uses BERT's uncased WordPiece vocabulary), BERT (Devlin
     et al. 2019) Section 3, and the module docstring of tokenizer.py (stage 1).
 
-    Do these steps in this order, as BERT's BasicTokenizer does (import unicodedata:
+    Do these steps in this order, as BERT's BasicTokenizer does (unicodedata, imported above:
     unicodedata.category(ch) is a character's Unicode category, such as "Lu", "Mn", "Po", "Cc"):
     1. Clean: drop U+FFFD (the replacement character) and every control character, i.e. category
        C* (Cc, Cf, Co, Cs, Cn) except tab, newline and CR; then write " " for every whitespace

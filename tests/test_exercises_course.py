@@ -1,0 +1,141 @@
+"""The course as a teacher and a student use it: the grade sheet (text, JSON, CSV, a time limit
+per check), the capstone (the student's pieces in train.py's loop learn; a failing part is named
+instead), and the student kit (no solution in it, and its checks run with the kit alone).
+
+project_solution_file() writes the template with every exercise's def replaced by the project's
+own: a student file made of the answer key, graded through the same route as a student's."""
+import ast
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_exercises import solution
+
+from exercises import capstone, grade, harness, kit
+
+ROOT = Path(__file__).resolve().parents[1]
+MODULES = {"electra.py": "electra", "tokenizer.py": "tokenizer", "finetune.py": "finetune",
+           "electric.py": "electric"}
+
+
+def _span(node) -> tuple[int, int]:
+    """A def's lines, decorators included (1-based, inclusive)."""
+    first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+    return first, node.end_lineno
+
+
+def project_solution_source() -> str:
+    """The template with each exercise's def replaced by the project's def (decorators and
+    docstring included), and imports of the project's helpers those defs use."""
+    template = harness.TEMPLATE.read_text(encoding="utf-8")
+    tree = ast.parse(template)
+    defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    lines = template.splitlines(keepends=True)
+    replaced, imports = [], set()
+    for ex in grade.EXERCISES:
+        file, qualname = kit.SOLUTIONS[ex.name]
+        source = (ROOT / file).read_text(encoding="utf-8")
+        theirs = kit.find(ast.parse(source), qualname)
+        mine = kit.find(tree, ex.name)
+        first, last = _span(theirs)
+        body = source.splitlines(keepends=True)[first - 1:last]
+        replaced.append((*_span(mine), body))
+        module_names = {n.name for n in ast.parse(source).body
+                        if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        module_names |= {t.id for n in ast.parse(source).body if isinstance(n, ast.Assign)
+                         for t in n.targets if isinstance(t, ast.Name)}
+        module_names |= {a.asname or a.name for n in ast.parse(source).body
+                         if isinstance(n, ast.ImportFrom) for a in n.names}
+        used = {n.id for n in ast.walk(theirs) if isinstance(n, ast.Name)}
+        imports |= {(MODULES[file], name) for name in used & module_names - defined}
+    for first, last, body in sorted(replaced, reverse=True):
+        lines[first - 1:last] = body
+    after_imports = max(n.end_lineno for n in tree.body
+                        if isinstance(n, (ast.Import, ast.ImportFrom)))
+    lines[after_imports:after_imports] = [f"from {module} import {name}\n"
+                                          for module, name in sorted(imports)]
+    return "".join(lines)
+
+
+@pytest.fixture(scope="module")
+def project_file(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("solution") / "project_solution.py"
+    path.write_text(project_solution_source(), encoding="utf-8")
+    return path
+
+
+def test_the_sheet_passes_the_project_and_fails_the_template(project_file, tmp_path, capsys):
+    grades = grade.main([str(project_file), "--no-capstone", "--json", str(tmp_path / "g.json")])
+    assert all(g.passed for g in grades) and len(grades) == len(grade.EXERCISES), \
+        [(g.number, g.message) for g in grades if not g.passed]
+    rows = json.loads((tmp_path / "g.json").read_text())
+    assert sum(r["points"] for r in rows) == sum(ex.points for ex in grade.EXERCISES)
+    grades = grade.main([str(harness.TEMPLATE), "--no-capstone", "--csv", str(tmp_path / "g.csv")])
+    with open(tmp_path / "g.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [int(r["number"]) for r in rows] == [ex.number for ex in grade.EXERCISES]
+    for r, ex in zip(rows, grade.EXERCISES):
+        assert r["passed"] == "False" and r["points"] == "0"
+        assert f"exercise {ex.number}: write {ex.name}" in r["message"]
+    sheet = capsys.readouterr().out
+    assert f"total 0/{sum(ex.points for ex in grade.EXERCISES)}" in sheet
+
+
+def test_an_endless_loop_fails_its_check_and_the_sheet_goes_on(tmp_path):
+    path = tmp_path / "loops.py"
+    path.write_text(harness.TEMPLATE.read_text() + "\n\ndef corrupt(x, m, m_valid, x_hat):\n"
+                    "    while True:\n        pass\n")
+    chosen = [ex for ex in grade.EXERCISES if ex.name in ("corrupt", "mlm_loss")]
+    looped, after = grade.grade(path, chosen, time_limit=3)
+    assert not looped.passed and "no answer within 3 s" in looped.message
+    assert not after.passed and "exercise 11: write mlm_loss" in after.message
+
+
+def test_a_failing_part_is_named_instead_of_training(tmp_path):
+    passed, line = capstone.grade_line(tmp_path / "unused.py", ["section2"])
+    assert not passed and "section2" in line and harness.PARTS["section2"] in line
+
+
+def test_the_capstone_passes_with_the_project_s_functions(monkeypatch):
+    """The same-noise run reproduces the stored reference run; the learning run is cut short
+    here (the student's command runs capstone.LEARN_STEPS)."""
+    monkeypatch.setattr(capstone, "LEARN_STEPS", 30)
+    wrong = capstone.same_noise(solution(), capstone_trace(), Path(capstone_dir()))
+    assert wrong is None, wrong
+
+
+def capstone_trace():
+    import torch
+    return torch.load(capstone.TRACE, weights_only=False)
+
+
+def capstone_dir():
+    import tempfile
+    return tempfile.mkdtemp()
+
+
+def test_the_kit_holds_no_solution_and_grades_alone(project_file, tmp_path):
+    out = kit.build(tmp_path / "kit")
+    assert not (out / "tests").exists() and not (out / "exercises" / "kit.py").exists()
+    bodies = {}
+    for name, (file, qualname) in kit.SOLUTIONS.items():
+        node = kit.find(ast.parse((ROOT / file).read_text()), qualname)
+        bodies[name] = [ast.dump(s) for s in node.body[1:]] or [ast.dump(node.body[0])]
+        stripped = kit.find(ast.parse((out / file).read_text()), qualname)
+        assert ast.get_docstring(stripped) == ast.get_docstring(node), name
+    for path in out.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                dumped = [ast.dump(s) for s in node.body if not (
+                    isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+                for name, body in bodies.items():
+                    assert dumped != body, f"{path.relative_to(out)} holds {name}'s solution"
+    for name, args, code in [("the project's functions", [str(project_file)], 0),
+                             ("the template", [str(out / "exercises" / "template.py")], 1)]:
+        done = subprocess.run([sys.executable, "exercises/grade.py", *args, "--no-capstone"],
+                              cwd=out, capture_output=True, text=True, timeout=600)
+        assert done.returncode == code, f"{name}:\n{done.stdout}\n{done.stderr}"
+    assert "exercise 6: yours to write" in (out / "electra.py").read_text()
