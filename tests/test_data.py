@@ -138,6 +138,10 @@ def test_a_second_start_reads_none_of_the_text(tmp_path, monkeypatch):
     a.write_text("Cats.\n", encoding="utf-8")
     ids, offsets = encode_corpus(corpus, tok, cache, workers=1, progress=False)
     assert ids[offsets[0]:offsets[1]].tolist() == tok.encode("Cats.")
+    # a new file in the folder: read again
+    (corpus / "c.txt").write_text("The cats.\n", encoding="utf-8")
+    ids, offsets = encode_corpus(corpus, tok, cache, workers=1, progress=False)
+    assert ids[offsets[-3]:offsets[-2]].tolist() == tok.encode("The cats.")
 
 
 def test_a_cache_without_its_note_is_read_once_not_tokenised_again(tmp_path, monkeypatch):
