@@ -175,22 +175,35 @@ def encode_corpus(path: str | os.PathLike, tok: Tokenizer, cache_dir: str | os.P
     and bytes, the vocab and the lowercase flag, so a change to any of them re-tokenises. A run
     stopped while tokenising keeps its finished shards (in corpus-KEY.part) and the next one goes on
     from there.
+
+    Hashing the bytes reads the whole corpus (tens of GB for OpenWebText), so it is done once: a
+    note beside the folder, cache_dir/corpus-files-KEY2, names it, KEY2 a sha256 of the vocab and
+    of each file's path, size and modification time (shards.files_stat_key). A later start, a
+    resume or another DDP rank that finds the note reads none of the text; a changed file (its
+    size or modification time) misses the note and the text is hashed again.
     """
-    plan = shards.plan_shards(corpus_files(path), shard_bytes)
-    key = hashlib.sha256(f"{CACHE_FORMAT}\n{tok.hash()}\nlowercase={tok.lowercase}\n".encode())
-    for h in shards.hash_shards(plan, workers, progress):
-        key.update(h.encode())
-    out = Path(cache_dir) / f"corpus-{key.hexdigest()[:24]}"
-    if not out.is_dir():
-        part = out.with_name(out.name + ".part")
-        dtype = np.uint16 if len(tok) <= np.iinfo(np.uint16).max + 1 else np.uint32
-        stems = shards.tokenise(plan, part, _encode_lines, _init_worker, (tok,), dtype,
-                                chunk_chars, workers, progress, desc=f"tokenising {path}")
-        shards.join(stems, dtype, part)
-        shards.finish(part, out)
+    files = corpus_files(path)
+    settings = f"{CACHE_FORMAT}\n{tok.hash()}\nlowercase={tok.lowercase}\n"
+    seen = hashlib.sha256(f"{settings}{shard_bytes}\n{shards.files_stat_key(files)}".encode())
+    note = Path(cache_dir) / f"corpus-files-{seen.hexdigest()[:24]}"
+    out = shards.read_note(note)
+    if out is None:
+        plan = shards.plan_shards(files, shard_bytes)
+        key = hashlib.sha256(settings.encode())
+        for h in shards.hash_shards(plan, workers, progress):
+            key.update(h.encode())
+        out = Path(cache_dir) / f"corpus-{key.hexdigest()[:24]}"
+        if not out.is_dir():
+            part = out.with_name(out.name + ".part")
+            dtype = np.uint16 if len(tok) <= np.iinfo(np.uint16).max + 1 else np.uint32
+            stems = shards.tokenise(plan, part, _encode_lines, _init_worker, (tok,), dtype,
+                                    chunk_chars, workers, progress, desc=f"tokenising {path}")
+            shards.join(stems, dtype, part)
+            shards.finish(part, out)
+        shards.write_note(note, out)
     ids, line_offsets = shards.load(out)
     if len(ids) == 0:
-        raise ValueError(f"corpus {path} has no text: its {len(plan)} shard(s) hold no tokens")
+        raise ValueError(f"corpus {path} has no text: its {len(files)} file(s) hold no tokens")
     return ids, line_offsets
 
 

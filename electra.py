@@ -113,7 +113,7 @@ ALGORITHMS = ("joint", "two-stage", "adversarial")
 SIZES = {
     # ours, for a laptop CPU: Small's shape at half the width and a third of the depth, with 8,192
     # WordPiece tokens, as G's softmax and sampling cost O(V) per masked token. At the paper's
-    # sampling values D stays near chance in a 15-minute CPU run, so G samples at temperature 2
+    # sampling values D stays near chance in a 10-minute CPU run, so G samples at temperature 2
     # (replacements D can learn to spot), 25% of the tokens are masked (as Large) and there is no
     # dropout: a short run does not overfit.
     "tiny": dict(vocab_size=8192, hidden_size=128, num_layers=4, num_heads=2,
@@ -753,7 +753,10 @@ def baseline_loss(s, R, m_valid):
     "The baseline is trained with cross-entropy loss to match the reward" (Appendix F). The paper
     does not say against what target; ours: R = -log q, where q = exp(-R) is the probability D gave
     the right answer, and b = -log sigmoid(s) matches R exactly when sigmoid(s) = q; the
-    cross-entropy between q and sigmoid(s) is smallest there. Averaged over the masked positions.
+    cross-entropy between q and sigmoid(s) is smallest there. Over the samples G may draw at a
+    position it is smallest at sigmoid(s) = E[q], so b settles at -log E[exp(-R)], at or below the
+    mean reward E[R], not at it; b does not depend on the sample, so the policy gradient stays
+    unbiased all the same. Averaged over the masked positions.
     s, R: [B, K]; m_valid: [B, K] bool.
     """
     q = torch.exp(-R.detach().float())

@@ -77,8 +77,9 @@ def one_sided_keep(attention_mask, left: bool):
     Each query may also attend to itself even where it is padding: the right-to-left tower's
     padding queries have no real key at or after them, and a row of all-False keys would give
     F.scaled_dot_product_attention NaNs, which reach every row at the next layer (0 * NaN). The
-    official code masks with an additive -10000 instead, which leaves such a row uniform. Either
-    way nothing real reads a padding row.
+    official code adds -10000 to a masked key's score instead; in such a row every key gets the
+    same -10000, which the softmax cancels, so the row attends to every key as if nothing were
+    masked. Either way nothing real reads a padding row.
 
     >>> one_sided_keep(torch.tensor([[1, 1, 0]]), left=False)[0, 0].int()
     tensor([[1, 1, 0],

@@ -49,7 +49,7 @@ class Recipe:
 RECIPES = {
     # ours, for a laptop CPU: Small's sequence length, a quarter of its batch and twice its peak
     # lr (a 4-layer 128-wide model trains stably at 1e-3, and a short run needs it), for 1,800
-    # updates, the 15 minutes of the README's CPU run on 2 cores. It logs every 10 updates and
+    # updates, the 10 minutes of the README's CPU run on 2 idle cores. It logs every 10 updates and
     # evaluates every 50, so that a student sees the curves and D's view of a held-out sentence
     # within the first minutes, and saves every 300, so a run killed without Ctrl-C loses minutes.
     "tiny": Recipe(batch_size=32, lr=1e-3, steps=1_800, bert_steps=1_800, seq_len=128,

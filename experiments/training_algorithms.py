@@ -18,7 +18,7 @@ at the quarters of their schedule and each stop is fine-tuned on STS-B by sst2_c
 figure1.py does (its machinery runs this one), beside the run's random-weights twin; two-stage's
 snapshots start at its switch, where D has just been given G's weights (before it, D is still its
 random initialisation). The table also gives G's held-out MLM accuracy at the end, joint against
-adversarial (the paper, at BERT-Base's size: 65% against 58%).
+adversarial (the paper, with a G of hidden size 256: 65% against 58%).
 
 Time per seed on 2 cores: four pre-training runs (about 32 minutes) and 19 snapshots and twins to
 fine-tune on STS-B (15 snapshots, 4 twins), about 1.5 minutes each per fine-tuning seed: about an

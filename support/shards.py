@@ -6,6 +6,7 @@ are (its encode_lines) and what examples are; this holds the files, the workers 
     tokenise        every shard's lines encoded by the workers (a progress bar in MB/s); a finished
                     shard is kept on disk, so a run stopped half-way goes on where it stopped
     join            the shards' ids and line lengths as one ids.npy and one line_offsets.npy
+    files_stat_key  what a later start compares instead of the text: paths, sizes, mtimes
     write_rows      examples, streamed to a raw file and read back as a memory map
 
 Memory: a worker holds one shard's text and ids at a time, the main process one shard's line
@@ -99,6 +100,43 @@ def piece_lines(piece: Piece) -> list[str]:
     elif lines[-1] != "":
         lines.append("")
     return lines
+
+
+def files_stat_key(files: list[Path]) -> str:
+    """sha256 of each file's full path, size and modification time, and no byte of its text: what
+    a start reads to know the corpus has not changed since it was tokenised, as make and rsync
+    judge a file. A file edited in place almost always changes its modification time (in
+    nanoseconds where the file system keeps them)."""
+    h = hashlib.sha256()
+    for path in files:
+        st = os.stat(path)
+        h.update(f"{Path(path).resolve()}\n{st.st_size}\n{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
+def read_note(note: Path) -> Path | None:
+    """The cache folder that `note` names (written by write_note), or None: no note, or a note
+    whose folder is gone or unreadable, and the caller reads the text afresh."""
+    try:
+        name = note.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    folder = note.parent / name
+    if not name or "/" in name or not folder.is_dir():
+        return None
+    return folder
+
+
+def write_note(note: Path, folder: Path) -> None:
+    """Name `folder` in the small file `note`, atomically. The note is only a short cut: a failed
+    write (a read-only cache, another process writing the same note) costs the next start a read
+    of the text, not this run."""
+    tmp = note.with_name(f"{note.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(folder.name + "\n", encoding="utf-8")
+        os.replace(tmp, note)
+    except OSError:
+        tmp.unlink(missing_ok=True)
 
 
 def shard_hash(pieces: list[Piece]) -> str:

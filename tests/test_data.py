@@ -1,5 +1,6 @@
 """data.py: corpus files and decoding, WikiText, encode_corpus and its cache, documents, the
 official example builder, batches."""
+import os
 import random
 from pathlib import Path
 from types import SimpleNamespace
@@ -18,6 +19,7 @@ from data import (
     read_corpus,
     wikitext_documents,
 )
+from support import shards
 from tokenizer import Tokenizer
 
 CLS, SEP, PAD = 2, 3, 0
@@ -90,7 +92,8 @@ def test_encode_corpus_workers_and_cache(tmp_path, monkeypatch):
     monkeypatch.setattr(data, "_encode_lines", must_not_run)
     again = encode_corpus(corpus, tok, tmp_path / "cache1", workers=1, progress=False)
     assert all(np.array_equal(x, y) for x, y in zip(one, again))
-    assert len(list((tmp_path / "cache1").iterdir())) == 1  # no temp files left behind
+    names = sorted(f.name for f in (tmp_path / "cache1").iterdir())  # no temp files left behind
+    assert len(names) == 2 and names[1].startswith("corpus-files-")
     # a different vocab, a cased tokenizer or a changed corpus must not reuse the cache
     for other_tok in (Tokenizer(TOKENS + ["mat"]), Tokenizer(TOKENS, lowercase=False)):
         with pytest.raises(AssertionError, match="load the cache"):
@@ -98,6 +101,72 @@ def test_encode_corpus_workers_and_cache(tmp_path, monkeypatch):
     (corpus / "a.txt").write_text("The cat sat!\n", encoding="utf-8")
     with pytest.raises(AssertionError, match="load the cache"):
         encode_corpus(corpus, tok, tmp_path / "cache1", workers=1, progress=False)
+
+
+def test_a_second_start_reads_none_of_the_text(tmp_path, monkeypatch):
+    """A start that finds the files as tokenised (paths, sizes, modification times) opens none of
+    them; a changed size or modification time is seen, and the text read again."""
+    corpus = make_corpus(tmp_path / "corpus")
+    tok = Tokenizer(TOKENS)
+    cache = tmp_path / "cache"
+    first = encode_corpus(corpus, tok, cache, workers=1, progress=False)
+    opened = []
+    real_open = open
+
+    def recording_open(file, *args, **kwargs):
+        opened.append(Path(file))
+        return real_open(file, *args, **kwargs)
+
+    def no_hash(*args, **kwargs):
+        raise AssertionError("the text was hashed again")
+
+    monkeypatch.setattr("builtins.open", recording_open)
+    with monkeypatch.context() as m:
+        m.setattr(shards, "hash_shards", no_hash)
+        again = encode_corpus(corpus, tok, cache, workers=1, progress=False)
+    assert all(np.array_equal(x, y) for x, y in zip(first, again))
+    assert not [f for f in opened if corpus in f.parents], "the corpus's files were opened"
+
+    # the same size, another modification time: read again, and the new text tokenised
+    a = corpus / "a.txt"
+    a.write_text("The cat sat!\n\nCats sat.\n", encoding="utf-8")  # as long as before
+    os.utime(a, ns=(a.stat().st_atime_ns, a.stat().st_mtime_ns + 10**9))
+    ids, offsets = encode_corpus(corpus, tok, cache, workers=1, progress=False)
+    assert ids[offsets[0]:offsets[1]].tolist() == tok.encode("The cat sat!")
+    assert a in opened
+    # another size: read again
+    a.write_text("Cats.\n", encoding="utf-8")
+    ids, offsets = encode_corpus(corpus, tok, cache, workers=1, progress=False)
+    assert ids[offsets[0]:offsets[1]].tolist() == tok.encode("Cats.")
+    # a new file in the folder: read again
+    (corpus / "c.txt").write_text("The cats.\n", encoding="utf-8")
+    ids, offsets = encode_corpus(corpus, tok, cache, workers=1, progress=False)
+    assert ids[offsets[-3]:offsets[-2]].tolist() == tok.encode("The cats.")
+
+
+def test_a_cache_without_its_note_is_read_once_not_tokenised_again(tmp_path, monkeypatch):
+    """A cache written before the notes existed (or whose note is lost or garbled) is found by
+    hashing the text once; a note naming a folder that is gone is ignored."""
+    corpus = make_corpus(tmp_path / "corpus")
+    tok = Tokenizer(TOKENS)
+    cache = tmp_path / "cache"
+    first = encode_corpus(corpus, tok, cache, workers=1, progress=False)
+    [note] = cache.glob("corpus-files-*")
+    note.unlink()
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("tokenised again")
+
+    with monkeypatch.context() as m:
+        m.setattr(data, "_encode_lines", must_not_run)
+        again = encode_corpus(corpus, tok, cache, workers=1, progress=False)
+    assert all(np.array_equal(x, y) for x, y in zip(first, again))
+    assert note.is_file()
+    for garbled in ("corpus-gone", "../corpus", "\udcff"):
+        note.write_text(garbled, encoding="utf-8", errors="surrogateescape")
+        again = encode_corpus(corpus, tok, cache, workers=1, progress=False)
+        assert all(np.array_equal(x, y) for x, y in zip(first, again))
+    assert shards.read_note(note) == next(cache.glob("corpus-[!f]*"))
 
 
 def test_encode_corpus_uint32_for_big_vocabs(tmp_path):
@@ -319,8 +388,8 @@ def test_shards_give_the_ids_of_the_whole_corpus(tmp_path):
                                      progress=False, chunk_chars=30, shard_bytes=40)
         assert isinstance(ids, np.memmap) and ids.dtype == np.uint16
         assert np.array_equal(ids, want_ids) and np.array_equal(offsets, want_offsets)
-        assert [p.name for p in (tmp_path / f"cache{workers}").iterdir()] == \
-            [Path(ids.filename).parent.name]  # no .part left
+        left = {p.name for p in (tmp_path / f"cache{workers}").iterdir()}  # no .part left
+        assert len(left) == 2 and Path(ids.filename).parent.name in left  # and the note
         assert sorted(p.name for p in Path(ids.filename).parent.iterdir()) == \
             ["ids.npy", "line_offsets.npy"]  # nor a shard
 
