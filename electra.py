@@ -221,8 +221,9 @@ def attention_reference(q, k, v, keep, dropout: nn.Module):
     """Scaled dot-product attention written out (Vaswani et al. 2017, eq. 1): the reference that
     the fast path (F.scaled_dot_product_attention) is tested against.
 
-    q, k, v: [B, heads, T, d]; keep: [B, 1, 1, T] bool. Padding keys get a score of -inf
-    (the dtype's minimum, as BERT does, so a row never becomes all -inf).
+    q, k, v: [B, heads, T, d]; keep: [B, 1, 1, T] bool (or [B, 1, T, T], a mask per query).
+    Padding keys get the dtype's minimum score, not -inf, as BERT does: a row whose keys are all
+    padding then stays finite instead of becoming NaN.
     """
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # [B, heads, T, T]
     scores = scores.masked_fill(~keep, torch.finfo(scores.dtype).min)

@@ -41,7 +41,8 @@ def attention_reference(q, k, v, keep, dropout: nn.Module):
     Vaswani et al. 2017, Section 3.2.1 and eq. 1; electra.py's section "The Transformer encoder".
 
     q, k, v: [B, heads, T, d]; keep: [B, 1, 1, T] bool, True where the KEY is a real token and
-    False on padding (it broadcasts over heads and queries); dropout: a module to apply to the
+    False on padding (it broadcasts over heads and queries; electric.py passes [B, 1, T, T], a
+    mask per query, so write it to broadcast either); dropout: a module to apply to the
     attention weights. Return [B, heads, T, d]:
 
         scores = q k^T / sqrt(d)                 [B, heads, T, T], one row per query
@@ -531,8 +532,8 @@ def nce_logits(energies, log_q, noise_rate: float):
 
     energies: [B, T], the energy network's output, float32 or, under mixed precision, bfloat16
     or float16; log_q: [B, T] log q(x_t | x_\\t) of the token each position holds;
-    noise_rate: p, a float. Return s: [B, T] float32 (compute in float32 whatever the inputs'
-    dtype: the loss reads s), with gradient flowing to the energies.
+    noise_rate: p, a float with 0 < p < 1. Return s: [B, T] float32 (compute in float32 whatever
+    the inputs' dtype: the loss reads s), with gradient flowing to the energies.
 
     Example: E = 1, q = 1/2, p = 1/2: s = -(1 + log 1/2 + 0) = -0.3069;
              E = 2, q = 1/4, p = 0.15: s = -(2 - 1.3863 - 1.7346) = 1.1209.

@@ -139,3 +139,35 @@ def test_the_kit_holds_no_solution_and_grades_alone(project_file, tmp_path):
                               cwd=out, capture_output=True, text=True, timeout=600)
         assert done.returncode == code, f"{name}:\n{done.stdout}\n{done.stderr}"
     assert "exercise 6: yours to write" in (out / "electra.py").read_text()
+
+
+def test_every_check_is_proven_to_reject_two_named_wrong_versions():
+    """Each part's test file feeds its checks named wrong versions (WRONG); every exercise must
+    have at least two, each rejected there."""
+    import test_exercises_beyond
+    import test_exercises_encoder
+    import test_exercises_finetuning
+    import test_exercises_section2_losses
+    import test_exercises_section2_sampling
+    import test_exercises_tokenizer
+
+    counts = {}
+    for module in (test_exercises_encoder, test_exercises_section2_sampling,
+                   test_exercises_section2_losses, test_exercises_tokenizer,
+                   test_exercises_finetuning, test_exercises_beyond):
+        for check, _ in module.WRONG.values():
+            counts[check] = counts.get(check, 0) + 1
+    few = {ex.name: counts.get(ex.check, 0) for ex in grade.EXERCISES
+           if counts.get(ex.check, 0) < 2}
+    assert not few, f"exercises with fewer than two named wrong versions: {few}"
+
+
+def test_the_handout_s_commands_are_the_sheet_s():
+    """Every grade.py command EXERCISES.md prints parses, with the parts and numbers it names."""
+    text = (ROOT / "EXERCISES.md").read_text(encoding="utf-8")
+    commands = [line.split("#")[0].split() for line in text.splitlines()
+                if line.strip().startswith("python exercises/grade.py")]
+    assert len(commands) >= 3
+    for cmd in commands:
+        args = grade.parse_args([a.strip('"') for a in cmd[2:]])
+        assert args.exercise is None or set(args.exercise) <= {e.number for e in grade.EXERCISES}
