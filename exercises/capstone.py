@@ -4,8 +4,9 @@
 
 Your encoder (exercises 1-5), Section 2's steps (6-13) and your tokenizer (14-15) take the place
 of the project's (exercises/adapter.py lists which replaces which), and train.py's own loop
-pre-trains a small ELECTRA on the CPU, on chapters I-V of Jane Austen's Emma (the text the
-notebooks use, shipped with the project), in two runs:
+pre-trains a small ELECTRA on the CPU (the notebooks' short run, half the tokens masked), on
+chapters I-V of Jane Austen's Emma (the text the notebooks use, shipped with the project), in two
+runs:
 
 1. Same noise: the first SAME_NOISE_STEPS updates with the answer key's masks and samples
    (replayed from exercises/reference/capstone.pt in place of your random steps), so that your
@@ -35,8 +36,13 @@ from exercises import adapter, grade, harness  # noqa: E402
 
 PARTS = ("encoder", "section2", "tokenizer")  # what the capstone runs of yours
 SAME_NOISE_STEPS = 10
-LEARN_STEPS = 300  # enough for D to beat the all-original baseline with room (see EXERCISES.md)
+LEARN_STEPS = 200
 SEED = 0
+# Half the tokens masked (ours; the paper masks 15%, Large 25%): calling every token original then
+# scores about one half, and only a D that tells replacements from originals beats it. At 25% a
+# few hundred updates leave D's accuracy within noise of that baseline, seed by seed, although
+# its AUC shows it has learnt.
+MODEL = {"mask_prob": 0.5}
 # Your losses against the reference run's, per update: float32 sums in another order differ in
 # the last digits at update 1, and Adam carries such differences into the next updates
 TOLERANCE = dict(rtol=2e-3, atol=2e-4)
@@ -89,9 +95,9 @@ def train_rows(out_dir: Path, split: str) -> list[dict]:
 
 
 def short_run(out_dir: Path, steps: int) -> dict:
-    """notebooks' tiny run (2 layers of width 64, whole-word vocab, batch 16 of 64 tokens),
-    logging every update, evaluated on held-out text at the end."""
-    return _helpers.short_run(out_dir, steps=steps, log_interval=1, seed=SEED)
+    """notebooks' tiny run (2 layers of width 64, whole-word vocab, batch 16 of 64 tokens) with
+    MODEL's changes, logging every update, evaluated on held-out text at the end."""
+    return _helpers.short_run(out_dir, steps=steps, log_interval=1, seed=SEED, model=MODEL)
 
 
 def record(out_dir: Path) -> dict:

@@ -61,14 +61,16 @@ def word_vocab(path, text_path=SAMPLE_TEXT, size: int = 1000) -> Path:
 
 def short_run(out_dir, steps: int, objective: str = "electra", data=SAMPLE_TEXT,
               batch_size: int = 16, seq_len: int = 64, vocab=None, lr: float = 2e-3,
-              log_interval: int = 10, seed: int = 0, eval_interval: int | None = None) -> dict:
+              log_interval: int = 10, seed: int = 0, eval_interval: int | None = None,
+              model: dict | None = None) -> dict:
     """A short CPU pre-training run with train.py's own code (train.main), its output kept quiet.
 
     Writes out_dir/metrics.jsonl, ckpt.pt, vocab.txt and curves.png as any run does, and returns
     train.main's result (model, tokenizer, ...) plus "log", the lines train.py printed. `vocab` is a
     vocab.txt (default: the whole-word vocab of word_vocab, written into out_dir's parent). The lr
     is twice the tiny recipe's and the warm-up 10% of the steps, because the run is short. The
-    held-out set is evaluated every `eval_interval` steps (default: once, at the end).
+    held-out set is evaluated every `eval_interval` steps (default: once, at the end). `model`:
+    config fields to change beyond TINY_MODEL's.
     """
     if vocab is None:
         Path(out_dir).parent.mkdir(parents=True, exist_ok=True)
@@ -93,7 +95,7 @@ def short_run(out_dir, steps: int, objective: str = "electra", data=SAMPLE_TEXT,
         "--seed", str(seed),
         "--device", "cpu",
     ]
-    for key, value in TINY_MODEL.items():
+    for key, value in {**TINY_MODEL, **(model or {})}.items():
         args += ["--set", f"{key}={value}"]
     log = io.StringIO()
     # stderr dropped: no progress bars in the notebook
