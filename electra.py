@@ -495,6 +495,12 @@ class ElectraOutput:
         """D(x_corrupt, t) = sigmoid(logit): [B, T] the probability that each token is original."""
         return None if self.logits_D is None else torch.sigmoid(self.logits_D.detach().float())
 
+    def is_original(self, x: torch.Tensor) -> torch.Tensor:
+        """The labels L_Disc is trained against, [B, T] bool, True for *original*: x_corrupt_t ==
+        x_t, a sample equal to the original counting as original. The logged metrics of D score
+        it against these (support/report.py), so that they mean what the loss means."""
+        return self.x_corrupt == x
+
 
 class Electra(nn.Module):
     """Generator and discriminator trained jointly (objective "electra"), or one of the baselines
