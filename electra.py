@@ -693,9 +693,8 @@ def two_stage_loss(out: ElectraOutput, stage: int) -> torch.Tensor:
     gradient) and, with nothing shared (check_config), G stays frozen; L_MLM none to D. Frozen
     also under AdamW's momentum and weight decay: train.py's loop sets the frozen model's
     gradients to None (drop_frozen_gradients), as a compiled backward fills them with zeros.
-    Stage 2's L_Disc has no lam:
-    lam weighs L_Disc against L_MLM, and D trains alone. G samples as in joint training, with its
-    dropout on (the paper does not say).
+    Stage 2's L_Disc has no lam: lam weighs L_Disc against L_MLM, and D trains alone. G samples as
+    in joint training, with its dropout on (the paper does not say).
     """
     return out.mlm_loss if stage == 1 else out.disc_loss
 

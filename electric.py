@@ -254,7 +254,7 @@ class ElectricOutput(ElectraOutput):
         """L_NCE's labels, not x_noised == x: every sampled position is noise, even where the
         sample equals x_t. Such a position holds the data token, so its logit is the one that token
         would get as data: no D can tell them apart, and D's accuracy, recall and AUC against
-        these labels stay below 1 by the share of such samples (the metrics' floor)."""
+        these labels stay below 1, by about the share of such samples (the metrics' floor)."""
         return self.is_data
 
 

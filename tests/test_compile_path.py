@@ -12,6 +12,7 @@ import torch
 import torch._inductor.config
 from test_train import args, rows
 from test_training_algorithms import RUNS
+from torch._dynamo.utils import counters
 
 import train
 from electra import ElectraConfig, decays
@@ -165,10 +166,11 @@ STEPS, STOP = 24, 12  # two-stage's switch is update 12: the resume starts stage
 
 @contextlib.contextmanager
 def compiled_with(backend: str, monkeypatch):
-    """train.py's torch.compile calls, made with `backend`; every graph compiled afresh."""
+    """train.py's torch.compile calls, made with `backend`, no graph kept from another test."""
     real = torch.compile
     monkeypatch.setattr(torch, "compile", functools.partial(real, backend=backend))
     torch._dynamo.reset()  # no graph of another configuration, nor its recompile count
+    counters.clear()
     with torch._inductor.config.patch(fallback_random=True):
         yield
     monkeypatch.setattr(torch, "compile", real)
@@ -212,6 +214,8 @@ def check_compiled_equals_eager(corpus, tmp_path, monkeypatch, flags, backend, s
     with compiled_with(backend, monkeypatch):
         compiled = train.main(args(corpus, tmp_path / "compiled", *common, "--compile"))
         compiled = compiled["model"].state_dict()
+        # the model's step and its metrics ran compiled: not left to eager by a failed compile
+        assert counters["stats"]["unique_graphs"] >= 2
         train.main(args(corpus, tmp_path / "resumed", *common, "--compile", "--stop-at", str(STOP)))
         at_stop = torch.load(tmp_path / "resumed" / "ckpt.pt", weights_only=True)
         resumed = train.main(resume)["model"].state_dict()
