@@ -511,6 +511,12 @@ class ElectraOutput:
         """D(x_corrupt, t) = sigmoid(logit): [B, T] the probability that each token is original."""
         return None if self.logits_D is None else torch.sigmoid(self.logits_D.detach().float())
 
+    def is_original(self, x: torch.Tensor) -> torch.Tensor:
+        """The labels L_Disc is trained against, [B, T] bool, True for *original*: x_corrupt_t ==
+        x_t, a sample equal to the original counting as original. The logged metrics of D score
+        it against these (support/report.py), so that they mean what the loss means."""
+        return self.x_corrupt == x
+
 
 class Electra(nn.Module):
     """Generator and discriminator trained jointly (objective "electra"), or one of the baselines
@@ -700,12 +706,26 @@ def two_stage_loss(out: ElectraOutput, stage: int) -> torch.Tensor:
            frozen."                                                          L = L_Disc
     Each stage's loss reaches only its own model: L_Disc has no path to G (the samples carry no
     gradient) and, with nothing shared (check_config), G stays frozen; L_MLM none to D. Frozen
-    also under weight decay: train.py clears gradients to None, and AdamW skips a parameter
-    without one (a zero gradient would still decay and move it). Stage 2's L_Disc has no lam:
-    lam weighs L_Disc against L_MLM, and D trains alone. G samples as in joint training, with its
-    dropout on (the paper does not say).
+    also under AdamW's momentum and weight decay: train.py's loop sets the frozen model's
+    gradients to None (drop_frozen_gradients), as a compiled backward fills them with zeros.
+    Stage 2's L_Disc has no lam: lam weighs L_Disc against L_MLM, and D trains alone. G samples as
+    in joint training, with its dropout on (the paper does not say).
     """
     return out.mlm_loss if stage == 1 else out.disc_loss
+
+
+def drop_frozen_gradients(model: Electra, stage: int) -> None:
+    """Two-stage training, after backward and before the clip and the optimizer's step: the
+    gradients of the model the stage keeps frozen (D in stage 1, G in stage 2) set to None.
+
+    AdamW skips a parameter without a gradient: no update, no weight decay, no state. A zero
+    gradient would still move it, by the momentum it kept and by the decoupled weight decay.
+    Eager autograd alone gives None there, since the stage's loss never reaches the frozen model;
+    torch.compile's backward returns a gradient for every parameter, zeros for those.
+    """
+    frozen = model.discriminator if stage == 1 else model.generator
+    for p in frozen.parameters():
+        p.grad = None
 
 
 @torch.no_grad()

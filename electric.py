@@ -249,6 +249,14 @@ class ElectricOutput(ElectraOutput):
     logits of data s_t (so report.step_stats' D metrics read them), logits_G q's logits at the
     noised positions, x_masked the clean x (Electric masks nothing), x_corrupt the noised x."""
     energies: torch.Tensor | None = None  # [B, T] E(x_noised)_t
+    is_data: torch.Tensor | None = None  # [B, T] L_NCE's labels (is_data): False where sampled
+
+    def is_original(self, x: torch.Tensor) -> torch.Tensor:
+        """L_NCE's labels, not x_noised == x: every sampled position is noise, even where the
+        sample equals x_t. Such a position holds the data token, so its logit is the one that token
+        would get as data: no D can tell them apart, and D's accuracy, recall and AUC against
+        these labels stay below 1, by about the share of such samples (the metrics' floor)."""
+        return self.is_data
 
 
 class Electric(nn.Module):
@@ -290,11 +298,12 @@ class Electric(nn.Module):
         energies = energy(self, x_noised, segment_ids, attention_mask)  # [B, T]
         log_q = noise_log_prob(logits_q, x_noised, tau)  # [B, T], no gradient
         logits = nce_logits(energies, log_q, cfg.mask_prob)  # [B, T]
-        l_nce = nce_loss(logits, is_data(x, m, m_valid), attention_mask)
+        labels = is_data(x, m, m_valid)  # [B, T]
+        l_nce = nce_loss(logits, labels, attention_mask)
         return ElectricOutput(loss=electra_loss(l_cloze, l_nce, cfg.lam), mlm_loss=l_cloze,
                               disc_loss=l_nce, m=m, m_valid=m_valid, x_masked=x,
                               logits_G=logits_q_m, x_corrupt=x_noised, logits_D=logits,
-                              energies=energies)
+                              energies=energies, is_data=labels)
 
     @torch.no_grad()
     def clean_energies(self, input_ids, segment_ids, attention_mask):

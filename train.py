@@ -163,6 +163,7 @@ from electra import (
     Electra,
     ElectraConfig,
     decays,
+    drop_frozen_gradients,
     get_config,
     init_discriminator_from_generator,
     lr_factor,
@@ -240,6 +241,16 @@ def stage_switch(cfg: TrainConfig) -> int:
 def stage(step: int, cfg: TrainConfig) -> int:
     """Two-stage training's stage at update `step`: 1 (G alone) or 2 (D alone)."""
     return 1 if step < stage_switch(cfg) else 2
+
+
+def start_stage_2(raw: Electra, optimizer: torch.optim.AdamW) -> None:
+    """Two-stage training's switch, after stage 1's last update: D starts from G's weights
+    (init_discriminator_from_generator) and AdamW forgets both models, so that D starts as a
+    training of D alone would, and G, frozen from now on, keeps no state. Running it twice changes
+    nothing more (G does not move in between), so a run resumed at the switch runs it again, for a
+    checkpoint there that still holds stage 1's optimizer state."""
+    init_discriminator_from_generator(raw)
+    optimizer.state.clear()
 
 
 def build_optimizer(model: nn.Module, cfg: TrainConfig, fused: bool = True) -> torch.optim.AdamW:
@@ -333,6 +344,8 @@ def set_up(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device) 
         optimizer.load_state_dict(saved["optimizer"])
         step = saved["step"]
         plumbing.set_rng_state(saved["rng"][rank])
+        if cfg.algorithm == "two-stage" and step == stage_switch(cfg):  # whatever state it holds
+            start_stage_2(raw, optimizer)
     else:
         torch.manual_seed(cfg.seed + rank)  # different masks and dropout on each rank
     model = raw
@@ -430,6 +443,10 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device,
                                 if cfg.algorithm == "two-stage" else out.loss)
                         (loss / cfg.grad_accum).backward()
                     stats += step_stats(out, x, attention_mask) / cfg.grad_accum
+                # two-stage: no update of the model the stage freezes. Eager backward leaves its
+                # gradients None; a compiled backward fills them with zeros, which AdamW would use
+                if cfg.algorithm == "two-stage":
+                    drop_frozen_gradients(run.raw, stage(step, cfg))
                 grad_norm = nn.utils.clip_grad_norm_(run.raw.parameters(), cfg.clip_norm)
                 optimizer.step()
                 optimizer.zero_grad(set_to_none=True)
@@ -439,9 +456,9 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device,
                 continue
             step += 1
             if cfg.algorithm == "two-stage" and step == stage_switch(cfg):
-                # the end of stage 1: D starts from G's weights, and the checkpoint of this step
-                # holds them, so a snapshot here fine-tunes what G learnt
-                init_discriminator_from_generator(run.raw)
+                # the end of stage 1: D starts from G's weights, with fresh AdamW state, and the
+                # checkpoint of this step holds them, so a snapshot here fine-tunes what G learnt
+                start_stage_2(run.raw, optimizer)
 
             log_step = step % cfg.log_interval == 0 or step == end
             eval_step = step % cfg.eval_interval == 0 or step == end

@@ -60,17 +60,22 @@ def step_stats(out, x: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tens
     ElectraOutput `out` and its inputs x, attention_mask [B, T]:
 
     - gen_acc: G's top-1 accuracy at the masked positions;
-    - replaced_frac: the share of real tokens G's samples changed;
+    - replaced_frac: the share of real tokens labelled replaced (see below);
     - disc_acc: D's accuracy over the real tokens (D calls a token replaced when D(x, t) < 0.5);
     - disc_precision: the share of D's "replaced" calls that are right; disc_recall: the share of
       the replaced tokens D finds; disc_auc: how D ranks them (disc_auc).
+
+    "Replaced" is what D's loss labels so, out.is_original(x): for ELECTRA a token G's sample
+    changed; for Electric every sampled position, noise to L_NCE even where the sample equals the
+    original (electric.ElectricOutput.is_original: such a token gets the logit of data, a floor
+    under D's errors).
     """
     zero = torch.zeros((), device=out.loss.device)
     real = attention_mask.bool()
     values = {"loss": out.loss, "mlm_loss": out.mlm_loss,
               "gen_acc": mean_where(out.logits_G.argmax(-1) == x.gather(1, out.m), out.m_valid)}
     if out.x_corrupt is not None:
-        is_original = out.x_corrupt == x
+        is_original = out.is_original(x)  # the loss's own labels
         values["replaced_frac"] = mean_where(~is_original, real)
     if out.logits_D is not None:
         replaced = ~is_original & real
@@ -233,7 +238,7 @@ def heldout_pass(model: torch.nn.Module, inputs: list[tuple], autocast, seed: in
                 p = discriminator.p_original(out.x_corrupt, segment_ids, attention_mask)
         if p is not None:
             p_original.append(p.flatten())
-            is_original.append((out.x_corrupt == x).flatten())
+            is_original.append(out.is_original(x).flatten())  # the loss's labels, as step_stats
             real.append(attention_mask.flatten())
     means = torch.stack(per_batch).mean(0) if per_batch else torch.zeros(len(METRICS))
     stats = stats_dict(means)

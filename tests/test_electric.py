@@ -1,6 +1,8 @@
 """electric.py by hand: the two towers see one side each, the NCE loss of a 3-token example, the
 labels of a sample equal to the original, the one-pass score as an explicit sum; and an Electric
 run end to end through train.py (resume), finetune.py and support.evaluate."""
+import contextlib
+import dataclasses
 import json
 import math
 
@@ -134,6 +136,49 @@ def test_forward_is_the_named_steps_and_a_sample_equal_to_the_original_is_noise(
     assert out.mlm_loss.item() == pytest.approx(nll[c].mean().item(), rel=1e-5)
     assert out.loss.item() == pytest.approx(out.mlm_loss.item() + 50 * out.disc_loss.item(),
                                             rel=1e-5)
+
+
+def test_d_metrics_score_the_nce_labels_a_sample_equal_to_the_original_is_noise():
+    """Four real tokens, positions 1 and 2 sampled: position 1's sample equals the original (6),
+    position 2's does not (7 -> 9). L_NCE labels both noise; the logged metrics read the same
+    labels. D's logits of data 2, 1, -1, -2 call positions 2 and 3 noise. By hand, noise = {1, 2}:
+    accuracy 2/4 (0 and 2 right), precision 1/2 ({2} of {2, 3}), recall 1/2 ({2} of {1, 2}), AUC
+    2/4 (each noise logit is below 2, above -2), all-original baseline 1/2. ELECTRA's labels
+    (x_noised == x: only 2 replaced) would give 3/4, 1/2, 1, 2/3 and 3/4."""
+    x = torch.tensor([[5, 6, 7, 8]])
+    am = torch.ones(1, 4, dtype=torch.long)
+    m, m_valid = torch.tensor([[1, 2]]), torch.tensor([[True, True]])
+    x_noised = torch.tensor([[5, 6, 9, 8]])
+    logits = torch.tensor([[2.0, 1.0, -1.0, -2.0]])
+    labels = electric.is_data(x, m, m_valid)
+    assert labels.tolist() == [[True, False, False, True]]
+    zero = torch.zeros(())
+    out = electric.ElectricOutput(
+        loss=zero, mlm_loss=zero, disc_loss=electric.nce_loss(logits, labels, am), m=m,
+        m_valid=m_valid, x_masked=x, logits_G=torch.zeros(1, 2, 10), x_corrupt=x_noised,
+        logits_D=logits, is_data=labels)
+    expected = {"disc_acc": 0.5, "disc_precision": 0.5, "disc_recall": 0.5, "disc_auc": 0.5,
+                "all_original_acc": 0.5}
+    logged = report.stats_dict(report.step_stats(out, x, am))
+    assert {k: logged[k] for k in expected} == pytest.approx(expected)
+    held = report.heldout_pass(lambda *a, **k: out, [(x, torch.zeros_like(x), am)],
+                               contextlib.nullcontext(), seed=0, temperature=1.0)
+    assert {k: held[k] for k in expected} == pytest.approx(expected)
+    # ELECTRA's labels, from the same tensors: the metrics the NCE loss does not mean
+    electra_out = electra.ElectraOutput(**{f.name: getattr(out, f.name)
+                                           for f in dataclasses.fields(electra.ElectraOutput)})
+    as_electra = report.stats_dict(report.step_stats(electra_out, x, am))
+    assert [as_electra[k] for k in expected] == pytest.approx([0.75, 0.5, 1.0, 2 / 3, 0.75])
+
+
+def test_a_forward_passes_its_loss_labels_to_the_metrics():
+    model = micro_electric()
+    x, seg, am = batch(B=2, T=12)
+    out = model(x, seg, am)
+    labels = out.is_original(x)
+    assert torch.equal(labels, electric.is_data(x, out.m, out.m_valid))
+    assert out.disc_loss.item() == pytest.approx(
+        electric.nce_loss(out.logits_D, labels, am).item(), rel=1e-6)
 
 
 def test_no_gradient_reaches_q_through_the_nce_loss():

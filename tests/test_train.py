@@ -358,8 +358,10 @@ def test_ctrl_c_saves_a_loadable_checkpoint(corpus, tmp_path):
 
 
 DDP_SCRIPT = """
-import os, signal, sys, torch, train
+import functools, os, signal, sys, torch, train
 torch.set_num_threads(1)
+if os.environ.get("COMPILE_BACKEND"):  # a test's backend for train.py's torch.compile
+    torch.compile = functools.partial(torch.compile, backend=os.environ["COMPILE_BACKEND"])
 term_at = os.environ.get("SIGTERM_RANK1_AT")
 # only rank 1 is told to stop, during update term_at (0-based)
 if term_at and os.environ["RANK"] == "1":

@@ -7,7 +7,7 @@ import pytest
 import torch
 import transformers
 from test_electra import batch, micro_config
-from test_train import args, corpus, rows  # noqa: F401 (corpus: the fixture)
+from test_train import args, corpus, rows, run_ddp  # noqa: F401 (corpus: the fixture)
 
 import electra
 import train
@@ -292,6 +292,51 @@ def test_two_stage_keeps_g_frozen_through_stage_2(corpus, tmp_path):  # noqa: F8
     assert not all(torch.equal(d10[k], d20[k]) for k in d10)  # D trained
     r = rows(tmp_path / "r")
     assert r[9]["disc_loss"] != r[10]["disc_loss"]
+
+
+def test_a_checkpoint_at_the_switch_holding_stage_1s_adam_state_resumes_as_a_fresh_stage_2(
+        corpus, tmp_path, monkeypatch):  # noqa: F811
+    """A checkpoint written at the switch with stage 1's AdamW state still in it (D's as a
+    compiled backward's zero gradients leave it: a step count, zero moments; and G's) resumes as
+    the uninterrupted run: stage 2 starts with D's state fresh, whichever checkpoint it starts
+    from."""
+    common = ["--steps", "8", "--log-interval", "1", "--eval-fraction", "0", *RUNS["two-stage"]]
+    a = train.main(args(corpus, tmp_path / "a", *common))
+
+    def switch_keeping_state(raw, optimizer):
+        init_discriminator_from_generator(raw)
+        for p in raw.discriminator.parameters():
+            optimizer.state[p] = {"step": torch.tensor(4.0), "exp_avg": torch.zeros_like(p),
+                                  "exp_avg_sq": torch.zeros_like(p)}
+
+    with monkeypatch.context() as patched:
+        patched.setattr(train, "start_stage_2", switch_keeping_state)
+        train.main(args(corpus, tmp_path / "b", *common, "--stop-at", "4"))
+    saved = torch.load(tmp_path / "b" / "ckpt.pt", weights_only=True)
+    assert len(saved["optimizer"]["state"]) == len(list(a["model"].parameters()))  # G's and D's
+    b = train.main(["--out", str(tmp_path / "b"), "--resume", "--cache-dir", str(corpus[2]),
+                    "--log-interval", "1"])
+    assert [r["loss"] for r in rows(tmp_path / "a")] == [r["loss"] for r in rows(tmp_path / "b")]
+    sa, sb = a["model"].state_dict(), b["model"].state_dict()
+    assert all(torch.equal(sa[k], sb[k]) for k in sa)
+
+
+def test_two_stage_under_compiled_ddp_keeps_each_frozen_model_bit_identical(
+        corpus, tmp_path):  # noqa: F811
+    """Two gloo processes, compiled (aot_eager: AOTAutograd's zero gradients, without inductor's
+    compile time), DDP expecting unused parameters: G does not move in stage 2 nor D's head in
+    stage 1. Update 2 is the switch; its checkpoint is kept as ckpt.prev.pt."""
+    out, _, w0 = run_ddp(corpus, tmp_path, "--steps", "4", "--ckpt-interval", "2", "--compile",
+                         *RUNS["two-stage"], env={"COMPILE_BACKEND": "aot_eager"})
+    switch = torch.load(out / "ckpt.prev.pt", weights_only=True)
+    assert switch["step"] == 2
+    torch.manual_seed(0)  # set_up's seed, then the model: the initial weights
+    init = Electra(electra.ElectraConfig(**switch["model_config"])).state_dict()
+    g = [k for k in w0 if k.startswith("generator.")]
+    d_head = [k for k in w0 if k.startswith("discriminator.head")]
+    assert all(torch.equal(switch["model"][k], init[k]) for k in d_head)
+    assert all(torch.equal(switch["model"][k], w0[k]) for k in g)
+    assert not all(torch.equal(switch["model"][k], init[k]) for k in g)  # stage 1 trained G
 
 
 def test_init_from_an_exported_untied_pair_keeps_its_sharing(corpus, tmp_path):  # noqa: F811
