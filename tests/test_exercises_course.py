@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from test_exercises import solution
 
 from exercises import capstone, grade, harness, kit
@@ -94,27 +95,42 @@ def test_an_endless_loop_fails_its_check_and_the_sheet_goes_on(tmp_path):
     assert not after.passed and "exercise 11: write mlm_loss" in after.message
 
 
-def test_a_failing_part_is_named_instead_of_training(tmp_path):
-    passed, line = capstone.grade_line(tmp_path / "unused.py", ["section2"])
-    assert not passed and "section2" in line and harness.PARTS["section2"] in line
+def test_a_failing_part_is_named_instead_of_training(project_file, tmp_path):
+    """The capstone runs parts 1-3's checks first: a wrong corrupt() (exercise 10) names Section
+    2's part, and nothing trains."""
+    wrong = tmp_path / "wrong_corrupt.py"
+    wrong.write_text(project_file.read_text() + "\n\ndef corrupt(x, m, m_valid, x_hat):\n"
+                     "    x_corrupt = replace(x, m, x_hat)\n"
+                     "    return x_corrupt, x_corrupt == -1\n")
+    passed, line = capstone.grade_line(wrong)
+    assert not passed and line.startswith("not run") and "section2" in line, line
+    assert "encoder" not in line and "tokenizer" not in line, line
 
 
-def test_the_capstone_passes_with_the_project_s_functions(monkeypatch):
-    """The same-noise run reproduces the stored reference run; the learning run is cut short
-    here (the student's command runs capstone.LEARN_STEPS)."""
-    monkeypatch.setattr(capstone, "LEARN_STEPS", 30)
-    wrong = capstone.same_noise(solution(), capstone_trace(), Path(capstone_dir()))
-    assert wrong is None, wrong
+def test_the_capstone_passes_with_the_project_s_functions(monkeypatch, tmp_path):
+    """The same-noise run reproduces the stored reference run, and D learns; the learning run is
+    cut short here (the student's command runs capstone.LEARN_STEPS)."""
+    monkeypatch.setattr(capstone, "LEARN_STEPS", 60)
+    passed, line = capstone.run(solution(), say=lambda line: None)
+    assert passed, line
 
 
-def capstone_trace():
-    import torch
-    return torch.load(capstone.TRACE, weights_only=False)
+def test_the_same_noise_run_names_a_wrong_loss(monkeypatch, tmp_path):
+    """lambda left out of the joint loss: its first update's losses differ from the reference
+    run's, and the line says which update and what both runs got."""
+    import electra
 
+    project_forward = electra.Electra.forward
 
-def capstone_dir():
-    import tempfile
-    return tempfile.mkdtemp()
+    def no_lambda(self, *args, **kwargs):
+        out = project_forward(self, *args, **kwargs)
+        out.loss = out.mlm_loss + out.disc_loss
+        return out
+
+    wrong = solution(Electra=type("Electra", (electra.Electra,), {"forward": no_lambda}))
+    trace = torch.load(capstone.TRACE, weights_only=False)
+    line = capstone.same_noise(wrong, trace, tmp_path)
+    assert line and line.startswith("same noise, update 1:"), line
 
 
 def test_the_kit_holds_no_solution_and_grades_alone(project_file, tmp_path):
