@@ -195,7 +195,7 @@ class Embeddings(nn.Module):
 
 
 def gdes_embedding(e_g, delta):
-    """E_D = sg(E_G) + E_Delta                                   (DeBERTa-v3, Sec. 3.3, eq. 5)
+    """E_D = sg(E_G) + E_Delta                                          (DeBERTa-v3, Sec. 3.3)
 
     D's embedding table under gradient-disentangled embedding sharing: G's table E_G with the
     gradient stopped (sg), plus D's own E_Delta, which starts at zero. D reads what G has learnt,
