@@ -67,7 +67,7 @@ class ElectraConfig:
     # --- objective ---
     objective: str = "electra"  # one of OBJECTIVES: ELECTRA, BERT (Table 1) or a Sec. 3.5 ablation
     # what G and D share (Sec. 3.2 "Weight Sharing"; official untied_generator and
-    # untied_generator_embeddings): one of SHARING
+    # untied_generator_embeddings; "gdes": DeBERTa-v3's, He et al. 2021, Sec. 3.3): one of SHARING
     sharing: str = "embeddings"
     algorithm: str = "joint"  # how G and D are trained (Sec. 3.2, Appendix F): one of ALGORITHMS
     bert_mask_token_prob: float = 0.8  # BERT's 80/10/10 rule (Devlin et al. 2019, Sec. 3.1)
@@ -100,8 +100,11 @@ WITH_DISCRIMINATOR = ("electra", "electra_15", "electric")
 # (untied_generator True, untied_generator_embeddings False). "none": G has its own embeddings, as
 # wide as its hidden size, as the official untied_generator_embeddings True builds them. "all": G
 # is D's encoder with its own MLM head, as the official untied_generator False; G and D must then
-# have the same shape.
-SHARING = ("none", "embeddings", "all")
+# have the same shape. "gdes": DeBERTa-v3's gradient-disentangled embedding sharing (He, Gao, Chen
+# 2021, arXiv 2111.09543, Sec. 3.3): D reads G's token, position and segment tables through
+# gdes_embedding, sg(E_G) + E_Delta, so that L_Disc trains only D's E_Delta and never pulls on G's
+# tables (GdesEmbeddings); D's embedding LayerNorm is its own.
+SHARING = ("none", "embeddings", "all", "gdes")
 # Section 3.2's training algorithms: "joint" trains G and D together (L = L_MLM + lam L_Disc),
 # "two-stage" trains G alone, then D alone initialised from G (two_stage_loss), "adversarial"
 # trains G to fool D by policy gradient (Appendix F; adversarial_loss).
@@ -175,7 +178,7 @@ def same_shape(config: ElectraConfig) -> list[str]:
 
 class Embeddings(nn.Module):
     """Token + position + segment embeddings, LayerNorm, dropout (BERT). Shared by G and D
-    (config.sharing: unless "none")."""
+    (config.sharing "embeddings" or "all"; under "gdes" D reads G's through GdesEmbeddings)."""
 
     def __init__(self, config: ElectraConfig):
         super().__init__()
@@ -189,6 +192,64 @@ class Embeddings(nn.Module):
         pos = torch.arange(input_ids.shape[1], device=input_ids.device)  # [T]
         e = self.word(input_ids) + self.position(pos) + self.segment(segment_ids)  # [B, T, E]
         return self.drop(self.ln(e))
+
+
+def gdes_embedding(e_g, delta):
+    """E_D = sg(E_G) + E_Delta                                          (DeBERTa-v3, Sec. 3.3)
+
+    D's embedding table under gradient-disentangled embedding sharing: G's table E_G with the
+    gradient stopped (sg), plus D's own E_Delta, which starts at zero. D reads what G has learnt,
+    but L_Disc's gradient reaches E_Delta only, so G's L_MLM alone moves E_G: the two losses no
+    longer pull the same vectors two ways. DeBERTa's code sets D's word and position tables to
+    G's detached weights plus D's delta in a hook before each forward; here D computes it.
+    e_g, delta: [rows, E] -> [rows, E].
+    Example: e_g [[1., 2.]], delta [[0.5, 0.]] -> [[1.5, 2.]], whose gradient reaches delta alone.
+    """
+    return e_g.detach() + delta
+
+
+class GdesEmbeddings(nn.Module):
+    """D's embeddings under sharing "gdes": Embeddings' sum, with each of G's tables (token,
+    position, segment) read through gdes_embedding and D's own E_Delta per table, then D's own
+    LayerNorm and dropout. The LayerNorm is not shared: G's would take L_Disc's gradient. Both
+    LayerNorms start as the identity and every E_Delta at zero, so at the start D's embeddings
+    equal G's. merged() gives E_G + E_Delta as plain Embeddings: D's embeddings after training.
+    """
+
+    TABLES = ("word", "position", "segment")
+
+    def __init__(self, config: ElectraConfig, g: Embeddings):
+        super().__init__()
+        # In a list, not a submodule: D reads G's tables without owning them, so D's parameters
+        # and state dict hold E_Delta alone, and E_G stays G's
+        self.g = [g]
+        self.config = config
+        for name in self.TABLES:
+            table = getattr(g, name).weight
+            self.register_parameter(f"{name}_delta", nn.Parameter(torch.zeros_like(table)))
+        self.ln = nn.LayerNorm(config.embedding_size, eps=config.layer_norm_eps)
+        self.drop = nn.Dropout(config.dropout)
+
+    def tables(self) -> list[torch.Tensor]:
+        """D's token, position and segment tables: sg(E_G) + E_Delta each."""
+        return [gdes_embedding(getattr(self.g[0], name).weight, getattr(self, f"{name}_delta"))
+                for name in self.TABLES]
+
+    def forward(self, input_ids, segment_ids):
+        word, position, segment = self.tables()
+        pos = torch.arange(input_ids.shape[1], device=input_ids.device)  # [T]
+        e = (F.embedding(input_ids, word) + F.embedding(pos, position)
+             + F.embedding(segment_ids, segment))
+        return self.drop(self.ln(e))  # [B, T, E]
+
+    @torch.no_grad()
+    def merged(self) -> Embeddings:
+        """E_G + E_Delta and D's LayerNorm as a plain Embeddings (fine-tuning, export)."""
+        out = Embeddings(self.config).to(self.ln.weight.device)
+        for name, table in zip(self.TABLES, self.tables()):
+            getattr(out, name).weight.copy_(table)
+        out.ln.load_state_dict(self.ln.state_dict())
+        return out
 
 
 class SelfAttention(nn.Module):
@@ -538,7 +599,10 @@ class Electra(nn.Module):
         g_config = generator_config(config)
         g_embeddings = Embeddings(g_config) if config.sharing == "none" else self.embeddings
         self.generator = Generator(g_config, g_embeddings) if obj != "bert" else None
-        self.discriminator = Discriminator(config, self.embeddings) if has_d else None
+        # gdes: self.embeddings is G's; D reads it through its own E_Delta (GdesEmbeddings)
+        d_embeddings = (GdesEmbeddings(config, self.embeddings) if config.sharing == "gdes"
+                        else self.embeddings)
+        self.discriminator = Discriminator(config, d_embeddings) if has_d else None
         if config.sharing == "all":  # G runs D's encoder: the same modules, G keeps its own head
             self.generator.embeddings_project = self.discriminator.embeddings_project
             self.generator.layers = self.discriminator.layers
@@ -599,11 +663,23 @@ class Electra(nn.Module):
 
 def encoder_of(trained: nn.Module, config: ElectraConfig) -> Encoder:
     """A fresh Encoder holding a trained tower's encoder weights, its pre-training head left out:
-    the state-dict entries whose names an Encoder has."""
+    the state-dict entries whose names an Encoder has (plain_state_dict: D's merged embeddings
+    under sharing "gdes")."""
     encoder = Encoder(config)
     wanted = encoder.state_dict()
-    encoder.load_state_dict({k: v for k, v in trained.state_dict().items() if k in wanted})
+    encoder.load_state_dict({k: v for k, v in plain_state_dict(trained).items() if k in wanted})
     return encoder
+
+
+def plain_state_dict(tower: Encoder) -> dict:
+    """A tower's state dict as a plain Encoder names it: under sharing "gdes", D's embeddings are
+    merged, E_G + E_Delta (GdesEmbeddings.merged), never E_Delta alone; other towers as they are.
+    """
+    state = tower.state_dict()
+    if isinstance(tower.embeddings, GdesEmbeddings):
+        state = {k: v for k, v in state.items() if not k.startswith("embeddings.")}
+        state |= {f"embeddings.{k}": v for k, v in tower.embeddings.merged().state_dict().items()}
+    return state
 
 
 # -----------------------------------------------------------------------------

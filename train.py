@@ -447,6 +447,9 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device,
                 # gradients None; a compiled backward fills them with zeros, which AdamW would use
                 if cfg.algorithm == "two-stage":
                     drop_frozen_gradients(run.raw, stage(step, cfg))
+                # One global norm over G and D, as the official code. Under --sharing gdes too
+                # (DeBERTa clips G and D apart): the clip only scales each gradient, so G's stays
+                # L_MLM's alone in direction, and Adam largely divides the scale out
                 grad_norm = nn.utils.clip_grad_norm_(run.raw.parameters(), cfg.clip_norm)
                 optimizer.step()
                 optimizer.zero_grad(set_to_none=True)
@@ -536,6 +539,9 @@ def main(argv=None, before_update=None) -> dict:
         if model.config.sharing == "all":  # two folders cannot hold one tensor
             print("  generator/ holds a copy of D's encoder: HuggingFace loads the two untied; "
                   "--init-from ties them again")
+        if model.config.sharing == "gdes":  # HuggingFace has no GDES
+            print("  discriminator/ holds D's embeddings merged, E_G + E_Delta; --init-from "
+                  "splits them again")
         return {"model": model, "step": saved["step"], "files": files}
     rank = int(os.environ.get("RANK", "0"))  # torchrun's; setup_distributed joins the group
     with plumbing.open_run_folder(out_dir / "ckpt.pt", args.resume, rank) as saved:

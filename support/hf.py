@@ -24,7 +24,15 @@ import torch
 import torch.nn as nn
 from safetensors.torch import load_file, save_file
 
-from electra import Electra, ElectraConfig, Encoder, generator_config, get_config
+from electra import (
+    Electra,
+    ElectraConfig,
+    Encoder,
+    GdesEmbeddings,
+    generator_config,
+    get_config,
+    plain_state_dict,
+)
 from electric import pretraining_model
 from support.plumbing import DOWNLOAD_TIMEOUT_S, DownloadError, atomic_write, download
 from tokenizer import Tokenizer
@@ -110,9 +118,9 @@ def _load(module: nn.Module, pairs, sd: dict, what: str) -> None:
             own[ours].copy_(t)
 
 
-def _export(module: nn.Module, pairs) -> dict:
-    """module's parameters under HF's names (copies, sharing no storage)."""
-    own, out = module.state_dict(), {}
+def _export(own: dict, pairs) -> dict:
+    """A state dict's tensors under HF's names (copies, sharing no storage)."""
+    out = {}
     for ours, hf in pairs:
         t = -own[ours] if ours in FLIPPED else own[ours]
         names = _names(hf)
@@ -147,37 +155,59 @@ def from_hf_state_dicts(config: ElectraConfig, disc_sd: dict,
     D's last layer is negated (see FLIPPED). HF's layout stores G and D whole, a shared tensor in
     both: what config.sharing shares is read from D (G's copy is the same table), the rest of G
     from gen_sd. Without gen_sd the generator keeps its random initialisation (enough for
-    fine-tuning, which uses D alone).
+    fine-tuning, which uses D alone). Sharing "gdes" (an exported GDES pair, whose D holds
+    E_G + E_Delta as HF has no GDES): G whole from gen_sd, E_Delta = D's table - G's.
     """
     model = Electra(dc_replace(config, objective="electra"))
     D, G = model.discriminator, model.generator
-    _load(D, _encoder_keys(D, "electra.") + D_HEAD, disc_sd, "discriminator")
+    gdes = config.sharing == "gdes"
+    tables = tuple(f"embeddings.{t}." for t in GdesEmbeddings.TABLES) if gdes else ()
+    pairs = [p for p in _encoder_keys(D, "electra.") if not p[0].startswith(tables)]
+    _load(D, pairs + D_HEAD, disc_sd, "discriminator")
     if gen_sd is not None:
-        shared = {"none": (), "embeddings": ("embeddings.",), "all": ("",)}[config.sharing]
+        shared = {"none": (), "embeddings": ("embeddings.",), "all": ("",),
+                  "gdes": ()}[config.sharing]
         pairs = [p for p in _encoder_keys(G, "electra.") if not p[0].startswith(shared)]
         _load(G, pairs + G_HEAD, gen_sd, "generator")
+    if gdes:
+        if gen_sd is None:
+            raise ValueError("sharing gdes: D's embeddings are G's plus D's E_Delta, read "
+                             "against G's: pass the generator's weights too")
+        merged = {ours: hf for ours, hf in _encoder_keys(D, "electra.")}
+        with torch.no_grad():
+            for t in GdesEmbeddings.TABLES:
+                e_g = getattr(G.embeddings, t).weight
+                getattr(D.embeddings, f"{t}_delta").copy_(
+                    disc_sd[merged[f"embeddings.{t}.weight"]] - e_g)
     return model
 
 
 def hf_sharing(disc_sd: dict, gen_sd: dict) -> str:
     """The electra.SHARING mode of an HF pair, read from its weights (HF's config.json cannot
     say): "all" if G's encoder equals D's, tensor for tensor; "embeddings" if only the embeddings
-    do (Google's released pairs); "none" otherwise."""
+    do (Google's released pairs); "gdes" if they differ but G's are as wide as D's and G projects
+    them to its hidden size, which no untied G does ("none" makes them as wide as G's hidden
+    size): an exported GDES pair, D holding E_G + E_Delta; "none" otherwise. So a GDES pair
+    whose G has no projection reads as "none", and one whose E_Delta and LayerNorm never moved
+    as "embeddings": each loads to the same functions."""
     def same(keys):
         return all(k in gen_sd and gen_sd[k].shape == disc_sd[k].shape
                    and torch.equal(gen_sd[k], disc_sd[k]) for k in keys)
     encoder = [k for k in disc_sd if k.startswith("electra.")]
     embeddings = [k for k in encoder if k.startswith("electra.embeddings.")]
     if not same(embeddings):
-        return "none"
+        as_wide = all(k in gen_sd and gen_sd[k].shape == disc_sd[k].shape for k in embeddings)
+        return "gdes" if as_wide and "electra.embeddings_project.weight" in gen_sd else "none"
     return "all" if same(encoder) else "embeddings"
 
 
 def to_hf_state_dicts(model: Electra) -> tuple[dict, dict]:
-    """(disc_sd, gen_sd) in HuggingFace's ElectraForPreTraining / ElectraForMaskedLM layout."""
+    """(disc_sd, gen_sd) in HuggingFace's ElectraForPreTraining / ElectraForMaskedLM layout.
+    Under sharing "gdes" D's embeddings are exported merged, E_G + E_Delta (plain_state_dict):
+    HF has no GDES, and they are what D reads."""
     D, G = model.discriminator, model.generator
-    disc = _export(D, _encoder_keys(D, "electra.") + D_HEAD)
-    gen = _export(G, _encoder_keys(G, "electra.") + G_HEAD)
+    disc = _export(plain_state_dict(D), _encoder_keys(D, "electra.") + D_HEAD)
+    gen = _export(G.state_dict(), _encoder_keys(G, "electra.") + G_HEAD)
     # the LM head is tied to the word embeddings: the same weights
     gen["generator_lm_head.weight"] = gen["electra.embeddings.word_embeddings.weight"].clone()
     return disc, gen

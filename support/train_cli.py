@@ -39,7 +39,8 @@ def parse_args(argv, config: type, sizes) -> argparse.Namespace:
                   "energy-based cloze model of electric.py (default electra)")
     add_flag(p, "sharing",
              help="weights G and D share (Sec. 3.2): none, embeddings (default: token, position "
-                  "and segment embeddings) or all (G and D of the same shape)")
+                  "and segment embeddings), all (G and D of the same shape) or gdes (DeBERTa-v3: "
+                  "D reads G's embeddings, stopped, plus its own E_Delta)")
     add_flag(p, "algorithm",
              help="joint (default: G and D together), two-stage (G alone for half the steps, "
                   "then D from G's weights with G frozen; needs --sharing none) or adversarial "

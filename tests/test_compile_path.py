@@ -158,6 +158,7 @@ CONFIGS = {
     "electric": ["--objective", "electric"],
     "sharing-none": RUNS["sharing-none"],
     "sharing-all": RUNS["sharing-all"],
+    "sharing-gdes": RUNS["sharing-gdes"],
     "two-stage": RUNS["two-stage"],
     "adversarial": RUNS["adversarial"],
 }

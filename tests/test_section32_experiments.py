@@ -90,13 +90,15 @@ def test_weight_sharing_runs_each_mode_then_reads_the_table(tmp_path, monkeypatc
             "--data", str(tmp_path), "--steps", "8"]
     table = ws.main(argv)
     trains = calls_of(fakes, "train.py")
-    assert [a[a.index("--sharing") + 1] for a in trains] == ["none", "embeddings", "all"]
+    assert [a[a.index("--sharing") + 1] for a in trains] == ["none", "embeddings", "all", "gdes"]
     assert all(a[a.index("--stop-at") + 1] == "5" and "generator_fraction=1" in a
                for a in trains)  # 8 preset updates' FLOPs with G as large as D
     rows = [line for line in table.splitlines() if line.startswith("| ")][1:]
-    assert [r.split(" | ")[0] for r in rows] == ["| none", "| embeddings", "| all"]
+    assert [r.split(" | ")[0] for r in rows] == ["| none", "| embeddings", "| all", "| gdes"]
     # the fake gives every run the same scores: inside the spread, and the paper's GLUE beside
     assert rows[0].endswith("| - | inside the spread | 83.6 |")  # G's accuracy: no held-out rows
     params = [int(r.split(" | ")[1].replace(",", "")) for r in rows]
     assert params[0] > params[1] > params[2]  # tying removes parameters
+    # gdes: D's E_Delta and LayerNorm in place of G's own embeddings, as many; no GDES in the paper
+    assert params[3] == params[0] and rows[3].endswith("| - |")
     assert (out / "weight_sharing.md").read_text() == table

@@ -104,7 +104,7 @@ def test_each_sharing_mode_goes_to_huggingface_and_back(sharing, tmp_path):
 
 def test_sharing_and_algorithm_are_refused_in_one_line(corpus, tmp_path, capsys):  # noqa: F811
     for extra, message in [
-        (["--sharing", "some"], "--sharing some: must be one of none, embeddings, all"),
+        (["--sharing", "some"], "--sharing some: must be one of none, embeddings, all, gdes"),
         (["--algorithm", "gan"], "--algorithm gan: must be one of joint, two-stage, adversarial"),
         (["--sharing", "all"], "need the same shape"),
         (["--algorithm", "two-stage"], "use sharing none"),
@@ -249,6 +249,7 @@ RUNS = {
     "two-stage": ["--algorithm", "two-stage", "--sharing", "none", "--set", "generator_fraction=1",
                   "--set", "intermediate_size=128"],
     "adversarial": ["--algorithm", "adversarial"],
+    "sharing-gdes": ["--sharing", "gdes"],
 }
 STOPS = {"two-stage": [5, 10, 15]}  # the middle of each stage, and the switch itself
 
