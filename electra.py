@@ -67,7 +67,8 @@ class ElectraConfig:
     # --- objective ---
     objective: str = "electra"  # one of OBJECTIVES: ELECTRA, BERT (Table 1) or a Sec. 3.5 ablation
     # what G and D share (Sec. 3.2 "Weight Sharing"; official untied_generator and
-    # untied_generator_embeddings; "gdes": DeBERTa-v3's, He et al. 2021, Sec. 3.3): one of SHARING
+    # untied_generator_embeddings; "gdes": DeBERTa-v3's, He et al. 2021, arXiv 2111.09543): one
+    # of SHARING
     sharing: str = "embeddings"
     algorithm: str = "joint"  # how G and D are trained (Sec. 3.2, Appendix F): one of ALGORITHMS
     bert_mask_token_prob: float = 0.8  # BERT's 80/10/10 rule (Devlin et al. 2019, Sec. 3.1)
@@ -195,7 +196,7 @@ class Embeddings(nn.Module):
 
 
 def gdes_embedding(e_g, delta):
-    """E_D = sg(E_G) + E_Delta                                          (DeBERTa-v3, Sec. 3.3)
+    """E_D = sg(E_G) + E_Delta                                                 (DeBERTa-v3, GDES)
 
     D's embedding table under gradient-disentangled embedding sharing: G's table E_G with the
     gradient stopped (sg), plus D's own E_Delta, which starts at zero. D reads what G has learnt,

@@ -1,4 +1,4 @@
-"""The tug-of-war of shared embeddings (DeBERTa-v3, He, Gao, Chen 2021, Sec. 3.2-3.3), measured on
+"""The tug-of-war of shared embeddings (DeBERTa-v3, He, Gao, Chen 2021), measured on
 a short CPU run: the notebooks' tiny model on chapters I-V of *Emma*, about a minute per mode.
 
     python experiments/tug_of_war.py --out runs/tug_of_war

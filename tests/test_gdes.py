@@ -1,4 +1,4 @@
-"""--sharing gdes, DeBERTa-v3's gradient-disentangled embedding sharing (He et al. 2021, Sec. 3.3):
+"""--sharing gdes, DeBERTa-v3's gradient-disentangled embedding sharing (He et al. 2021):
 E_D = sg(E_G) + E_Delta. By hand: one optimizer update from L_Disc alone leaves every G weight
 as it was, one from L_MLM alone leaves E_Delta; wrong versions (E_G not detached, the LayerNorm
 shared, E_Delta forgotten in the export) are caught; train.py runs, resumes, exports, re-imports."""
