@@ -5,6 +5,7 @@ the capstone (your pieces pre-train an ELECTRA that learns).
     python exercises/grade.py exercises/my_solution.py --part encoder   # one part, no capstone
     python exercises/grade.py exercises/my_solution.py --exercise 7     # one exercise
     python exercises/grade.py alice.py --csv alice.csv                  # also as CSV (or --json)
+    python exercises/grade.py submissions/*.py --csv class.csv          # a class: a row per check
 
 Each check runs in a process of its own with a time limit, so an endless loop fails that check
 and the sheet goes on. The exit status is 0 when everything graded passed.
@@ -42,6 +43,7 @@ CAPSTONE_POINTS = 20
 
 @dataclass
 class Grade:
+    file: str  # the solution graded
     number: int | str  # the exercise's, or "capstone"
     part: str
     name: str
@@ -99,8 +101,8 @@ def grade(path: Path, exercises: list[harness.Exercise], time_limit: float = TIM
             if before:
                 message += f" (this check runs your exercise(s) {before}, which fail: fix " \
                            f"them first)"
-        grades.append(Grade(ex.number, ex.part, ex.name, ex.points if passed else 0, ex.points,
-                            passed, "" if passed else message.splitlines()[0], seconds))
+        grades.append(Grade(str(path), ex.number, ex.part, ex.name, ex.points if passed else 0,
+                            ex.points, passed, "" if passed else message.splitlines()[0], seconds))
     return grades
 
 
@@ -117,8 +119,9 @@ def sheet(grades: list[Grade], path: Path) -> str:
 
 
 def write(grades: list[Grade], out: Path) -> None:
-    """The sheet as JSON (a list of rows) or CSV (a header and a row per exercise)."""
+    """The sheet as JSON (a list of rows) or CSV (a header and a row per exercise and file)."""
     rows = [asdict(g) for g in grades]
+    out.parent.mkdir(parents=True, exist_ok=True)
     if out.suffix == ".json":
         out.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
     else:
@@ -130,7 +133,8 @@ def write(grades: list[Grade], out: Path) -> None:
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description="Grade a copy of exercises/template.py.")
-    p.add_argument("solution", type=Path, help="your copy of exercises/template.py")
+    p.add_argument("solutions", type=Path, nargs="+", metavar="solution",
+                   help="your copy of exercises/template.py (several: a class, one sheet each)")
     p.add_argument("--part", choices=list(harness.PARTS), help="grade one part (no capstone)")
     p.add_argument("--exercise", type=int, action="append",
                    help="grade exercise N (repeatable; no capstone)")
@@ -144,9 +148,10 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> list[Grade]:
     args = parse_args(argv)
-    if not args.solution.is_file():
-        raise SystemExit(f"{args.solution}: no such file (give the path of your copy of "
-                         f"exercises/template.py)")
+    for path in args.solutions:
+        if not path.is_file():
+            raise SystemExit(f"{path}: no such file (give the path of your copy of "
+                             f"exercises/template.py)")
     numbers = {ex.number for ex in EXERCISES}
     unknown = sorted(set(args.exercise or ()) - numbers)
     if unknown:
@@ -155,21 +160,25 @@ def main(argv=None) -> list[Grade]:
     chosen = [ex for ex in EXERCISES
               if (args.part is None or ex.part == args.part)
               and (not args.exercise or ex.number in args.exercise)]
-    grades = grade(args.solution, chosen, args.time_limit)
-    if not (args.part or args.exercise or args.no_capstone):
-        from exercises import capstone  # the model and the loop: only when the sheet needs them
+    every = []
+    for path in args.solutions:
+        grades = grade(path, chosen, args.time_limit)
+        if not (args.part or args.exercise or args.no_capstone):
+            from exercises import capstone  # the model and the loop: only when the sheet needs them
 
-        start = time.perf_counter()
-        failing = sorted({g.part for g in grades if not g.passed} & set(capstone.PARTS))
-        passed, message = capstone.grade_line(args.solution, failing)
-        grades.append(Grade("capstone", "all", "your ELECTRA learns", CAPSTONE_POINTS * passed,
-                            CAPSTONE_POINTS, passed, message, time.perf_counter() - start))
-    print(sheet(grades, args.solution))
+            start = time.perf_counter()
+            failing = sorted({g.part for g in grades if not g.passed} & set(capstone.PARTS))
+            passed, message = capstone.grade_line(path, failing)
+            grades.append(Grade(str(path), "capstone", "all", "your ELECTRA learns",
+                                CAPSTONE_POINTS * passed, CAPSTONE_POINTS, passed, message,
+                                time.perf_counter() - start))
+        print(sheet(grades, path))
+        every += grades
     for out in (args.json, args.csv):
         if out is not None:
-            write(grades, out)
+            write(every, out)
             print(f"wrote {out}")
-    return grades
+    return every
 
 
 if __name__ == "__main__":

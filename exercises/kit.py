@@ -48,9 +48,25 @@ SOLUTIONS = {
 # What the kit copies: the method's files, what the capstone runs (train.py's loop, its support
 # code, the notebooks' short runs and their text), and the course itself. Not the tests, the
 # benchmarks or the experiments (beyond the hooks the notebooks' helper imports).
+# The notebooks themselves stay out: they work the losses and x_corrupt through by hand.
 COPIED = ["electra.py", "electric.py", "tokenizer.py", "data.py", "train.py", "finetune.py",
-          "squad.py", "support", "notebooks", "experiments/hooks.py",
-          "exercises", "EXERCISES.md", "README.md", "requirements.txt", "ruff.toml"]
+          "squad.py", "support", "notebooks/_helpers.py", "notebooks/data", "experiments/hooks.py",
+          "exercises", "EXERCISES.md", "requirements.txt", "ruff.toml"]
+README = """# ELECTRA from blanks: the student kit
+
+A course on ELECTRA (Clark, Luong, Le, Manning 2020, arXiv 2003.10555): twenty exercises that
+rebuild the model from blanks, graded by checks, and a capstone in which your pieces pre-train an
+ELECTRA that learns. The handout is EXERCISES.md.
+
+    pip install -r requirements.txt
+    cp exercises/template.py exercises/my_solution.py
+    python exercises/grade.py exercises/my_solution.py --part encoder   # one part's checks
+    python exercises/grade.py exercises/my_solution.py                  # the grade sheet
+
+The project's files are here so that you can read them and so that the capstone can run your
+pieces in its model and training loop, but each exercise's body is yours to write: it raises
+"exercise N: yours to write". The notebooks and the tests the handout mentions are not in the kit.
+"""
 LEFT_OUT = {"exercises/kit.py", "exercises/answer_key.py"}  # they read the solutions
 
 
@@ -108,6 +124,7 @@ def build(out: Path) -> Path:
             shutil.copy2(src, out / item)
     for item in LEFT_OUT:
         (out / item).unlink()
+    (out / "README.md").write_text(README, encoding="utf-8")
     by_file: dict[str, dict[str, int]] = {}
     for name, (file, qualname) in SOLUTIONS.items():
         by_file.setdefault(file, {})[qualname] = numbers[name]

@@ -167,8 +167,9 @@ def mask_positions(x, attention_mask, config: electra.ElectraConfig,
     Per row, n = the number of real tokens ([CLS] and [SEP] included) and
     k = min(K, round(mask_prob * n)), at least 1, with K = min(max_predictions, T). round() is
     round-half-to-even, as torch.round: n = 10 -> round(1.5) = 2, n = 30 -> round(4.5) = 4.
-    Never choose [CLS], [SEP], [MASK] or padding; never choose a position twice in a row; if a row
-    has fewer than k candidates, k is that number. Every candidate must be equally likely.
+    Never choose [CLS], [SEP], [MASK] or padding; never choose a position twice within one row;
+    if a row has fewer than k candidates, k is that number. Every candidate must be equally
+    likely.
 
     Returns m: [B, K] long, positions; m_valid: [B, K] bool, True on the first k slots of each row
     (the slots after them may hold any position and are ignored).

@@ -74,13 +74,17 @@ def test_the_sheet_passes_the_project_and_fails_the_template(project_file, tmp_p
         [(g.number, g.message) for g in grades if not g.passed]
     rows = json.loads((tmp_path / "g.json").read_text())
     assert sum(r["points"] for r in rows) == sum(ex.points for ex in grade.EXERCISES)
-    grades = grade.main([str(harness.TEMPLATE), "--no-capstone", "--csv", str(tmp_path / "g.csv")])
-    with open(tmp_path / "g.csv", newline="") as f:
+    # a class: two files, one table with their names, in a folder that does not exist yet
+    out = tmp_path / "grades" / "class.csv"
+    grade.main([str(harness.TEMPLATE), str(project_file), "--no-capstone", "--csv", str(out)])
+    with open(out, newline="") as f:
         rows = list(csv.DictReader(f))
-    assert [int(r["number"]) for r in rows] == [ex.number for ex in grade.EXERCISES]
-    for r, ex in zip(rows, grade.EXERCISES):
+    template_rows = [r for r in rows if r["file"] == str(harness.TEMPLATE)]
+    assert [int(r["number"]) for r in template_rows] == [ex.number for ex in grade.EXERCISES]
+    for r, ex in zip(template_rows, grade.EXERCISES):
         assert r["passed"] == "False" and r["points"] == "0"
         assert f"exercise {ex.number}: write {ex.name}" in r["message"]
+    assert all(r["passed"] == "True" for r in rows if r["file"] == str(project_file))
     sheet = capsys.readouterr().out
     assert f"total 0/{sum(ex.points for ex in grade.EXERCISES)}" in sheet
 
