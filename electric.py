@@ -19,7 +19,7 @@ runs it, each line one function here or in electra.py:
     L_cloze  = -log q(x_t | x_\\t), t in c           cloze_loss()
     m        = mask_positions(x)                     the k ~ p * n positions that get noise
     x_hat    ~ q(. | x_\\t), t in m                   sample(), no gradient
-    x_noised = REPLACE(x, m, x_hat)                  replace()
+    x_noised = REPLACE(x, m, x_hat)                  electra.corrupt()
     E        = energy(x_noised)                      the energy network, electra.Discriminator
     log q_t  = log q(x_noised_t | x_\\t)              noise_log_prob(), no gradient
     s_t      = -(E + log q_t + log(p / (1 - p)))     nce_logits(): logit that t is data
@@ -55,13 +55,13 @@ from electra import (
     Encoder,
     candidates,
     check_config,
+    corrupt,
     disc_loss,
     electra_loss,
     encoder_of,
     generator_config,
     init_weights,
     mask_positions,
-    replace,
     sample,
 )
 
@@ -294,7 +294,7 @@ class Electric(nn.Module):
         m, m_valid = mask_positions(x, attention_mask, cfg, rng)  # [B, K]
         logits_q_m = logits_q.gather(1, m[..., None].expand(-1, -1, logits_q.shape[-1]))
         x_hat = sample(logits_q_m, tau, rng)  # [B, K]
-        x_noised = replace(x, m, torch.where(m_valid, x_hat, x.gather(1, m)))  # [B, T]
+        x_noised, _ = corrupt(x, m, m_valid, x_hat)  # [B, T]; NCE's labels are is_data's
         energies = energy(self, x_noised, segment_ids, attention_mask)  # [B, T]
         log_q = noise_log_prob(logits_q, x_noised, tau)  # [B, T], no gradient
         logits = nce_logits(energies, log_q, cfg.mask_prob)  # [B, T]
