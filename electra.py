@@ -102,7 +102,7 @@ WITH_DISCRIMINATOR = ("electra", "electra_15", "electric")
 # wide as its hidden size, as the official untied_generator_embeddings True builds them. "all": G
 # is D's encoder with its own MLM head, as the official untied_generator False; G and D must then
 # have the same shape. "gdes": DeBERTa-v3's gradient-disentangled embedding sharing (He, Gao, Chen
-# 2021, arXiv 2111.09543, Sec. 3.3): D reads G's token, position and segment tables through
+# 2021, arXiv 2111.09543): D reads G's token, position and segment tables through
 # gdes_embedding, sg(E_G) + E_Delta, so that L_Disc trains only D's E_Delta and never pulls on G's
 # tables (GdesEmbeddings); D's embedding LayerNorm is its own.
 SHARING = ("none", "embeddings", "all", "gdes")

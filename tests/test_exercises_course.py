@@ -39,16 +39,17 @@ def project_solution_source() -> str:
     for ex in grade.EXERCISES:
         file, qualname = kit.SOLUTIONS[ex.name]
         source = (ROOT / file).read_text(encoding="utf-8")
-        theirs = kit.find(ast.parse(source), qualname)
+        module = ast.parse(source)
+        theirs = kit.find(module, qualname)
         mine = kit.find(tree, ex.name)
         first, last = _span(theirs)
         body = source.splitlines(keepends=True)[first - 1:last]
         replaced.append((*_span(mine), body))
-        module_names = {n.name for n in ast.parse(source).body
+        module_names = {n.name for n in module.body
                         if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-        module_names |= {t.id for n in ast.parse(source).body if isinstance(n, ast.Assign)
+        module_names |= {t.id for n in module.body if isinstance(n, ast.Assign)
                          for t in n.targets if isinstance(t, ast.Name)}
-        module_names |= {a.asname or a.name for n in ast.parse(source).body
+        module_names |= {a.asname or a.name for n in module.body
                          if isinstance(n, ast.ImportFrom) for a in n.names}
         used = {n.id for n in ast.walk(theirs) if isinstance(n, ast.Name)}
         imports |= {(MODULES[file], name) for name in used & module_names - defined}
