@@ -259,8 +259,9 @@ def draw(out: Path, seeds, steps: int, name: str, curves_fn, markdown_fn, figure
     return table
 
 
-def parse_args(argv, doc: str, name: str, steps_help: str) -> argparse.Namespace:
-    """figure1.py's flags, with this experiment's defaults."""
+def parse_args(argv, doc: str, name: str, steps_help: str, modes=()) -> argparse.Namespace:
+    """figure1.py's flags, with this experiment's defaults; --modes where `modes` are given (the
+    table reads every mode against ELECTRA's, embeddings, so it must be among them)."""
     p = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     p.add_argument("--data", default="books",
                    help="the corpus: 'books' or a .txt file or folder (default %(default)s)")
@@ -277,7 +278,12 @@ def parse_args(argv, doc: str, name: str, steps_help: str) -> argparse.Namespace
     p.add_argument("--dry-run", action="store_true", help="print the commands, run none")
     p.add_argument("--draw-only", action="store_true",
                    help="only draw the figure and table from the jobs done")
+    if modes:
+        p.add_argument("--modes", nargs="+", choices=modes, default=list(modes),
+                       help="the --sharing modes to compare (default %(default)s)")
     args = p.parse_args(argv)
+    if modes and "embeddings" not in args.modes:
+        p.error("--modes: include embeddings, ELECTRA's choice, which the table reads against")
     if args.steps < figure1.QUARTERS:
         p.error(f"--steps {args.steps}: give at least {figure1.QUARTERS}")
     return args

@@ -5,6 +5,8 @@ same config and vocab. The paper, on GLUE: 83.6, 84.3, 84.4 (gdes is not the pap
 
     python experiments/weight_sharing.py              # runs what is missing, then the table
     python experiments/weight_sharing.py --dry-run    # prints the commands, runs none
+    python experiments/weight_sharing.py --modes none embeddings gdes --out runs/gdes
+                                                      # DeBERTa-v3's comparison, its own folder
 
 Per pre-training seed s and mode M, one run of train.py (the tiny preset, G as large as D):
 
@@ -63,7 +65,7 @@ def same_size_steps(steps: int) -> int:
     return round(budget / flops_per_step(ta.tiny_config(generator_fraction=1.0), ta.BATCH, ta.SEQ))
 
 
-def plan(seed: int, steps: int) -> list[figure1.Run]:
+def plan(seed: int, steps: int, modes=MODES) -> list[figure1.Run]:
     """The seed's runs, one per mode.
 
     >>> [(r.name, r.steps, r.flags[1]) for r in plan(0, 1800)][0]
@@ -72,7 +74,7 @@ def plan(seed: int, steps: int) -> list[figure1.Run]:
     n = same_size_steps(steps)
     return [FinalRun(figure1.ELECTRA, seed, n, figure1.ELECTRA_WARMUP, label=f"sharing-{mode}",
                      flags=("--sharing", mode, "--set", "generator_fraction=1"))
-            for mode in MODES]
+            for mode in modes]
 
 
 def parameters(mode: str) -> int:
@@ -83,13 +85,13 @@ def parameters(mode: str) -> int:
     return count_params(Electra(ta.tiny_config(sharing=mode, generator_fraction=1.0)))
 
 
-def curves(out: Path, seeds, steps: int) -> dict:
+def curves(out: Path, seeds, steps: int, modes=MODES) -> dict:
     """Per mode: random weights' and the final snapshot's scores, every seed's jobs pooled; G's
     held-out MLM accuracy at the end, per seed."""
-    every = [r for seed in seeds for r in plan(seed, steps)]
+    every = [r for seed in seeds for r in plan(seed, steps, modes)]
     rows = ta.stsb_rows(out, [figure1.snapshot(out, r, r.steps) for r in every])
     result = {}
-    for mode in MODES:
+    for mode in modes:
         folders = [figure1.snapshot(out, r, r.steps) for r in every if r.flags[1] == mode]
         mine = [rows[str(f)] for f in folders]
         result[mode] = {"random": [s for row in mine for s in row["random"]["scores"]],
@@ -146,12 +148,15 @@ def figure(result: dict, seeds):
 
 def main(argv=None) -> str | None:
     args = ta.parse_args(argv, __doc__, NAME, "the tiny preset's updates whose FLOPs every run "
-                                              "spends (default %(default)s, 15 minutes)")
+                                              "spends (default %(default)s, 15 minutes)",
+                         modes=MODES)
     if not args.draw_only:
-        figure1.orchestrate(args, lambda seed: plan(seed, args.steps))
+        figure1.orchestrate(args, lambda seed: plan(seed, args.steps, args.modes))
     if args.dry_run:
         return None
-    table = ta.draw(Path(args.out), args.seeds, args.steps, NAME, curves, markdown, figure)
+    table = ta.draw(Path(args.out), args.seeds, args.steps, NAME,
+                    lambda out, seeds, steps: curves(out, seeds, steps, args.modes), markdown,
+                    figure)
     print(table, end="")
     print(f"wrote {Path(args.out) / NAME}.png and .md")
     return table

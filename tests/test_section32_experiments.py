@@ -102,3 +102,19 @@ def test_weight_sharing_runs_each_mode_then_reads_the_table(tmp_path, monkeypatc
     # gdes: D's E_Delta and LayerNorm in place of G's own embeddings, as many; no GDES in the paper
     assert params[3] == params[0] and rows[3].endswith("| - |")
     assert (out / "weight_sharing.md").read_text() == table
+
+
+def test_weight_sharing_modes_runs_only_those_and_needs_electras(tmp_path, monkeypatch, capsys):
+    fakes = Fakes()
+    monkeypatch.setattr(subprocess, "run", fakes)
+    out = tmp_path / "gdes"
+    argv = ["--seeds", "0", "--finetune-seeds", "0", "--out", str(out), "--data", str(tmp_path),
+            "--steps", "8", "--modes", "none", "embeddings", "gdes"]
+    table = ws.main(argv)
+    trains = calls_of(fakes, "train.py")
+    assert [a[a.index("--sharing") + 1] for a in trains] == ["none", "embeddings", "gdes"]
+    rows = [line for line in table.splitlines() if line.startswith("| ")][1:]
+    assert [r.split(" | ")[0] for r in rows] == ["| none", "| embeddings", "| gdes"]
+    with pytest.raises(SystemExit):
+        ws.main(argv[:-3] + ["none", "gdes"])
+    assert "include embeddings" in capsys.readouterr().err
