@@ -93,6 +93,10 @@ class TrainConfig:
     warmup: int = RECIPES["small"].warmup  # linear warm-up updates (Table 6)
     weight_decay: float = 0.01  # Table 6 "Weight Decay"; official excludes LayerNorm and bias
     clip_norm: float = 1.0  # official optimization.py: clip_by_global_norm(grads, 1.0)
+    # False: one norm over G and D together, as the official code; True: G's and D's gradients
+    # clipped apart, each to clip_norm, as DeBERTa-v3's code (sharing none or gdes: no shared
+    # weight belongs to both)
+    clip_apart: bool = False
     eval_fraction: float = 0.01  # ours: the share of documents held out (0: none)
     eval_batches: int = 10  # ours: micro-batches per evaluation, a few thousand sequences on a GPU
     log_interval: int = RECIPES["small"].log_interval  # updates between metrics.jsonl lines
@@ -119,7 +123,7 @@ class TrainConfig:
 
 # What a --resume keeps as the checkpoint has it: a run changed half-way is not the run started.
 RESUME_FIELDS = ("size", "objective", "sharing", "algorithm", "data", "vocab_size", "seq_len",
-                 "batch_size", "lr", "steps", "warmup", "weight_decay", "clip_norm",
+                 "batch_size", "lr", "steps", "warmup", "weight_decay", "clip_norm", "clip_apart",
                  "eval_fraction", "seed", "overrides")
 
 
@@ -251,6 +255,21 @@ def start_stage_2(raw: Electra, optimizer: torch.optim.AdamW) -> None:
     checkpoint there that still holds stage 1's optimizer state."""
     init_discriminator_from_generator(raw)
     optimizer.state.clear()
+
+
+def clip_gradients(model: Electra, max_norm: float, apart: bool) -> torch.Tensor:
+    """g <- g * min(1, max_norm / ||g||): over every parameter as one vector, or (apart) over G's
+    parameters and over the rest (D's) separately. Returns ||g|| of all of them, before the clip.
+
+    One norm, the official code's, couples the two: when lambda * L_Disc's gradient is large, G's
+    update shrinks with it. Clipped apart, each network's scale is its own."""
+    if not apart:
+        return nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    g_params = list(model.generator.parameters())
+    mine = {id(p) for p in g_params}
+    d_params = [p for p in model.parameters() if id(p) not in mine]
+    norms = [nn.utils.clip_grad_norm_(ps, max_norm) for ps in (g_params, d_params)]
+    return torch.stack(norms).norm()
 
 
 def build_optimizer(model: nn.Module, cfg: TrainConfig, fused: bool = True) -> torch.optim.AdamW:
@@ -447,10 +466,7 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device,
                 # gradients None; a compiled backward fills them with zeros, which AdamW would use
                 if cfg.algorithm == "two-stage":
                     drop_frozen_gradients(run.raw, stage(step, cfg))
-                # One global norm over G and D, as the official code. Under --sharing gdes too
-                # (DeBERTa clips G and D apart): the clip only scales each gradient, so G's stays
-                # L_MLM's alone in direction, and Adam largely divides the scale out
-                grad_norm = nn.utils.clip_grad_norm_(run.raw.parameters(), cfg.clip_norm)
+                grad_norm = clip_gradients(run.raw, cfg.clip_norm, cfg.clip_apart)
                 optimizer.step()
                 optimizer.zero_grad(set_to_none=True)
             if first.failed:  # torch.compile could not build the step: this update again, eager

@@ -666,7 +666,7 @@ def startup_report(cfg, run, end: int) -> str:
         f"update, {cfg.steps * cfg.batch_size / max(examples, 1):.1f} epochs",
         f"optim    AdamW lr {cfg.lr:g}, betas {adam['betas']}, eps {adam['eps']:g}, weight decay "
         f"{cfg.weight_decay}, warm-up {cfg.warmup:,} then linear decay to 0 at {cfg.steps:,}, "
-        f"clip {cfg.clip_norm}",
+        f"clip {cfg.clip_norm}{' (G and D apart)' if cfg.clip_apart else ''}",
         f"compute  {flops:.3g} FLOPs per update (fwd+bwd), {flops * cfg.steps:.3g} for "
         f"{cfg.steps:,} updates (official counting: {official * cfg.steps:.3g}; paper Table 1: "
         f"ELECTRA-Small 1.4e18){mfu}",

@@ -67,6 +67,9 @@ def parse_args(argv, config: type, sizes) -> argparse.Namespace:
     add_flag(p, "warmup", type=int, help="warm-up updates (preset)")
     add_flag(p, "weight_decay", type=float, help=f"AdamW weight decay (default {c.weight_decay})")
     add_flag(p, "clip_norm", type=float, help=f"gradient-norm clip (default {c.clip_norm})")
+    add_flag(p, "clip_apart", action="store_true", default=None,
+             help="clip G's and D's gradients apart, each to --clip-norm, as DeBERTa-v3 (needs "
+                  "--sharing none or gdes; default: one norm over both, as the official code)")
     add_flag(p, "eval_fraction", type=float,
              help=f"share of documents held out (default {c.eval_fraction})")
     add_flag(p, "eval_batches", type=int, default=c.eval_batches,
@@ -195,6 +198,10 @@ def check_train_config(cfg) -> None:
         raise refuse("--weight-decay", cfg.weight_decay, "a number >= 0 (AdamW weight decay)")
     if not positive(cfg.clip_norm):
         raise refuse("--clip-norm", cfg.clip_norm, "a positive number (the gradient-norm clip)")
+    if cfg.clip_apart and (cfg.sharing not in ("none", "gdes") or cfg.objective == "bert"):
+        raise SystemExit(f"--clip-apart needs a G and a D that share no weight (--sharing none or "
+                         f"gdes, an objective with a generator): not --sharing {cfg.sharing} "
+                         f"--objective {cfg.objective}")
     if not 0 <= cfg.eval_fraction < 1:
         raise refuse("--eval-fraction", cfg.eval_fraction, "a share in [0, 1) (0: no held-out set)")
     if cfg.eval_batches < 1:

@@ -1,9 +1,10 @@
 """train.py's recipe: the learning-rate schedule and the optimizer's parameter groups."""
 import pytest
+import torch
 import torch.nn as nn
 
 from electra import Electra, get_config
-from train import TrainConfig, build_optimizer, learning_rate
+from train import TrainConfig, build_optimizer, clip_gradients, learning_rate, parse_args
 
 
 def test_learning_rate_worked_example():
@@ -28,3 +29,40 @@ def test_no_weight_decay_on_layernorm_or_bias():
     assert ({id(p) for p in decay["params"]}
             == {id(p) for p in model.parameters()} - layer_norm - biases)
     assert opt.defaults["eps"] == 1e-6 and opt.defaults["betas"] == (0.9, 0.999)
+
+
+def gradients_of_norm(params, norm):
+    """Every parameter's gradient the same value, so that ||g|| over `params` is `norm`."""
+    count = sum(p.numel() for p in params)
+    for p in params:
+        p.grad = torch.full_like(p, norm / count ** 0.5)
+
+
+def norm_of(params):
+    return torch.cat([p.grad.flatten() for p in params]).norm().item()
+
+
+@pytest.mark.parametrize("sharing", ["gdes", "none"])
+def test_clip_apart_clips_g_and_d_each_to_the_norm(sharing):
+    model = Electra(get_config("tiny", vocab_size=50, num_layers=1, sharing=sharing))
+    g = list(model.generator.parameters())
+    d = [p for p in model.parameters() if all(p is not q for q in g)]
+    # G's token table is G's (under gdes D holds E_Delta and its LayerNorm only)
+    assert any(p is model.generator.embeddings.word.weight for p in g)
+    # ||g_G|| = 3, ||g_D|| = 4: the whole is 5
+    gradients_of_norm(g, 3.0), gradients_of_norm(d, 4.0)
+    assert clip_gradients(model, 1.0, apart=False).item() == pytest.approx(5.0, rel=1e-3)
+    assert (norm_of(g), norm_of(d)) == pytest.approx((0.6, 0.8), rel=1e-3)  # one factor, 1/5, for both
+    gradients_of_norm(g, 3.0), gradients_of_norm(d, 4.0)
+    assert clip_gradients(model, 1.0, apart=True).item() == pytest.approx(5.0, rel=1e-3)
+    assert (norm_of(g), norm_of(d)) == pytest.approx((1.0, 1.0), rel=1e-3)  # 1/3 for G, 1/4 for D
+    gradients_of_norm(g, 0.5), gradients_of_norm(d, 4.0)
+    clip_gradients(model, 1.0, apart=True)
+    assert (norm_of(g), norm_of(d)) == pytest.approx((0.5, 1.0), rel=1e-3)  # G under the norm: untouched
+
+
+@pytest.mark.parametrize("flags", [["--sharing", "embeddings"], ["--sharing", "all"],
+                                   ["--sharing", "none", "--objective", "bert"]])
+def test_clip_apart_refuses_weights_g_and_d_share(flags):
+    with pytest.raises(SystemExit, match="--clip-apart needs a G and a D that share no weight"):
+        parse_args(["--size", "tiny", "--clip-apart", *flags])
