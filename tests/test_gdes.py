@@ -223,11 +223,15 @@ def test_gdes_is_refused_in_one_line_where_it_does_not_apply(changes, message):
 def test_train_py_gdes_runs_resumes_exactly_exports_and_reimports(corpus, tmp_path,  # noqa: F811
                                                                  capsys):
     common = ["--steps", "8", "--log-interval", "1", "--eval-interval", "4",
-              "--ckpt-interval", "1000", "--sharing", "gdes"]
+              "--ckpt-interval", "1000", "--sharing", "gdes", "--clip-apart"]
     a = train.main(args(corpus, tmp_path / "a", *common))
+    out = capsys.readouterr().out
+    assert "G with E_G, D with its E_Delta" in out and "clip 1.0 (G and D apart)" in out
     train.main(args(corpus, tmp_path / "b", *common, "--stop-at", "3"))
+    # the resume takes --clip-apart from the checkpoint
     b = train.main(["--out", str(tmp_path / "b"), "--resume", "--cache-dir", str(corpus[2]),
                     "--log-interval", "1", "--eval-interval", "4", "--ckpt-interval", "1000"])
+    assert "clip 1.0 (G and D apart)" in capsys.readouterr().out
     assert a["step"] == b["step"] == 8 and b["model_config"].sharing == "gdes"
     for x, y in zip(rows(tmp_path / "a"), rows(tmp_path / "b")):
         for key in ("loss", "mlm_loss", "disc_loss", "gen_acc", "grad_norm"):

@@ -52,13 +52,15 @@ def test_clip_apart_clips_g_and_d_each_to_the_norm(sharing):
     # ||g_G|| = 3, ||g_D|| = 4: the whole is 5
     gradients_of_norm(g, 3.0), gradients_of_norm(d, 4.0)
     assert clip_gradients(model, 1.0, apart=False).item() == pytest.approx(5.0, rel=1e-3)
-    assert (norm_of(g), norm_of(d)) == pytest.approx((0.6, 0.8), rel=1e-3)  # one factor, 1/5, for both
+    # one factor, 1/5, for both
+    assert (norm_of(g), norm_of(d)) == pytest.approx((0.6, 0.8), rel=1e-3)
     gradients_of_norm(g, 3.0), gradients_of_norm(d, 4.0)
     assert clip_gradients(model, 1.0, apart=True).item() == pytest.approx(5.0, rel=1e-3)
     assert (norm_of(g), norm_of(d)) == pytest.approx((1.0, 1.0), rel=1e-3)  # 1/3 for G, 1/4 for D
     gradients_of_norm(g, 0.5), gradients_of_norm(d, 4.0)
     clip_gradients(model, 1.0, apart=True)
-    assert (norm_of(g), norm_of(d)) == pytest.approx((0.5, 1.0), rel=1e-3)  # G under the norm: untouched
+    # G under the norm: untouched
+    assert (norm_of(g), norm_of(d)) == pytest.approx((0.5, 1.0), rel=1e-3)
 
 
 @pytest.mark.parametrize("flags", [["--sharing", "embeddings"], ["--sharing", "all"],
