@@ -26,9 +26,12 @@ def tracked_text_files() -> list[Path]:
 def test_the_guides_are_short_enough_to_read():
     assert words(README) < 3_500
     assert words(ROOT / "experiments" / "README.md") < 10_000
-    markdown = [f for f in tracked_text_files() if f.suffix == ".md"]
+    # the prose people read; experiments/results/ holds the tables the scripts write
+    results = ROOT / "experiments" / "results"
+    guides = [f for f in tracked_text_files() if f.suffix == ".md" and results not in f.parents]
+    assert len(guides) >= 4  # README, EXERCISES.md, experiments/ and bench/ READMEs, at least
     # EXERCISES.md is a course handout, long by nature: the cap makes room for it
-    assert sum(words(f) for f in markdown) < 30_000
+    assert sum(words(f) for f in guides) < 22_000
 
 
 def test_the_first_screen_has_both_set_up_commands_and_both_first_runs():
