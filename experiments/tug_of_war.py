@@ -1,5 +1,6 @@
 """The tug-of-war of shared embeddings (DeBERTa-v3, He, Gao, Chen 2021), measured on
-a short CPU run: the notebooks' tiny model on chapters I-V of *Emma*, about a minute for the three modes.
+a short CPU run: the notebooks' tiny model on chapters I-V of *Emma*, about a minute for the
+three modes.
 
     python experiments/tug_of_war.py --out runs/tug_of_war
     python experiments/tug_of_war.py --out runs/tug_of_war --steps 600 --every 20   # longer
