@@ -94,8 +94,8 @@ class TrainConfig:
     weight_decay: float = 0.01  # Table 6 "Weight Decay"; official excludes LayerNorm and bias
     clip_norm: float = 1.0  # official optimization.py: clip_by_global_norm(grads, 1.0)
     # False: one norm over G and D together, as the official code; True: G's and D's gradients
-    # clipped apart, each to clip_norm, as DeBERTa-v3's code (sharing none or gdes: no shared
-    # weight belongs to both)
+    # clipped apart, each to clip_norm, as DeBERTa's rtd_task.py (microsoft/DeBERTa: a trainer
+    # each for G and D); sharing none or gdes, where no weight belongs to both
     clip_apart: bool = False
     eval_fraction: float = 0.01  # ours: the share of documents held out (0: none)
     eval_batches: int = 10  # ours: micro-batches per evaluation, a few thousand sequences on a GPU

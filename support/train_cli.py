@@ -68,7 +68,7 @@ def parse_args(argv, config: type, sizes) -> argparse.Namespace:
     add_flag(p, "weight_decay", type=float, help=f"AdamW weight decay (default {c.weight_decay})")
     add_flag(p, "clip_norm", type=float, help=f"gradient-norm clip (default {c.clip_norm})")
     add_flag(p, "clip_apart", action="store_true", default=None,
-             help="clip G's and D's gradients apart, each to --clip-norm, as DeBERTa-v3 (needs "
+             help="clip G's and D's gradients apart, each to --clip-norm, as DeBERTa's code (needs "
                   "--sharing none or gdes; default: one norm over both, as the official code)")
     add_flag(p, "eval_fraction", type=float,
              help=f"share of documents held out (default {c.eval_fraction})")
