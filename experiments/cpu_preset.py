@@ -97,7 +97,7 @@ def context_free_auc(run_dir: Path, cache_dir: Path) -> tuple[float, float]:
         x, s, m = (torch.from_numpy(a)
                    for a in data.pretraining_batch(ids, rows, cfg.seq_len, *special))
         out = model(x, s, m, temperature=temperature)
-        return out, out.x_corrupt == x, m.bool()
+        return out, out.is_original(x), m.bool()  # the loss's own labels
 
     rng = np.random.default_rng(cfg.seed)
     torch.manual_seed(cfg.seed + 1)

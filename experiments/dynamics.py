@@ -83,7 +83,7 @@ def main(argv=None) -> None:
                 out = model(x, s, m)
                 p_d.append(out.p_original.flatten())
                 p_free.append(1 - rate[out.x_corrupt.flatten()])  # context-free P(original)
-                orig.append((out.x_corrupt == x).flatten())
+                orig.append(out.is_original(x).flatten())  # the loss's own labels
                 real.append(m.flatten())
                 gen_acc.append(report.stats_dict(report.step_stats(out, x, m))["gen_acc"])
         model.train()
@@ -104,7 +104,7 @@ def main(argv=None) -> None:
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         real = m.bool()
-        recent.append((out.x_corrupt[real], (out.x_corrupt == x)[real],
+        recent.append((out.x_corrupt[real], out.is_original(x)[real],
                        torch.ones(int(real.sum()), dtype=torch.bool)))
         if (step + 1) % args.every == 0:
             rows.append(evaluate(step + 1))
