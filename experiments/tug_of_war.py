@@ -4,6 +4,7 @@ three modes.
 
     python experiments/tug_of_war.py --out runs/tug_of_war
     python experiments/tug_of_war.py --out runs/tug_of_war --steps 600 --every 20   # longer
+    python experiments/tug_of_war.py --out runs/tug_of_war --steps 600 --every 20 --seed 1
 
 1. Under --sharing embeddings, every --every updates: the cosine between the gradients that
    L_MLM and lam * L_Disc send into the shared token table, on the rows of the batch's tokens
@@ -12,9 +13,11 @@ three modes.
    the tug-of-war, the two losses pulling the same vectors apart. lam does not change a cosine.
 2. At the end of a run under each of none, embeddings and gdes: DeBERTa-v3's diagnostic (its
    Table 1), the average cosine similarity between different tokens' embedding vectors
-   (mean_pairwise_cosine), of G's token table and of the one D reads (gdes: E_G + E_Delta).
+   (mean_pairwise_cosine), of G's token table and of the one D reads (gdes: E_G + E_Delta);
+   beside them its zero point, the same networks freshly initialised.
 
-Writes --out/tug_of_war.png and tug_of_war.json, each mode's run folder under --out.
+Writes --out/tug_of_war_sSEED.png and .json and each mode's run folder (sharing-MODE-sSEED), so
+that several seeds share one --out.
 """
 from __future__ import annotations
 
@@ -33,7 +36,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import train
-from electra import plain_state_dict
+from electra import Electra, plain_state_dict
 from notebooks._helpers import SAMPLE_TEXT, TINY_MODEL, word_vocab
 from support import plumbing
 
@@ -84,6 +87,12 @@ def mean_pairwise_cosine(table: torch.Tensor) -> float:
     n = unit.shape[0]
     s = unit.sum(0)
     return ((s @ s - (unit * unit).sum()) / (n * (n - 1))).item()
+
+
+def similarity(model) -> dict:
+    """mean_pairwise_cosine of G's token table and of the one D reads: {"G": ..., "D": ...}."""
+    return {"G": mean_pairwise_cosine(model.generator.embeddings.word.weight),
+            "D": mean_pairwise_cosine(d_table(model))}
 
 
 def d_table(model) -> torch.Tensor:
@@ -149,7 +158,8 @@ def figure(result: dict):
     for i, who in enumerate(("G", "D")):
         right.bar([m + i * 0.4 for m in range(len(modes))],
                   [result["similarity"][m][who] for m in modes], width=0.4, label=f"{who}'s table")
-    right.set_xticks([m + 0.2 for m in range(len(modes))], [f"sharing {m}" for m in modes])
+    right.set_xticks([m + 0.2 for m in range(len(modes))],
+                     [m if m == "random weights" else f"sharing {m}" for m in modes])
     right.set_ylabel("average cosine between tokens' vectors")
     right.set_title("DeBERTa-v3's Table 1 diagnostic, at the end", fontsize=10)
     right.legend(fontsize=8)
@@ -167,14 +177,17 @@ def main(argv=None) -> dict:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     hook = TugHook(args.every)
-    result = {"steps": args.steps, "seed": args.seed, "tug": hook.rows, "similarity": {}}
+    trained = {}
     for mode in MODES:
         model = run_mode(out, mode, args.steps, args.seed, hook if mode == "embeddings" else None)
-        result["similarity"][mode] = {"G": mean_pairwise_cosine(model.generator.embeddings.word
-                                                                .weight),
-                                      "D": mean_pairwise_cosine(d_table(model))}
-    (out / "tug_of_war.json").write_text(json.dumps(result, indent=1) + "\n")
-    figure(result).savefig(out / "tug_of_war.png", dpi=120)
+        trained[mode] = similarity(model)
+    torch.manual_seed(args.seed)  # the zero point: the same networks, freshly initialised
+    zero = similarity(Electra(model.config))
+    result = {"steps": args.steps, "seed": args.seed, "tug": hook.rows,
+              "similarity": {"random weights": zero, **trained}}
+    name = out / f"tug_of_war_s{args.seed}"
+    name.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
+    figure(result).savefig(name.with_suffix(".png"), dpi=120)
     tug = [r["tug"] for r in hook.rows]
     floor = [r["floor"] for r in hook.rows]
     if tug:
@@ -183,7 +196,7 @@ def main(argv=None) -> dict:
               f"{sum(floor) / len(floor):+.3f}")
     for mode, s in result["similarity"].items():
         print(f"sharing {mode:10s} average cosine between tokens: G {s['G']:.3f}, D {s['D']:.3f}")
-    print(f"wrote {out / 'tug_of_war.png'} and .json")
+    print(f"wrote {name}.png and .json")
     return result
 
 

@@ -52,3 +52,12 @@ def test_d_table_is_e_g_plus_e_delta_under_gdes():
     with torch.no_grad():
         model.discriminator.embeddings.word_delta.fill_(0.5)
     assert torch.equal(tw.d_table(model), model.embeddings.word.weight + 0.5)
+
+
+def test_main_writes_each_seed_apart_with_the_random_weights_zero_point(tmp_path, capsys):
+    result = tw.main(["--out", str(tmp_path), "--steps", "2", "--every", "1", "--seed", "3"])
+    assert all((tmp_path / f"tug_of_war_s3.{ext}").is_file() for ext in ("json", "png"))
+    assert list(result["similarity"]) == ["random weights", "none", "embeddings", "gdes"]
+    zero = result["similarity"]["random weights"]
+    assert abs(zero["G"]) < 0.01 and abs(zero["D"]) < 0.01  # N(0, 0.02) rows: about orthogonal
+    assert [r["step"] for r in result["tug"]] == [0, 1]
