@@ -159,7 +159,8 @@ def figure(result: dict):
         right.bar([m + i * 0.4 for m in range(len(modes))],
                   [result["similarity"][m][who] for m in modes], width=0.4, label=f"{who}'s table")
     right.set_xticks([m + 0.2 for m in range(len(modes))],
-                     [m if m == "random weights" else f"sharing {m}" for m in modes])
+                     ["random\nweights" if m == "random weights" else f"sharing\n{m}"
+                      for m in modes])
     right.set_ylabel("average cosine between tokens' vectors")
     right.set_title("DeBERTa-v3's Table 1 diagnostic, at the end", fontsize=10)
     right.legend(fontsize=8)
@@ -195,7 +196,8 @@ def main(argv=None) -> dict:
               f"(range {min(tug):+.3f} to {max(tug):+.3f}); noise floor mean "
               f"{sum(floor) / len(floor):+.3f}")
     for mode, s in result["similarity"].items():
-        print(f"sharing {mode:10s} average cosine between tokens: G {s['G']:.3f}, D {s['D']:.3f}")
+        label = mode if mode == "random weights" else f"sharing {mode}"
+        print(f"{label:18s} average cosine between tokens: G {s['G']:.3f}, D {s['D']:.3f}")
     print(f"wrote {name}.png and .json")
     return result
 
