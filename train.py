@@ -257,19 +257,24 @@ def start_stage_2(raw: Electra, optimizer: torch.optim.AdamW) -> None:
     optimizer.state.clear()
 
 
-def clip_gradients(model: Electra, max_norm: float, apart: bool) -> torch.Tensor:
-    """g <- g * min(1, max_norm / ||g||): over every parameter as one vector, or (apart) over G's
-    parameters and over the rest (D's) separately. Returns ||g|| of all of them, before the clip.
-
-    One norm, the official code's, couples the two: when lambda * L_Disc's gradient is large, G's
-    update shrinks with it. Clipped apart, each network's scale is its own."""
+def clip_groups(model: Electra, apart: bool) -> list[list[nn.Parameter]]:
+    """The parameters the clip takes one norm over: all of them as one group, or (apart) G's and
+    the rest (D's) as two. Built once per run: the parameters do not change during it."""
     if not apart:
-        return nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+        return [list(model.parameters())]
     g_params = list(model.generator.parameters())
     mine = {id(p) for p in g_params}
-    d_params = [p for p in model.parameters() if id(p) not in mine]
-    norms = [nn.utils.clip_grad_norm_(ps, max_norm) for ps in (g_params, d_params)]
-    return torch.stack(norms).norm()
+    return [g_params, [p for p in model.parameters() if id(p) not in mine]]
+
+
+def clip_gradients(groups: list[list[nn.Parameter]], max_norm: float) -> torch.Tensor:
+    """g <- g * min(1, max_norm / ||g||), ||g|| over each group of clip_groups as one vector.
+    Returns ||g|| of all the parameters, before the clip.
+
+    One norm, the official code's, couples G and D: when lambda * L_Disc's gradient is large, G's
+    update shrinks with it. Clipped apart, each network's scale is its own."""
+    norms = [nn.utils.clip_grad_norm_(params, max_norm) for params in groups]
+    return norms[0] if len(norms) == 1 else torch.stack(norms).norm()
 
 
 def build_optimizer(model: nn.Module, cfg: TrainConfig, fused: bool = True) -> torch.optim.AdamW:
@@ -430,6 +435,7 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device,
     # beside the model so that on a GPU they cost no extra kernel launches
     compiled = run.path != "eager"
     step_stats = torch.compile(report.step_stats) if compiled else report.step_stats
+    clipped = clip_groups(run.raw, cfg.clip_apart)  # what each gradient-norm clip is taken over
     with (tqdm(total=cfg.steps, initial=step, unit="step", dynamic_ncols=True, disable=not master,
                desc=f"{cfg.objective}-{cfg.size}") as bar,
           plumbing.LoopGuards(cfg, world, device, batches.micro_batch,
@@ -466,7 +472,7 @@ def train(cfg: TrainConfig, saved: dict | None, rank: int, world: int, device,
                 # gradients None; a compiled backward fills them with zeros, which AdamW would use
                 if cfg.algorithm == "two-stage":
                     drop_frozen_gradients(run.raw, stage(step, cfg))
-                grad_norm = clip_gradients(run.raw, cfg.clip_norm, cfg.clip_apart)
+                grad_norm = clip_gradients(clipped, cfg.clip_norm)
                 optimizer.step()
                 optimizer.zero_grad(set_to_none=True)
             if first.failed:  # torch.compile could not build the step: this update again, eager

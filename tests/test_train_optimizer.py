@@ -4,7 +4,8 @@ import torch
 import torch.nn as nn
 
 from electra import Electra, get_config
-from train import TrainConfig, build_optimizer, clip_gradients, learning_rate, parse_args
+from train import (TrainConfig, build_optimizer, clip_gradients, clip_groups, learning_rate,
+                   parse_args)
 
 
 def test_learning_rate_worked_example():
@@ -51,14 +52,16 @@ def test_clip_apart_clips_g_and_d_each_to_the_norm(sharing):
     assert any(p is model.generator.embeddings.word.weight for p in g)
     # ||g_G|| = 3, ||g_D|| = 4: the whole is 5
     gradients_of_norm(g, 3.0), gradients_of_norm(d, 4.0)
-    assert clip_gradients(model, 1.0, apart=False).item() == pytest.approx(5.0, rel=1e-3)
+    one, apart = clip_groups(model, apart=False), clip_groups(model, apart=True)
+    assert [len(ps) for ps in apart] == [len(g), len(d)]  # every parameter in one group of two
+    assert clip_gradients(one, 1.0).item() == pytest.approx(5.0, rel=1e-3)
     # one factor, 1/5, for both
     assert (norm_of(g), norm_of(d)) == pytest.approx((0.6, 0.8), rel=1e-3)
     gradients_of_norm(g, 3.0), gradients_of_norm(d, 4.0)
-    assert clip_gradients(model, 1.0, apart=True).item() == pytest.approx(5.0, rel=1e-3)
+    assert clip_gradients(apart, 1.0).item() == pytest.approx(5.0, rel=1e-3)
     assert (norm_of(g), norm_of(d)) == pytest.approx((1.0, 1.0), rel=1e-3)  # 1/3 for G, 1/4 for D
     gradients_of_norm(g, 0.5), gradients_of_norm(d, 4.0)
-    clip_gradients(model, 1.0, apart=True)
+    clip_gradients(apart, 1.0)
     # G under the norm: untouched
     assert (norm_of(g), norm_of(d)) == pytest.approx((0.5, 1.0), rel=1e-3)
 
