@@ -138,6 +138,11 @@ def run_mode(out: Path, mode: str, steps: int, seed: int, hook=None) -> dict:
         return train.main(argv, before_update=hook)["model"]
 
 
+def mode_label(mode: str, space: str = " ") -> str:
+    """How a mode of the similarity table is named in the figure and the printout."""
+    return mode if mode == "random weights" else f"sharing{space}{mode}"
+
+
 def figure(result: dict):
     """Left: the tug cosine and its noise floor over the run; right: the average cosine between
     tokens' vectors of G's and D's tables per mode."""
@@ -159,8 +164,7 @@ def figure(result: dict):
         right.bar([m + i * 0.4 for m in range(len(modes))],
                   [result["similarity"][m][who] for m in modes], width=0.4, label=f"{who}'s table")
     right.set_xticks([m + 0.2 for m in range(len(modes))],
-                     ["random\nweights" if m == "random weights" else f"sharing\n{m}"
-                      for m in modes])
+                     [mode_label(m, "\n") for m in modes])
     right.set_ylabel("average cosine between tokens' vectors")
     right.set_title("DeBERTa-v3's Table 1 diagnostic, at the end", fontsize=10)
     right.legend(fontsize=8)
@@ -196,8 +200,8 @@ def main(argv=None) -> dict:
               f"(range {min(tug):+.3f} to {max(tug):+.3f}); noise floor mean "
               f"{sum(floor) / len(floor):+.3f}")
     for mode, s in result["similarity"].items():
-        label = mode if mode == "random weights" else f"sharing {mode}"
-        print(f"{label:18s} average cosine between tokens: G {s['G']:.3f}, D {s['D']:.3f}")
+        print(f"{mode_label(mode):18s} average cosine between tokens: "
+              f"G {s['G']:.3f}, D {s['D']:.3f}")
     print(f"wrote {name}.png and .json")
     return result
 

@@ -637,9 +637,12 @@ def startup_report(cfg, run, end: int) -> str:
              if getattr(model, name, None) is not None]
     embeddings = count_params(model.embeddings) / 1e6
     sharing = getattr(model.config, "sharing", "embeddings")
-    tables = {"none": f"each with its own embeddings, D's {embeddings:.2f}M",
-              "gdes": f"G with E_G, D with its E_Delta, {embeddings:.2f}M each"}.get(
-        sharing, f"each with the shared embeddings {embeddings:.2f}M")
+    if sharing == "none":
+        tables = f"each with its own embeddings, D's {embeddings:.2f}M"
+    elif sharing == "gdes":
+        tables = f"G with E_G, D with its E_Delta, {embeddings:.2f}M each"
+    else:
+        tables = f"each with the shared embeddings {embeddings:.2f}M"
     params = f"{', '.join(parts)} ({tables}), total {count_params(model) / 1e6:.2f}M"
     flops = flops_per_step(run.mc, cfg.batch_size, cfg.seq_len)
     official = flops_per_step_official(run.mc, cfg.batch_size, cfg.seq_len)
