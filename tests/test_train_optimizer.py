@@ -4,8 +4,14 @@ import torch
 import torch.nn as nn
 
 from electra import Electra, get_config
-from train import (TrainConfig, build_optimizer, clip_gradients, clip_groups, learning_rate,
-                   parse_args)
+from train import (
+    TrainConfig,
+    build_optimizer,
+    clip_gradients,
+    clip_groups,
+    learning_rate,
+    parse_args,
+)
 
 
 def test_learning_rate_worked_example():
