@@ -1,11 +1,18 @@
 """Shared test fixtures. Tests run on CPU, offline, in seconds."""
 import functools
 import http.server
+import os
 import sys
 import threading
 from pathlib import Path
 
 import pytest
+
+# Two tests run at once (pytest.ini). A notebook kernel or subprocess with two OpenMP threads
+# beside the other worker's test would have its idle thread spin on a core that test needs,
+# slowing both many times over: idle threads sleep instead. Set before torch loads OpenMP.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
